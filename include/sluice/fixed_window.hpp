@@ -1,0 +1,79 @@
+// Fixed window: at most L units in each window [origin + kW, origin + (k+1)W).
+//
+// Cheap and easy to explain, but a burst just before a boundary and another
+// just after both get through: up to 2L in two ticks. See semantics.md.
+#pragma once
+
+#include <cstdint>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The policy of a fixed-window counter. Immutable once built.
+class fixed_window {
+ public:
+  /// The per-key state: the window of the latest admit and its count.
+  /// Trivially copyable; fresh is `state{}`.
+  struct state {
+    std::int64_t window = 0;  ///< k of the latest admit (meaningless while count == 0)
+    std::int64_t count = 0;   ///< units admitted in window k
+    friend constexpr bool operator==(const state&, const state&) = default;
+  };
+
+  /// Builds the policy; windows start at `origin + kW`. Errors name "limit"
+  /// or "window".
+  static result<fixed_window> make(rate r, tick origin = 0);
+
+  [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
+  [[nodiscard]] constexpr tick origin() const noexcept { return origin_; }
+
+  /// The window index k of an instant.
+  [[nodiscard]] constexpr std::int64_t window_of(tick t) const noexcept {
+    return static_cast<std::int64_t>(detail::floor_div(static_cast<detail::i128>(t) - origin_, r_.window));
+  }
+  /// The first instant of window k (may lie past INT64_MAX, hence 128 bits).
+  [[nodiscard]] constexpr detail::i128 start_of(detail::i128 k) const noexcept {
+    return k * r_.window + origin_;
+  }
+
+ private:
+  constexpr fixed_window(rate r, tick origin) noexcept : r_(r), origin_(origin) {}
+  rate r_;
+  tick origin_;  // normalised to [0, W): the same windows, and k fits in int64
+};
+
+/// Decides one request of `cost` units at `now`; admits iff the window's
+/// count plus `cost` stays within L. Pure except for `s` on admit.
+constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
+  const std::int64_t limit = p.limit().limit;
+  std::int64_t k = p.window_of(now);
+  if (s.count > 0 && k < s.window) k = s.window;  // a clock that steps back is read as the latest admit
+  const std::int64_t count = (s.count > 0 && k == s.window) ? s.count : 0;
+  decision d;
+  if (cost < 1 || cost > limit) {
+    d.remaining = limit - count;
+    d.retry_after = never;
+    d.reset_after = count > 0 ? detail::until(p.start_of(static_cast<detail::i128>(k) + 1), now) : 0;
+    return d;
+  }
+  const detail::i128 next = p.start_of(static_cast<detail::i128>(k) + 1);
+  if (count + cost <= limit) {
+    s.window = k;
+    s.count = count + cost;
+    d.allowed = true;
+    d.remaining = limit - s.count;
+    d.reset_after = detail::until(next, now);
+    return d;
+  }
+  d.remaining = limit - count;
+  d.retry_after = detail::until(next, now);
+  d.reset_after = d.retry_after;
+  return d;
+}
+
+}  // namespace sluice

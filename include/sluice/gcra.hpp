@@ -1,0 +1,80 @@
+// GCRA, the generic cell rate algorithm (the leaky bucket as a meter): the
+// same decisions as a token bucket with the same L, W, S on every trace, kept
+// as a theoretical arrival time instead of a token count.
+#pragma once
+
+#include <cstdint>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The policy of GCRA. Immutable once built.
+class gcra {
+ public:
+  /// The theoretical arrival time scaled by L (`u = tat·L`) and the instant
+  /// of the latest admit. Trivially copyable; fresh is `state{}` (u = −∞).
+  ///
+  /// `last` is kept so that a clock stepping back is read as the latest
+  /// admit, as for the token bucket (semantics.md, "Time never runs
+  /// backwards"); `u` alone would read it as is, which is never more
+  /// permissive but would break decision-for-decision equality with the
+  /// token bucket.
+  struct state {
+    detail::i128 u = detail::minus_infinity;
+    tick last = detail::i64_min;
+    friend constexpr bool operator==(const state&, const state&) = default;
+  };
+
+  /// Builds the policy. Errors name "limit", "window" or "burst".
+  static result<gcra> make(rate r, std::int64_t burst);
+
+  [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
+  [[nodiscard]] constexpr std::int64_t burst() const noexcept { return burst_; }
+  /// S·W, the tolerance in units of 1/L tick.
+  [[nodiscard]] constexpr detail::i128 tolerance() const noexcept { return tolerance_; }
+
+ private:
+  constexpr gcra(rate r, std::int64_t burst) noexcept
+      : r_(r), burst_(burst), tolerance_(static_cast<detail::i128>(burst) * r.window) {}
+  rate r_;
+  std::int64_t burst_;
+  detail::i128 tolerance_;
+};
+
+/// Decides one request: with b = max(u, now·L), admits iff
+/// b + cost·W − now·L ≤ S·W, then u = b + cost·W.
+constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
+  const rate r = p.limit();
+  const tick e = detail::max64(now, s.last);
+  const detail::i128 el = static_cast<detail::i128>(e) * r.limit;
+  const detail::i128 b = s.u > el ? s.u : el;
+  decision d;
+  // Tokens held, in 1/W token: S·W − (b − e·L).
+  const detail::i128 held = p.tolerance() - (b - el);
+  if (cost < 1 || cost > p.burst() || r.limit == 0) {
+    d.remaining = r.limit == 0 ? 0 : static_cast<std::int64_t>(held / r.window);
+    d.retry_after = never;
+    d.reset_after = (r.limit == 0 || b == el) ? 0 : detail::until(detail::ceil_div(b, r.limit), now);
+    return d;
+  }
+  const detail::i128 nu = b + static_cast<detail::i128>(cost) * r.window;
+  if (nu - el <= p.tolerance()) {
+    s.u = nu;
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>((p.tolerance() - (nu - el)) / r.window);
+    d.reset_after = detail::until(detail::ceil_div(nu, r.limit), now);
+    return d;
+  }
+  d.remaining = static_cast<std::int64_t>(held / r.window);
+  d.retry_after = detail::until(detail::ceil_div(nu - p.tolerance(), r.limit), now);
+  d.reset_after = b == el ? 0 : detail::until(detail::ceil_div(b, r.limit), now);
+  return d;
+}
+
+}  // namespace sluice

@@ -1,0 +1,64 @@
+// A policy with its own state and clock: the everyday object for one
+// limited thing (one client, one outbound quota). For many keys, use a keyed
+// store; for composition, combine policies.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "sluice/any.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// One limiter: an immutable policy, its state, and the clock it reads.
+///
+/// `Policy` is any algorithm (`token_bucket`, `gcra`, ...) or `any_policy`.
+/// `Clock` has `tick now()`; an empty clock type (`steady_clock`) is
+/// default-constructed, any other (`manual_clock`) is held by reference and
+/// must outlive the limiter. Not thread-safe: one thread at a time.
+template <typename Policy, typename Clock = steady_clock>
+class limiter {
+ public:
+  using state_type = std::conditional_t<std::is_same_v<Policy, any_policy>, any_state, typename Policy::state>;
+
+  /// A limiter with a fresh state on an empty clock type.
+  explicit limiter(Policy p) requires std::is_empty_v<Clock> : policy_(std::move(p)), state_(fresh()) {}
+  /// A limiter reading `clock`, which must outlive it.
+  limiter(Policy p, const Clock& clock) : policy_(std::move(p)), state_(fresh()), clock_(&clock) {}
+
+  /// Decides a request of `cost` (≥ 1) units at the explicit instant `now`.
+  decision try_acquire_at(tick now, std::int64_t cost = 1) noexcept { return decide(policy_, state_, now, cost); }
+
+  /// Decides a request of `cost` units now, reading the clock once.
+  decision try_acquire(std::int64_t cost = 1) noexcept { return try_acquire_at(read_clock(), cost); }
+
+  [[nodiscard]] const Policy& policy() const noexcept { return policy_; }
+  [[nodiscard]] const state_type& state() const noexcept { return state_; }
+  /// Forgets everything: back to the fresh state.
+  void reset() { state_ = fresh(); }
+
+ private:
+  state_type fresh() const {
+    if constexpr (std::is_same_v<Policy, any_policy>) {
+      return fresh_state(policy_);
+    } else {
+      return state_type{};
+    }
+  }
+  tick read_clock() const noexcept {
+    if constexpr (std::is_empty_v<Clock>) {
+      return Clock{}.now();
+    } else {
+      return clock_->now();
+    }
+  }
+
+  Policy policy_;
+  state_type state_;
+  const Clock* clock_ = nullptr;
+};
+
+}  // namespace sluice

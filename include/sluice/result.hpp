@@ -1,0 +1,47 @@
+// A value or an error that names what was wrong, for everything built from
+// user input (policies, rates). C++20 has no std::expected; this is the
+// small subset sluice needs.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace sluice {
+
+/// What was wrong with a configuration or an input string.
+struct error {
+  /// The field at fault, as a user names it: "limit", "window", "burst",
+  /// "buckets", "queue", "quota", "rate".
+  std::string field;
+  /// What is wrong with it, in words, e.g. "must be positive".
+  std::string message;
+  /// "field: message", ready to print.
+  [[nodiscard]] std::string what() const { return field.empty() ? message : field + ": " + message; }
+};
+
+/// Either a T or an `error`. Check `ok()` (or `operator bool`) before `value()`.
+template <typename T>
+class [[nodiscard]] result {
+ public:
+  result(T v) : v_(std::move(v)) {}              // NOLINT(google-explicit-constructor)
+  result(error e) : v_(std::move(e)) {}          // NOLINT(google-explicit-constructor)
+
+  [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  /// The value; requires ok().
+  [[nodiscard]] const T& value() const& { return std::get<0>(v_); }
+  [[nodiscard]] T& value() & { return std::get<0>(v_); }
+  [[nodiscard]] T&& value() && { return std::get<0>(std::move(v_)); }
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+
+  /// The error; requires !ok().
+  [[nodiscard]] const error& err() const& { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, error> v_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,58 @@
+// Sliding window with buckets: W split into N sub-windows of W/N; admits iff
+// the N sub-windows ending with the current one, plus the cost, hold at most
+// L. Between the fixed window (N = 1) and the sliding log (N = W).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The policy of the bucketed sliding window. Immutable once built.
+class sliding_buckets {
+ public:
+  /// The counts of the last N sub-windows, as a ring. Owns memory (N
+  /// counts), so copyable but not trivially; fresh is `state{}`.
+  class state {
+   public:
+    [[nodiscard]] std::int64_t total() const noexcept { return total_; }
+    friend bool operator==(const state& a, const state& b) noexcept {
+      return a.total_ == b.total_ && (a.total_ == 0 || (a.newest_ == b.newest_ && a.counts_ == b.counts_));
+    }
+
+   private:
+    friend class sliding_buckets;
+    std::vector<std::int64_t> counts_;  // N slots, slot j mod N holds sub-window j
+    std::int64_t newest_ = 0;           // sub-window of the latest admit
+    std::int64_t total_ = 0;            // sum of the N slots
+  };
+
+  /// Builds the policy. Errors name "limit", "window" or "buckets"
+  /// (1 to 65536, dividing W).
+  static result<sliding_buckets> make(rate r, std::int64_t buckets);
+
+  [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
+  [[nodiscard]] constexpr std::int64_t buckets() const noexcept { return n_; }
+
+  /// Decides one request of `cost` units at `now`.
+  decision decide(state& s, tick now, std::int64_t cost) const noexcept;
+
+ private:
+  constexpr sliding_buckets(rate r, std::int64_t n) noexcept : r_(r), n_(n), width_(r.window / n) {}
+  rate r_;
+  std::int64_t n_;
+  tick width_;
+};
+
+inline decision decide(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
+  return p.decide(s, now, cost);
+}
+
+}  // namespace sluice

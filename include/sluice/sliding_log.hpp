@@ -1,0 +1,87 @@
+// Sliding log: keeps the instants of admitted units; a unit admitted at t is
+// in the window at `now` iff now − W < t ≤ now. Exact (no window ever holds
+// more than L) at the price of memory: up to L entries per key.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The policy of the sliding log. Immutable once built.
+class sliding_log {
+ public:
+  /// One run of units admitted at the same instant.
+  struct entry {
+    tick at = 0;
+    std::int64_t units = 0;
+    friend constexpr bool operator==(const entry&, const entry&) = default;
+  };
+
+  /// The admitted units still possibly in the window, oldest first, as a
+  /// ring of runs (units admitted at one instant share an entry), so it
+  /// holds at most min(L, distinct instants in a window) entries. Unlike the
+  /// other states it owns memory, so it is copyable but not trivially;
+  /// fresh is `state{}`.
+  class state {
+   public:
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    /// The i-th oldest entry, i < size().
+    [[nodiscard]] const entry& at(std::size_t i) const noexcept { return ring_[(head_ + i) & (ring_.size() - 1)]; }
+    /// Sum of units over all entries held (expired ones included until pruned).
+    [[nodiscard]] std::int64_t units() const noexcept { return units_; }
+    [[nodiscard]] tick last() const noexcept { return last_; }
+
+    /// Equal iff the same entries in the same order (capacity ignored).
+    friend bool operator==(const state& a, const state& b) noexcept {
+      if (a.size_ != b.size_ || a.units_ != b.units_ || a.last_ != b.last_) return false;
+      for (std::size_t i = 0; i < a.size_; ++i)
+        if (!(a.at(i) == b.at(i))) return false;
+      return true;
+    }
+
+   private:
+    friend class sliding_log;
+    void pop_front() noexcept {
+      units_ -= ring_[head_].units;
+      head_ = (head_ + 1) & (ring_.size() - 1);
+      --size_;
+    }
+    void push_back(entry e);
+
+    std::vector<entry> ring_;  // capacity a power of two
+    std::size_t head_ = 0;
+    std::size_t size_ = 0;
+    std::int64_t units_ = 0;
+    tick last_ = detail::i64_min;
+  };
+
+  /// Builds the policy. Errors name "limit" or "window".
+  static result<sliding_log> make(rate r);
+
+  [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
+
+  /// Decides one request of `cost` units at `now`. Allocates only when the
+  /// log grows past its current capacity.
+  decision decide(state& s, tick now, std::int64_t cost) const noexcept;
+
+ private:
+  constexpr explicit sliding_log(rate r) noexcept : r_(r) {}
+  rate r_;
+};
+
+/// Decides one request: admits iff the units in (now − W, now] plus `cost`
+/// stay within L.
+inline decision decide(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept {
+  return p.decide(s, now, cost);
+}
+
+}  // namespace sluice

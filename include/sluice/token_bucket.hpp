@@ -1,0 +1,79 @@
+// Token bucket: capacity S tokens, refilled at L per W, starting full. A
+// request of cost c takes c tokens or is denied. Bounds the burst (S) and the
+// long-run rate (L per W), not each window.
+#pragma once
+
+#include <cstdint>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The policy of a token bucket. Immutable once built.
+class token_bucket {
+ public:
+  /// Tokens in units of 1/W token (0 to S·W) and the instant they were
+  /// counted. Trivially copyable; fresh is `state{}` (a full bucket).
+  struct state {
+    detail::i128 spent = 0;               ///< S·W minus the tokens held, in 1/W token
+    tick last = detail::i64_min;          ///< instant of the latest admit
+    friend constexpr bool operator==(const state&, const state&) = default;
+  };
+
+  /// Builds the policy. Errors name "limit", "window" or "burst"
+  /// (1 to 2^62).
+  static result<token_bucket> make(rate r, std::int64_t burst);
+
+  [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
+  [[nodiscard]] constexpr std::int64_t burst() const noexcept { return burst_; }
+
+  /// Tokens held at `t >= s.last`, in units of 1/W token.
+  [[nodiscard]] constexpr detail::i128 tokens_at(const state& s, tick t) const noexcept {
+    const detail::i128 refill = (static_cast<detail::i128>(t) - s.last) * r_.limit;
+    return refill >= s.spent ? capacity_ : capacity_ - (s.spent - refill);
+  }
+  /// S·W: a full bucket in units of 1/W token.
+  [[nodiscard]] constexpr detail::i128 capacity() const noexcept { return capacity_; }
+
+ private:
+  constexpr token_bucket(rate r, std::int64_t burst) noexcept
+      : r_(r), burst_(burst), capacity_(static_cast<detail::i128>(burst) * r.window) {}
+  rate r_;
+  std::int64_t burst_;
+  detail::i128 capacity_;
+};
+
+/// Decides one request: refills by (now − last)·L, admits iff at least
+/// cost·W remain. A cost above the burst, or L = 0, is denied `never`.
+constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
+  const rate r = p.limit();
+  const tick e = detail::max64(now, s.last);
+  const detail::i128 held = p.tokens_at(s, e);
+  decision d;
+  if (cost < 1 || cost > p.burst() || r.limit == 0) {
+    d.remaining = r.limit == 0 ? 0 : static_cast<std::int64_t>(held / r.window);
+    d.retry_after = never;
+    d.reset_after = r.limit == 0 ? 0 : detail::until(e + detail::ceil_div(p.capacity() - held, r.limit), now);
+    return d;
+  }
+  const detail::i128 need = static_cast<detail::i128>(cost) * r.window;
+  if (held >= need) {
+    const detail::i128 left = held - need;
+    s.spent = p.capacity() - left;
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>(left / r.window);
+    d.reset_after = detail::until(e + detail::ceil_div(s.spent, r.limit), now);
+    return d;
+  }
+  d.remaining = static_cast<std::int64_t>(held / r.window);
+  d.retry_after = detail::until(e + detail::ceil_div(need - held, r.limit), now);
+  d.reset_after = detail::until(e + detail::ceil_div(p.capacity() - held, r.limit), now);
+  return d;
+}
+
+}  // namespace sluice

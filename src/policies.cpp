@@ -1,0 +1,196 @@
+// Construction (validation) of every policy, and the step functions of the
+// two limiters whose state owns memory.
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "sluice/fixed_window.hpp"
+#include "sluice/gcra.hpp"
+#include "sluice/leaky_queue.hpp"
+#include "sluice/quota.hpp"
+#include "sluice/sliding_buckets.hpp"
+#include "sluice/sliding_counter.hpp"
+#include "sluice/sliding_log.hpp"
+#include "sluice/token_bucket.hpp"
+
+namespace sluice {
+namespace {
+
+const std::string max_text = "2^62 (4611686018427387904)";
+
+/// Checks a count that must lie in [low, 2^62]; names `field`.
+std::optional<error> check_count(const char* field, std::int64_t v, std::int64_t low) {
+  if (low == 0 && v < 0) return error{field, "must not be negative (got " + std::to_string(v) + ")"};
+  if (v < low) return error{field, "must be at least " + std::to_string(low) + " (got " + std::to_string(v) + ")"};
+  if (v > max_quantity) return error{field, "must be at most " + max_text + " (got " + std::to_string(v) + ")"};
+  return std::nullopt;
+}
+
+std::optional<error> check_rate(rate r) {
+  if (auto e = check_count("limit", r.limit, 0)) return e;
+  if (r.window <= 0) return error{"window", "must be positive (got " + std::to_string(r.window) + ")"};
+  if (r.window > max_quantity) return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+result<rate> make_rate(std::int64_t limit, tick window) {
+  rate r{limit, window};
+  if (auto e = check_rate(r)) return *e;
+  return r;
+}
+
+result<fixed_window> fixed_window::make(rate r, tick origin) {
+  if (auto e = check_rate(r)) return *e;
+  return fixed_window(r, static_cast<tick>(detail::floor_mod(origin, r.window)));
+}
+
+result<token_bucket> token_bucket::make(rate r, std::int64_t burst) {
+  if (auto e = check_rate(r)) return *e;
+  if (auto e = check_count("burst", burst, 1)) return *e;
+  return token_bucket(r, burst);
+}
+
+result<gcra> gcra::make(rate r, std::int64_t burst) {
+  if (auto e = check_rate(r)) return *e;
+  if (auto e = check_count("burst", burst, 1)) return *e;
+  return gcra(r, burst);
+}
+
+result<sliding_counter> sliding_counter::make(rate r) {
+  if (auto e = check_rate(r)) return *e;
+  return sliding_counter(r);
+}
+
+result<leaky_queue> leaky_queue::make(rate r, std::int64_t queue) {
+  if (auto e = check_rate(r)) return *e;
+  if (auto e = check_count("queue", queue, 1)) return *e;
+  return leaky_queue(r, queue);
+}
+
+result<quota> quota::make(std::int64_t units) {
+  if (auto e = check_count("quota", units, 0)) return *e;
+  return quota(units);
+}
+
+result<sliding_log> sliding_log::make(rate r) {
+  if (auto e = check_rate(r)) return *e;
+  return sliding_log(r);
+}
+
+result<sliding_buckets> sliding_buckets::make(rate r, std::int64_t buckets) {
+  if (auto e = check_rate(r)) return *e;
+  constexpr std::int64_t most = 65536;
+  if (buckets < 1 || buckets > most)
+    return error{"buckets", "must be from 1 to " + std::to_string(most) + " (got " + std::to_string(buckets) + ")"};
+  if (r.window % buckets != 0)
+    return error{"buckets", std::to_string(buckets) + " does not divide the window of " + std::to_string(r.window) +
+                                " ticks into equal sub-windows"};
+  return sliding_buckets(r, buckets);
+}
+
+// ---- sliding log ----
+
+void sliding_log::state::push_back(entry e) {
+  if (size_ == ring_.size()) {
+    // Grow to the next power of two, unrolling the ring so head_ is 0.
+    std::vector<entry> bigger(ring_.empty() ? 4 : ring_.size() * 2);
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = at(i);
+    ring_.swap(bigger);
+    head_ = 0;
+  }
+  ring_[(head_ + size_) & (ring_.size() - 1)] = e;
+  ++size_;
+  units_ += e.units;
+}
+
+decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexcept {
+  const tick e = detail::max64(now, s.last_);
+  // Units at t ≤ e − W have left the window; count them without touching
+  // the state, so that a denial changes nothing.
+  const detail::i128 horizon = static_cast<detail::i128>(e) - r_.window;
+  std::size_t first = 0;
+  std::int64_t expired = 0;
+  while (first < s.size_ && s.at(first).at <= horizon) expired += s.at(first++).units;
+  const std::int64_t in_window = s.units_ - expired;
+  decision d;
+  d.remaining = r_.limit - in_window;
+  d.reset_after = in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
+  if (cost < 1 || cost > r_.limit) {
+    d.retry_after = never;
+    return d;
+  }
+  if (in_window + cost <= r_.limit) {
+    for (std::size_t i = 0; i < first; ++i) s.pop_front();
+    if (s.size_ > 0 && s.at(s.size_ - 1).at == e) {
+      s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += cost;
+      s.units_ += cost;
+    } else {
+      s.push_back(entry{e, cost});
+    }
+    s.last_ = e;
+    d.allowed = true;
+    d.remaining = r_.limit - s.units_;
+    d.reset_after = detail::until(static_cast<detail::i128>(e) + r_.window, now);
+    return d;
+  }
+  // The request fits once the oldest `need` units have left; the entry that
+  // completes them leaves at its instant + W.
+  const std::int64_t need = in_window + cost - r_.limit;
+  std::int64_t freed = 0;
+  std::size_t i = first;
+  while (freed + s.at(i).units < need) freed += s.at(i++).units;
+  d.retry_after = detail::until(static_cast<detail::i128>(s.at(i).at) + r_.window, now);
+  return d;
+}
+
+// ---- sliding window with buckets ----
+
+decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const noexcept {
+  using detail::i128;
+  std::int64_t j = static_cast<std::int64_t>(detail::floor_div(now, width_));
+  if (s.total_ > 0 && j < s.newest_) j = s.newest_;  // a clock that steps back is read as the latest admit
+  const auto slot = [&](i128 sub) { return static_cast<std::size_t>(detail::floor_mod(sub, n_)); };
+  // Units in the sub-windows that have left the window [j − N + 1, j].
+  const i128 gap = static_cast<i128>(j) - s.newest_;
+  std::int64_t in_window = 0;
+  if (s.total_ > 0 && gap < n_) {
+    in_window = s.total_;
+    for (i128 sub = static_cast<i128>(s.newest_) - n_ + 1; sub <= static_cast<i128>(j) - n_; ++sub)
+      in_window -= s.counts_[slot(sub)];
+  }
+  decision d;
+  d.remaining = r_.limit - in_window;
+  d.reset_after = in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
+  if (cost < 1 || cost > r_.limit) {
+    d.retry_after = never;
+    return d;
+  }
+  if (in_window + cost <= r_.limit) {
+    if (s.counts_.empty()) s.counts_.assign(static_cast<std::size_t>(n_), 0);
+    if (in_window == 0) {
+      std::fill(s.counts_.begin(), s.counts_.end(), 0);
+    } else {
+      for (i128 sub = static_cast<i128>(s.newest_) + 1; sub <= j; ++sub) s.counts_[slot(sub)] = 0;
+    }
+    s.newest_ = j;
+    s.counts_[slot(j)] += cost;
+    s.total_ = in_window + cost;
+    d.allowed = true;
+    d.remaining = r_.limit - s.total_;
+    d.reset_after = detail::until((static_cast<i128>(j) + n_) * width_, now);
+    return d;
+  }
+  // Walk forward sub-window by sub-window as the oldest ones leave.
+  std::int64_t held = in_window;
+  i128 at = static_cast<i128>(j) + 1;
+  for (;; ++at) {
+    held -= s.counts_[slot(at - n_)];
+    if (held + cost <= r_.limit) break;
+  }
+  d.retry_after = detail::until(at * width_, now);
+  return d;
+}
+
+}  // namespace sluice
