@@ -1,12 +1,44 @@
-// Argument parsing for every subcommand; the subcommands live in their own
-// files.
+// Argument parsing for every subcommand (CLI11); the subcommands live in
+// their own files. Every usage error prints "sluice: ..." and exits 2.
 #include "cli.hpp"
+
+#include <CLI/CLI.hpp>
 
 #include <ostream>
 
+#include "replay.hpp"
+
 namespace sluice::cli {
+
 int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err) {
-  (void)argc; (void)argv; (void)err;
-  return run_explore(in, out, false);
+  CLI::App app{"sluice: an exact rate limiter. With no command, the P096 explorer.", "sluice"};
+  app.set_version_flag("--version", "sluice 0.1.0");
+  bool echo = false;
+  app.add_flag("--echo", echo, "explorer: print each input line after its prompt, as a terminal would");
+  CLI::App* explore = app.add_subcommand("explore", "The P096 explorer: one trace through three limiters");
+  bool explore_echo = false;
+  explore->add_flag("--echo", explore_echo, "print each input line after its prompt, as a terminal would");
+  replay_flags replay;
+  CLI::App* replay_cmd = add_replay(app, replay);
+  app.require_subcommand(0, 1);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return exit_ok;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return exit_ok;
+  } catch (const CLI::CallForVersion&) {
+    out << "sluice 0.1.0\n";
+    return exit_ok;
+  } catch (const CLI::ParseError& e) {
+    err << "sluice: " << e.what() << "\n(run 'sluice --help' for usage)\n";
+    return exit_usage;
+  }
+  if (replay_cmd->parsed()) return run_replay(replay, in, out, err);
+  return run_explore(in, out, echo || explore_echo);
 }
+
 }  // namespace sluice::cli

@@ -1,0 +1,113 @@
+#include "output.hpp"
+
+#include <iterator>
+
+#include "sluice/rate.hpp"
+
+namespace sluice::cli {
+
+std::optional<format> format_named(std::string_view name) {
+  if (name == "csv") return format::csv;
+  if (name == "json") return format::json;
+  if (name == "table") return format::table;
+  return std::nullopt;
+}
+
+std::string seconds_or_never(tick ns) { return ns == never ? "never" : format_seconds(ns); }
+
+void append_csv_field(fmt::memory_buffer& out, std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(field);
+    return;
+  }
+  out.push_back('"');
+  for (char c : field) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+  out.push_back('"');
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20 || c == 0x7f) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out.push_back(ch);
+    }
+  }
+  out.push_back('"');
+}
+
+decision_writer::decision_writer(std::ostream& out, format f, bool with_release)
+    : out_(out), format_(f), with_release_(with_release) {}
+
+decision_writer::~decision_writer() { flush(); }
+
+void decision_writer::flush() {
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  out_.flush();
+  buf_.clear();
+}
+
+namespace {
+constexpr const char* table_head = "{:>8}  {:>20}  {:<12}  {:>6}  {:<7}  {:>10}  {:>20}  {:>20}";
+}
+
+void decision_writer::header() {
+  auto it = std::back_inserter(buf_);
+  switch (format_) {
+    case format::csv:
+      fmt::format_to(it, "request,time,key,cost,allowed,remaining,retry_after,reset_after{}\n",
+                     with_release_ ? ",release_after" : "");
+      break;
+    case format::json:
+      break;
+    case format::table:
+      fmt::format_to(it, fmt::runtime(table_head), "request", "time", "key", "cost", "allowed", "remaining",
+                     "retry_after", "reset_after");
+      if (with_release_) fmt::format_to(it, "  {:>20}", "release_after");
+      buf_.push_back('\n');
+      break;
+  }
+}
+
+void decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
+  auto it = std::back_inserter(buf_);
+  const std::string time = format_seconds(r.time);
+  const std::string retry = seconds_or_never(d.retry_after);
+  const std::string reset = seconds_or_never(d.reset_after);
+  switch (format_) {
+    case format::csv:
+      fmt::format_to(it, "{},{},", index, time);
+      append_csv_field(buf_, r.key);
+      fmt::format_to(it, ",{},{},{},{},{}", r.cost, d.allowed ? "yes" : "no", d.remaining, retry, reset);
+      if (with_release_) fmt::format_to(it, ",{}", seconds_or_never(d.release_after));
+      buf_.push_back('\n');
+      break;
+    case format::json: {
+      const auto num = [](const std::string& v) { return v == "never" ? std::string("\"never\"") : v; };
+      fmt::format_to(it, "{{\"request\":{},\"time\":{},\"key\":", index, time);
+      append_json_string(buf_, r.key);
+      fmt::format_to(it, ",\"cost\":{},\"allowed\":{},\"remaining\":{},\"retry_after\":{},\"reset_after\":{}", r.cost,
+                     d.allowed ? "true" : "false", d.remaining, num(retry), num(reset));
+      if (with_release_) fmt::format_to(it, ",\"release_after\":{}", num(seconds_or_never(d.release_after)));
+      buf_.append(std::string_view("}\n"));
+      break;
+    }
+    case format::table:
+      fmt::format_to(it, fmt::runtime(table_head), index, time, r.key, r.cost, d.allowed ? "yes" : "no", d.remaining,
+                     retry, reset);
+      if (with_release_) fmt::format_to(it, "  {:>20}", seconds_or_never(d.release_after));
+      buf_.push_back('\n');
+      break;
+  }
+  if (buf_.size() > (1 << 16)) flush();
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,64 @@
+// Reading a trace: one request a line, `TIME [KEY [COST]]`, streamed in
+// blocks so memory does not grow with the trace.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/time.hpp"
+
+namespace sluice::cli {
+
+/// One request of a trace. `key` points into the reader's buffer and is
+/// valid until the next call to `next`.
+struct request {
+  tick time = 0;           ///< nanoseconds (the trace is in decimal seconds)
+  std::string_view key;    ///< empty when the line has none
+  std::int64_t cost = 1;   ///< ≥ 1
+  std::uint64_t line = 0;  ///< 1-based line number in the trace
+};
+
+/// Streams requests out of a trace. Fields are separated by blanks (spaces
+/// or tabs); blank lines and comments (from a field starting with '#' to the
+/// end of the line) are skipped; a trailing '\r' is ignored.
+class trace_reader {
+ public:
+  /// Lines longer than this are refused (a trace with no newlines must not
+  /// eat the memory).
+  static constexpr std::size_t max_line = 1 << 20;
+
+  explicit trace_reader(std::istream& in) : in_(in) { buf_.resize(block); }
+
+  /// Reads the next request. Returns false at the end of the trace, or on a
+  /// bad line, in which case `error()` says why ("trace line 17: 'abc' is not
+  /// a time in seconds").
+  bool next(request& r);
+
+  /// Empty unless the last `next` failed on a bad line or a read error.
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+  /// Bytes consumed so far (for progress).
+  [[nodiscard]] std::uint64_t bytes_read() const noexcept { return consumed_; }
+
+ private:
+  static constexpr std::size_t block = 1 << 20;
+  bool fill();
+  bool parse(std::string_view line, request& r);
+
+  std::istream& in_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0;  // start of unread data in buf_
+  std::size_t end_ = 0;    // end of valid data in buf_
+  bool eof_ = false;
+  std::uint64_t line_ = 0;
+  std::uint64_t consumed_ = 0;
+  std::string error_;
+};
+
+/// Quotes a piece of user input for an error message, shortened if long and
+/// with control bytes made visible.
+std::string quote_input(std::string_view s);
+
+}  // namespace sluice::cli
