@@ -6,6 +6,11 @@
 
 #include <ostream>
 
+#include <unistd.h>
+
+#include <iostream>
+
+#include "compare.hpp"
 #include "replay.hpp"
 
 namespace sluice::cli {
@@ -20,6 +25,8 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   explore->add_flag("--echo", explore_echo, "print each input line after its prompt, as a terminal would");
   replay_flags replay;
   CLI::App* replay_cmd = add_replay(app, replay);
+  compare_flags compare;
+  CLI::App* compare_cmd = add_compare(app, compare);
   app.require_subcommand(0, 1);
 
   try {
@@ -38,6 +45,11 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
     return exit_usage;
   }
   if (replay_cmd->parsed()) return run_replay(replay, in, out, err);
+  if (compare_cmd->parsed()) {
+    // A progress bar only for a person watching a terminal.
+    const bool progress = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
+    return run_compare(compare, in, out, err, progress);
+  }
   return run_explore(in, out, echo || explore_echo);
 }
 

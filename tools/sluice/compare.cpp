@@ -1,0 +1,375 @@
+#include "compare.hpp"
+
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "cli.hpp"
+#include "input.hpp"
+#include "output.hpp"
+#include "plot.hpp"
+#include "sluice/analysis.hpp"
+#include "trace.hpp"
+#include "window_tracker.hpp"
+
+namespace sluice::cli {
+
+CLI::App* add_compare(CLI::App& app, compare_flags& f) {
+  CLI::App* sub = app.add_subcommand(
+      "compare", "One trace through several limiters set to the same limit: what each lets through, the most in any "
+                 "window, and the most it could ever let in");
+  add_limit_flags(*sub, f.limits);
+  sub->add_option("--algorithms", f.algorithms,
+                  "comma-separated limiters (default fixed-window,sliding-log,token-bucket)");
+  sub->add_option("--format", f.format, "table (default), csv or json");
+  sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file");
+  sub->add_option("--granularity", f.granularity,
+                  "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)");
+  sub->add_option("--top", f.top, "with keys: how many of the keys refused most to list (default 10)");
+  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
+  return sub;
+}
+
+namespace {
+
+/// One limiter's counts over a stream of requests.
+struct lane_stats {
+  std::int64_t through = 0;
+  std::int64_t refused = 0;
+  window_tracker busiest;
+};
+
+/// Everything kept per key: each limiter's state and counts.
+struct key_record {
+  std::vector<any_state> states;
+  std::vector<lane_stats> lanes;
+  std::int64_t refused_total = 0;
+};
+
+/// The exact worst case of a policy, where sluice can derive it.
+std::optional<std::int64_t> worst_of(const any_policy& p, tick window, tick granularity) {
+  return std::visit(
+      [&](const auto& pol) -> std::optional<std::int64_t> {
+        if constexpr (requires { worst_case(pol, window, granularity); }) {
+          return worst_case(pol, window, granularity);
+        } else {
+          return std::nullopt;
+        }
+      },
+      p);
+}
+
+/// The flags one algorithm takes out of the shared ones.
+limiter_flags flags_for(algorithm a, const limiter_flags& all) {
+  limiter_flags f;
+  if (a != algorithm::quota && a != algorithm::always_allow && a != algorithm::always_deny) f.limit = all.limit;
+  if (a == algorithm::token_bucket || a == algorithm::gcra) f.burst = all.burst;
+  if (a == algorithm::sliding_buckets) f.buckets = all.buckets;
+  if (a == algorithm::leaky_queue) f.queue = all.queue;
+  if (a == algorithm::quota) f.quota = all.quota;
+  return f;
+}
+
+std::string seconds_text(tick t) { return format_seconds(t) + " s"; }
+
+class progress_bar {
+ public:
+  progress_bar(std::ostream& err, bool on, std::uint64_t total) : err_(err), on_(on && total > 0), total_(total) {}
+  void update(std::uint64_t done, std::uint64_t requests) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const std::uint64_t pct = std::min<std::uint64_t>(100, done * 100 / total_);
+    const std::string bar(static_cast<std::size_t>(pct / 4), '#');
+    err_ << fmt::format("\r[{:<25}] {:3}%  {} requests", bar, pct, requests) << std::flush;
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) err_ << "\r\033[K" << std::flush;
+  }
+
+ private:
+  std::ostream& err_;
+  bool on_;
+  std::uint64_t total_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+}  // namespace
+
+int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std::ostream& err, bool progress) {
+  // ---- flags ----
+  std::vector<algorithm> algos;
+  {
+    std::string_view list = f.algorithms;
+    while (!list.empty()) {
+      const std::size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+      auto a = parse_algorithm("--algorithms", name);
+      if (!a) return usage_error(err, a.err());
+      if (std::find(algos.begin(), algos.end(), *a) != algos.end())
+        return usage_error(err, error{"--algorithms", quote_input(name) + " is listed twice"});
+      algos.push_back(*a);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+      if (list.empty()) return usage_error(err, error{"--algorithms", "ends with a comma"});
+    }
+    if (algos.empty()) return usage_error(err, error{"--algorithms", "is empty"});
+  }
+  const auto uses = [&](std::initializer_list<algorithm> users) {
+    return std::any_of(algos.begin(), algos.end(),
+                       [&](algorithm a) { return std::find(users.begin(), users.end(), a) != users.end(); });
+  };
+  if (!f.limits.burst.empty() && !uses({algorithm::token_bucket, algorithm::gcra}))
+    return usage_error(err, error{"--burst", "applies only to token-bucket and gcra, and neither is compared"});
+  if (!f.limits.buckets.empty() && !uses({algorithm::sliding_buckets}))
+    return usage_error(err, error{"--buckets", "applies only to sliding-buckets, which is not compared"});
+  if (!f.limits.queue.empty() && !uses({algorithm::leaky_queue}))
+    return usage_error(err, error{"--queue", "applies only to leaky-queue, which is not compared"});
+  if (!f.limits.quota.empty() && !uses({algorithm::quota}))
+    return usage_error(err, error{"--quota", "applies only to quota, which is not compared"});
+  std::vector<any_policy> policies;
+  for (algorithm a : algos) {
+    auto p = build_policy(a, flags_for(a, f.limits));
+    if (!p) return usage_error(err, p.err());
+    policies.push_back(std::move(p).value());
+  }
+  // The window every lane is measured over: the limit's.
+  rate limit{0, 1};
+  bool has_limit = false;
+  if (!f.limits.limit.empty()) {
+    limit = *parse_rate(f.limits.limit);  // already validated by build_policy
+    has_limit = true;
+  } else {
+    return usage_error(err, error{"--limit", "is required: every limiter is measured over its window"});
+  }
+  auto granularity = parse_duration(f.granularity, "--granularity");
+  if (!granularity) return usage_error(err, granularity.err());
+  if (*granularity <= 0) return usage_error(err, error{"--granularity", "must be positive"});
+  auto top = parse_count("--top", f.top);
+  if (!top) return usage_error(err, top.err());
+  if (*top < 0) return usage_error(err, error{"--top", "must not be negative"});
+  const auto fmt_kind = format_named(f.format);
+  if (!fmt_kind) return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (table, csv or json)"});
+  std::unique_ptr<std::ofstream> plot_file;
+  if (!f.plot.empty()) {
+    plot_file = std::make_unique<std::ofstream>(f.plot, std::ios::binary | std::ios::trunc);
+    if (!*plot_file) return usage_error(err, error{"--plot", "cannot write " + quote_input(f.plot)});
+  }
+  opened_input trace;
+  if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
+
+  // ---- the run ----
+  const std::size_t n_lanes = policies.size();
+  const tick window = limit.window;
+  const auto fresh_record = [&] {
+    key_record r;
+    for (const auto& p : policies) r.states.push_back(fresh_state(p));
+    r.lanes.resize(n_lanes);
+    return r;
+  };
+  key_record unkeyed = fresh_record();
+  bool any_unkeyed = false;
+  absl::flat_hash_map<std::string, key_record> keyed;
+  std::vector<lane_stats> total(n_lanes);
+  std::optional<plot_recorder> plot;
+  if (plot_file) plot.emplace(n_lanes);
+  std::vector<bool> verdicts(n_lanes);
+  progress_bar bar(err, progress && trace.is_file(), trace.size());
+
+  trace_reader reader(trace.stream());
+  request r;
+  std::uint64_t n = 0;
+  tick first = 0;
+  tick last = 0;
+  while (reader.next(r)) {
+    if (n > 0 && r.time < last) {
+      bar.finish();
+      return usage_error(err, error{"", "trace line " + std::to_string(r.line) + ": time " + format_seconds(r.time) +
+                                            " is earlier than the line before (" + format_seconds(last) +
+                                            "); compare needs times in order"});
+    }
+    if (n == 0) first = r.time;
+    last = r.time;
+    ++n;
+    key_record* rec = &unkeyed;
+    if (r.key.empty()) {
+      any_unkeyed = true;
+    } else {
+      auto it = keyed.find(absl::string_view(r.key.data(), r.key.size()));
+      if (it == keyed.end()) it = keyed.emplace(std::string(r.key), fresh_record()).first;
+      rec = &it->second;
+    }
+    for (std::size_t l = 0; l < n_lanes; ++l) {
+      const bool ok = decide(policies[l], rec->states[l], r.time, r.cost).allowed;
+      verdicts[l] = ok;
+      lane_stats& k = rec->lanes[l];
+      lane_stats& t = total[l];
+      if (ok) {
+        ++k.through;
+        ++t.through;
+        k.busiest.add(r.time, window);
+        t.busiest.add(r.time, window);
+      } else {
+        ++k.refused;
+        ++t.refused;
+        ++rec->refused_total;
+      }
+    }
+    if (plot) plot->add(r.time, verdicts);
+    if ((n & 0xffff) == 0) bar.update(reader.bytes_read(), n);
+  }
+  bar.finish();
+  if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});
+
+  // ---- the report ----
+  std::vector<std::optional<std::int64_t>> worst;
+  for (const auto& p : policies) worst.push_back(worst_of(p, window, *granularity));
+  // The keys refused most (by refusals over all limiters), then by name.
+  std::vector<std::pair<const std::string*, const key_record*>> keys;
+  const std::size_t key_count = keyed.size() + (any_unkeyed && !keyed.empty() ? 1 : 0);
+  static const std::string no_key;
+  if (!keyed.empty()) {
+    for (const auto& [k, rec] : keyed) keys.emplace_back(&k, &rec);
+    if (any_unkeyed) keys.emplace_back(&no_key, &unkeyed);
+    const auto shown = std::min<std::size_t>(keys.size(), static_cast<std::size_t>(*top));
+    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(shown), keys.end(),
+                      [](const auto& a, const auto& b) {
+                        if (a.second->refused_total != b.second->refused_total)
+                          return a.second->refused_total > b.second->refused_total;
+                        return *a.first < *b.first;
+                      });
+    keys.resize(shown);
+  }
+  const auto over = [&](std::int64_t most) { return has_limit && most > limit.limit; };
+  // With keys the limit is each key's: the sum over keys is not held to it.
+  const auto over_total = [&](std::int64_t most) { return key_count == 0 && over(most); };
+  const std::string wtext = format_seconds(window) + " s";
+  fmt::memory_buffer b;
+  auto o = std::back_inserter(b);
+  switch (*fmt_kind) {
+    case format::table: {
+      if (n == 0) {
+        fmt::format_to(o, "No requests in the trace.\n");
+        break;
+      }
+      std::string burst_note;
+      if (uses({algorithm::token_bucket, algorithm::gcra}))
+        burst_note = " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
+      fmt::format_to(o, "{} requests from {} to {}, {}; the limit is {} per {}{}{}:\n", n, seconds_text(first),
+                     seconds_text(last), key_count == 0 ? std::string("no keys") : fmt::format("{} keys", key_count),
+                     limit.limit, wtext, key_count == 0 ? "" : " for each key", burst_note);
+      fmt::format_to(o, "  {:<17}{:>9}{:>10}{:>18}{:>13}\n", "limiter", "through", "refused", "most in any " + wtext,
+                     "worst case");
+      for (std::size_t l = 0; l < n_lanes; ++l) {
+        const auto& t = total[l];
+        std::string note;
+        if (over_total(t.busiest.most())) note = "  over the limit, from " + seconds_text(t.busiest.start());
+        fmt::format_to(o, "  {:<17}{:>9}{:>10}{:>18}{:>13}{}\n", name_of(algos[l]), t.through, t.refused,
+                       t.busiest.most(), worst[l] ? std::to_string(*worst[l]) : std::string("-"), note);
+      }
+      fmt::format_to(o, "Worst case: the most each limiter lets into any {}{}, whatever the trace{}.\n", wtext,
+                     key_count == 0 ? "" : " for one key",
+                     *granularity == 1 ? std::string("") : " (times on a " + seconds_text(*granularity) + " grid)");
+      if (std::find(worst.begin(), worst.end(), std::nullopt) != worst.end())
+        fmt::format_to(o, "(-: not derived yet for this algorithm.)\n");
+      if (!keys.empty()) {
+        fmt::format_to(o, "\nPer key, the {} of {} refused most:\n", keys.size(), key_count);
+        fmt::format_to(o, "  {:<20}{:<17}{:>9}{:>10}{:>18}\n", "key", "limiter", "through", "refused",
+                       "most in any " + wtext);
+        for (const auto& [k, rec] : keys) {
+          for (std::size_t l = 0; l < n_lanes; ++l) {
+            const auto& s = rec->lanes[l];
+            std::string note;
+            if (over(s.busiest.most())) note = "  over the limit, from " + seconds_text(s.busiest.start());
+            fmt::format_to(o, "  {:<20}{:<17}{:>9}{:>10}{:>18}{}\n", l == 0 ? (k->empty() ? "(no key)" : *k) : "",
+                           name_of(algos[l]), s.through, s.refused, s.busiest.most(), note);
+          }
+        }
+      }
+      break;
+    }
+    case format::csv: {
+      fmt::format_to(o, "scope,key,limiter,through,refused,busiest,busiest_start,over_limit,worst_case\n");
+      const auto row = [&](std::string_view scope, std::string_view key, std::size_t l, const lane_stats& s,
+                           bool is_total) {
+        const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
+        fmt::format_to(o, "{},", scope);
+        append_csv_field(b, key);
+        fmt::format_to(o, ",{},{},{},{},{},{},{}\n", name_of(algos[l]), s.through, s.refused, s.busiest.most(),
+                       s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "", is_over ? "yes" : "no",
+                       is_total && worst[l] ? std::to_string(*worst[l]) : "");
+      };
+      for (std::size_t l = 0; l < n_lanes; ++l) row("total", "", l, total[l], true);
+      for (const auto& [k, rec] : keys)
+        for (std::size_t l = 0; l < n_lanes; ++l) row("key", *k, l, rec->lanes[l], false);
+      break;
+    }
+    case format::json: {
+      const auto lane_json = [&](std::size_t l, const lane_stats& s, bool is_total) {
+        const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
+        fmt::format_to(o, "{{\"limiter\":\"{}\",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
+                          "\"over_limit\":{}",
+                       name_of(algos[l]), s.through, s.refused, s.busiest.most(),
+                       s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null",
+                       is_over ? "true" : "false");
+        if (is_total) fmt::format_to(o, ",\"worst_case\":{}", worst[l] ? std::to_string(*worst[l]) : "null");
+        b.push_back('}');
+      };
+      fmt::format_to(o, "{{\"requests\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},\"limiters\":[",
+                     n, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count, limit.limit,
+                     format_seconds(window));
+      for (std::size_t l = 0; l < n_lanes; ++l) {
+        if (l) b.push_back(',');
+        lane_json(l, total[l], true);
+      }
+      fmt::format_to(o, "],\"top_keys\":[");
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i) b.push_back(',');
+        fmt::format_to(o, "{{\"key\":");
+        append_json_string(b, *keys[i].first);
+        fmt::format_to(o, ",\"limiters\":[");
+        for (std::size_t l = 0; l < n_lanes; ++l) {
+          if (l) b.push_back(',');
+          lane_json(l, keys[i].second->lanes[l], false);
+        }
+        fmt::format_to(o, "]}}");
+      }
+      fmt::format_to(o, "]}}\n");
+      break;
+    }
+  }
+  out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  out.flush();
+
+  if (plot) {
+    std::vector<plot_recorder::lane_info> info;
+    for (std::size_t l = 0; l < n_lanes; ++l)
+      info.push_back({std::string(name_of(algos[l])), total[l].through, total[l].refused, total[l].busiest.most(),
+                      total[l].busiest.start(), over_total(total[l].busiest.most())});
+    std::string title = fmt::format("{} requests; the limit is {} per {}", n, limit.limit, wtext);
+    if (uses({algorithm::token_bucket, algorithm::gcra}))
+      title += " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
+    const std::string svg = n == 0 ? std::string("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\">"
+                                                 "<text x=\"10\" y=\"25\">No requests in the trace.</text></svg>\n")
+                                   : plot->render(title, window, info);
+    plot_file->write(svg.data(), static_cast<std::streamsize>(svg.size()));
+    plot_file->close();
+    if (!*plot_file) return usage_error(err, error{"--plot", "could not write " + quote_input(f.plot)});
+  }
+  return exit_ok;
+}
+
+}  // namespace sluice::cli
