@@ -122,8 +122,7 @@ TEST(Replay, JsonLinesAndTable) {
   auto t = run_cli({"replay", "--algorithm", "sliding-counter", "--limit", "2/10s", "--format", "table"}, "1\n");
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_EQ(t.out.substr(0, t.out.find('\n')),
-            " request                  time  key             cost  allowed   remaining           retry_after  "
-            "         reset_after");
+            "request            time  key            cost  allowed  remaining  retry_after  reset_after");
 }
 
 TEST(Replay, CsvQuotesKeysThatNeedIt) {

@@ -56,7 +56,7 @@ void decision_writer::flush() {
 }
 
 namespace {
-constexpr const char* table_head = "{:>8}  {:>20}  {:<12}  {:>6}  {:<7}  {:>10}  {:>20}  {:>20}";
+constexpr const char* table_head = "{:>7}  {:>14}  {:<12}  {:>5}  {:<7}  {:>9}  {:>11}  {:>11}";
 }
 
 void decision_writer::header() {
@@ -71,7 +71,7 @@ void decision_writer::header() {
     case format::table:
       fmt::format_to(it, fmt::runtime(table_head), "request", "time", "key", "cost", "allowed", "remaining",
                      "retry_after", "reset_after");
-      if (with_release_) fmt::format_to(it, "  {:>20}", "release_after");
+      if (with_release_) fmt::format_to(it, "  {:>13}", "release_after");
       buf_.push_back('\n');
       break;
   }
@@ -103,7 +103,7 @@ void decision_writer::row(std::uint64_t index, const request& r, const decision&
     case format::table:
       fmt::format_to(it, fmt::runtime(table_head), index, time, r.key, r.cost, d.allowed ? "yes" : "no", d.remaining,
                      retry, reset);
-      if (with_release_) fmt::format_to(it, "  {:>20}", seconds_or_never(d.release_after));
+      if (with_release_) fmt::format_to(it, "  {:>13}", seconds_or_never(d.release_after));
       buf_.push_back('\n');
       break;
   }
