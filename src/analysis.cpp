@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <numeric>
 
 #include "sluice/detail/arith.hpp"
 
@@ -88,25 +87,22 @@ busiest_window busiest(std::span<const tick> times, std::span<const bool> admitt
 }
 
 std::int64_t worst_case(const fixed_window& p, tick window2, tick granularity) noexcept {
-  // L in each fixed window that a run of grid points p, p+g, …, p+D
+  // L in each fixed window that a run of grid points q, q+g, …, q+D
   // (D = m·g) touches. If g > W each point has its own window: m + 1. Else
   // every window between the first and last point holds a grid point, so the
-  // count is floor((x + D) / W) − floor(x / W) + 1 with x = p − origin, that
-  // is floor(D / W) + 1 + [x mod W + D mod W ≥ W]. Over p ∈ gℤ, x mod W
-  // takes exactly the values ≡ −origin (mod G) in [0, W), G = gcd(g, W); the
-  // largest is W − G + ρ with ρ = (−origin) mod G.
+  // count is floor((x + D) / W) − floor(x / W) + 1 with x = q − origin, that
+  // is floor(D / W) + 1 + [x mod W + D mod W ≥ W]. Over q ∈ gℤ, x mod W
+  // takes the values ≡ −origin (mod G) in [0, W), G = gcd(g, W); the largest
+  // is W − G + ρ with ρ = (−origin) mod G < G. D mod W is a multiple of G,
+  // so the bracket holds iff D mod W > 0, whatever the origin: the count is
+  // ceil(D / W) + 1.
   const grid gr = grid_of(window2, granularity);
   const rate r = p.limit();
   if (gr.empty || r.limit == 0) return 0;
   const i128 l = r.limit;
   const i128 m = gr.m;
   if (gr.step > r.window) return detail::clamp_count(l * (m + 1));
-  const i128 d = m * gr.step;
-  const i128 w = r.window;
-  const i128 big_g = std::gcd(gr.step, r.window);
-  const i128 rho = detail::floor_mod(-static_cast<i128>(p.origin()), big_g);
-  const i128 windows = d / w + 1 + (d % w >= big_g - rho ? 1 : 0);
-  return detail::clamp_count(l * windows);
+  return detail::clamp_count(l * (detail::ceil_div(m * gr.step, r.window) + 1));
 }
 
 std::int64_t worst_case(const sliding_log& p, tick window2, tick granularity) noexcept {

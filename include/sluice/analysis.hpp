@@ -44,16 +44,17 @@ struct busiest_window {
 /// below 1 holds nothing: `{0, never}`. Two pointers over the admitted
 /// instants: O(n) time, O(1) extra memory; differences of instants are taken
 /// in 128 bits, so any int64 instants work. Thread-safe (pure).
-[[nodiscard]] busiest_window busiest(std::span<const tick> times, std::span<const bool> admitted,
-                                     tick window) noexcept;
+[[nodiscard]] busiest_window busiest(std::span<const tick> times, std::span<const bool> admitted, tick window) noexcept;
 
 /// The most requests of cost 1 that any trace can get admitted by a fixed
 /// window in some `window2` consecutive ticks, when every request time is a
 /// multiple of `granularity` (ticks).
 ///
 /// Exact, O(1): L per fixed window, times the most fixed windows that one
-/// run of grid points spanning at most `window2 − 1` ticks can touch (which
-/// depends on the policy's origin) — 2L for `window2 = W` at granularity 1.
+/// run of grid points spanning D = m·granularity ticks can touch, with
+/// m = floor((window2 − 1) / granularity): m + 1 when the grid is coarser
+/// than W, else ceil(D / W) + 1 — 2L for `window2 = W` at granularity 1.
+/// The origin of the windows never changes the answer.
 /// `window2 < 1` gives 0; a `granularity` below 1 is read as 1 (the finest
 /// grid, so the bound is never too low). L = 0 gives 0. Saturates at
 /// INT64_MAX. Thread-safe (pure).

@@ -1,0 +1,205 @@
+// Every closed-form worst case against exhaustive search over all traces on
+// small parameters, run through the real limiters; then the closed forms
+// against simple step-by-step models on larger, seeded random parameters.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "sluice/analysis.hpp"
+#include "sluice/fixed_window.hpp"
+#include "sluice/gcra.hpp"
+#include "sluice/sliding_log.hpp"
+#include "sluice/token_bucket.hpp"
+
+namespace sluice {
+namespace {
+
+constexpr int max_window2 = 8;  // W′ from 1 to 8 ticks
+
+/// Exhaustive search: every trace with requests at grid points 0, g, …,
+/// (horizon − 1)·g, any number of requests at each point. A denial changes
+/// no state and every later request at the same instant is denied too, so
+/// "k requests at a point" only matters up to the first refusal: the search
+/// branches on k = 0, 1, … until the real limiter refuses. At every point it
+/// scores, for every W′, the window of W′ ticks that ends there.
+template <typename Policy>
+class exhaustive {
+ public:
+  exhaustive(const Policy& p, tick g, int horizon) : p_(p), g_(g), admitted_(static_cast<std::size_t>(horizon), 0) {
+    for (int v = 1; v <= max_window2; ++v) points_[static_cast<std::size_t>(v)] = (v - 1) / g + 1;
+  }
+
+  /// The most admitted in W′ ticks, for W′ = 1 … max_window2 (index W′).
+  std::array<std::int64_t, max_window2 + 1> run() {
+    best_.fill(0);
+    dfs(0, typename Policy::state{});
+    return best_;
+  }
+
+  std::int64_t nodes() const { return nodes_; }
+
+ private:
+  void dfs(std::size_t i, typename Policy::state st) {
+    if (i == admitted_.size()) return;
+    const tick now = static_cast<tick>(i) * g_;
+    for (std::int64_t k = 0;; ++k) {
+      ++nodes_;
+      admitted_[i] = k;
+      for (int v = 1; v <= max_window2; ++v) {
+        const std::int64_t pts = points_[static_cast<std::size_t>(v)];
+        std::int64_t sum = 0;
+        for (std::int64_t back = 0; back < pts && back <= static_cast<std::int64_t>(i); ++back)
+          sum += admitted_[i - static_cast<std::size_t>(back)];
+        auto& b = best_[static_cast<std::size_t>(v)];
+        b = std::max(b, sum);
+      }
+      dfs(i + 1, st);
+      if (!decide(p_, st, now, 1).allowed) break;
+    }
+    admitted_[i] = 0;
+  }
+
+  const Policy& p_;
+  tick g_;
+  std::vector<std::int64_t> admitted_;
+  std::array<std::int64_t, max_window2 + 1> points_{};
+  std::array<std::int64_t, max_window2 + 1> best_{};
+  std::int64_t nodes_ = 0;
+};
+
+/// Grid points in the longest W′, plus `extra` before it.
+int horizon(tick g, int extra) { return static_cast<int>((max_window2 - 1) / g + 1) + extra; }
+
+TEST(WorstCaseExhaustive, FixedWindowEveryOriginMatchesSearch) {
+  for (std::int64_t l = 0; l <= 3; ++l)
+    for (tick w = 1; w <= 6; ++w)
+      for (tick origin = -1; origin <= w; ++origin)
+        for (tick g = 1; g <= 3; ++g) {
+          auto p = fixed_window::make({l, w}, origin);
+          ASSERT_TRUE(p.ok());
+          // Enough points before the window for every phase of the grid
+          // against the windows: W / gcd(g, W) of them.
+          exhaustive<fixed_window> ex(*p, g, horizon(g, static_cast<int>(w / std::gcd(g, w))));
+          const auto best = ex.run();
+          for (tick v = 1; v <= max_window2; ++v) {
+            SCOPED_TRACE(::testing::Message()
+                         << "L=" << l << " W=" << w << " origin=" << origin << " g=" << g << " W'=" << v);
+            EXPECT_EQ(worst_case(*p, v, g), best[static_cast<std::size_t>(v)]);
+          }
+        }
+}
+
+TEST(WorstCaseExhaustive, SlidingLogMatchesSearch) {
+  for (std::int64_t l = 0; l <= 3; ++l)
+    for (tick w = 1; w <= 6; ++w)
+      for (tick g = 1; g <= 3; ++g) {
+        auto p = sliding_log::make({l, w});
+        ASSERT_TRUE(p.ok());
+        exhaustive<sliding_log> ex(*p, g, horizon(g, 2));
+        const auto best = ex.run();
+        for (tick v = 1; v <= max_window2; ++v) {
+          SCOPED_TRACE(::testing::Message() << "L=" << l << " W=" << w << " g=" << g << " W'=" << v);
+          EXPECT_EQ(worst_case(*p, v, g), best[static_cast<std::size_t>(v)]);
+        }
+      }
+}
+
+template <typename Policy>
+void bucket_matches_search() {
+  for (std::int64_t l = 0; l <= 3; ++l)
+    for (std::int64_t s = 1; s <= 3; ++s)
+      for (tick w = 1; w <= 6; ++w)
+        for (tick g = 1; g <= 3; ++g) {
+          auto p = Policy::make({l, w}, s);
+          ASSERT_TRUE(p.ok());
+          exhaustive<Policy> ex(*p, g, horizon(g, 2));
+          const auto best = ex.run();
+          for (tick v = 1; v <= max_window2; ++v) {
+            SCOPED_TRACE(::testing::Message() << "L=" << l << " S=" << s << " W=" << w << " g=" << g << " W'=" << v);
+            EXPECT_EQ(worst_case(*p, v, g), best[static_cast<std::size_t>(v)]);
+          }
+        }
+}
+
+TEST(WorstCaseExhaustive, TokenBucketMatchesSearch) { bucket_matches_search<token_bucket>(); }
+TEST(WorstCaseExhaustive, GcraMatchesSearch) { bucket_matches_search<gcra>(); }
+
+/// The token bucket's greedy schedule, one grid step at a time, in the
+/// policy's own units (1/W token): the model the closed form compresses.
+std::int64_t bucket_greedy(std::int64_t l, tick w, std::int64_t s, tick v, tick g) {
+  const std::int64_t full = s * w;
+  std::int64_t tokens = full;
+  std::int64_t most = 0;
+  for (tick t = 0; t < v; t += g) {
+    if (t > 0) tokens = std::min(full, tokens + l * g);
+    most += tokens / w;
+    tokens %= w;
+  }
+  return most;
+}
+
+/// The fixed window's count by trying every start p of the run of points
+/// within one period of the grid against the windows.
+std::int64_t fixed_by_starts(std::int64_t l, tick w, tick origin, tick v, tick g) {
+  std::int64_t best = 0;
+  const tick m = (v - 1) / g;
+  const tick period = w / std::gcd(g, w) * g;  // p and p + period see the same phase
+  for (tick p = 0; p < period; p += g) {
+    std::int64_t windows = 0;
+    std::int64_t last = -1;
+    for (tick i = 0; i <= m; ++i) {
+      const tick t = p + i * g;
+      const std::int64_t k = (t - origin + 1000 * w) / w;  // t − origin ≥ −w here
+      if (k != last) ++windows, last = k;
+    }
+    best = std::max(best, windows * l);
+  }
+  return best;
+}
+
+TEST(WorstCaseRandom, TokenBucketMatchesGreedyOnLargerParameters) {
+  std::mt19937_64 rng(96);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int n = 0; n < 20000; ++n) {
+    const std::int64_t l = pick(0, 50);
+    const tick w = pick(1, 200);
+    const std::int64_t s = pick(1, 60);
+    const tick v = pick(1, 600);
+    const tick g = pick(1, 12);
+    auto tb = token_bucket::make({l, w}, s);
+    auto gc = gcra::make({l, w}, s);
+    ASSERT_TRUE(tb.ok() && gc.ok());
+    const std::int64_t want = l == 0 ? 0 : bucket_greedy(l, w, s, v, g);
+    SCOPED_TRACE(::testing::Message() << "L=" << l << " S=" << s << " W=" << w << " g=" << g << " W'=" << v);
+    ASSERT_EQ(worst_case(*tb, v, g), want);
+    ASSERT_EQ(worst_case(*gc, v, g), want);
+  }
+}
+
+TEST(WorstCaseRandom, FixedWindowMatchesEveryStartOnLargerParameters) {
+  std::mt19937_64 rng(960);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int n = 0; n < 5000; ++n) {
+    const std::int64_t l = pick(0, 20);
+    const tick w = pick(1, 60);
+    const tick origin = pick(0, w - 1);
+    const tick v = pick(1, 300);
+    const tick g = pick(1, 80);
+    auto p = fixed_window::make({l, w}, origin);
+    ASSERT_TRUE(p.ok());
+    SCOPED_TRACE(::testing::Message() << "L=" << l << " W=" << w << " origin=" << origin << " g=" << g << " W'=" << v);
+    ASSERT_EQ(worst_case(*p, v, g), fixed_by_starts(l, w, origin, v, g));
+  }
+}
+
+}  // namespace
+}  // namespace sluice
