@@ -2,29 +2,33 @@
 // policy from a spec.
 #include "sluice/any.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace sluice {
 namespace {
 
-constexpr std::array<std::string_view, 10> names{
-    "fixed-window", "sliding-log", "sliding-counter", "sliding-buckets", "token-bucket",
-    "gcra",         "leaky-queue", "quota",           "always-allow",    "always-deny",
+constexpr std::array<std::string_view, 12> names{
+    "fixed-window", "sliding-log", "sliding-counter", "sliding-buckets", "token-bucket", "gcra",
+    "leaky-queue",  "quota",       "always-allow",    "always-deny",     "all",          "any",
 };
+/// How many of `names` are single algorithms (the rest are composites).
+constexpr std::size_t algorithm_count = 10;
 
 }  // namespace
 
 std::string_view name_of(algorithm a) noexcept { return names[static_cast<std::size_t>(a)]; }
 
 std::optional<algorithm> algorithm_named(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < names.size(); ++i)
+  for (std::size_t i = 0; i < algorithm_count; ++i)
     if (names[i] == name) return static_cast<algorithm>(i);
   return std::nullopt;
 }
 
 std::string algorithm_names() {
   std::string out;
-  for (auto n : names) {
+  for (std::size_t i = 0; i < algorithm_count; ++i) {
+    const std::string_view n = names[i];
     if (!out.empty()) out += ", ";
     out += n;
   }
@@ -35,9 +39,97 @@ any_state fresh_state(const any_policy& p) {
   return std::visit(
       [](const auto& pol) -> any_state {
         using policy_t = std::decay_t<decltype(pol)>;
-        return typename policy_t::state{};
+        typename policy_t::state s{};
+        if constexpr (std::is_same_v<policy_t, all_of> || std::is_same_v<policy_t, any_of>) {
+          s.parts.reserve(pol.parts().size());
+          for (const auto& part : pol.parts()) s.parts.push_back(fresh_state(part));
+        }
+        return s;
       },
       p);
+}
+
+decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t cost) {
+  any_state copy = s;
+  return decide(p, copy, now, cost);
+}
+
+result<all_of> all_of::make(std::vector<any_policy> parts) {
+  if (parts.empty()) return error{"parts", "all(...) needs at least one limiter"};
+  return all_of(std::move(parts));
+}
+
+result<any_of> any_of::make(std::vector<any_policy> parts) {
+  if (parts.empty()) return error{"parts", "any(...) needs at least one limiter"};
+  return any_of(std::move(parts));
+}
+
+decision decide(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept {
+  const auto& parts = p.parts();
+  decision out;
+  out.allowed = true;
+  out.remaining = detail::i64_max;
+  // First every part's answer without consuming; only if all admit does any consume.
+  std::size_t i = 0;
+  for (; i < parts.size(); ++i) {
+    const decision d = peek(parts[i], s.parts[i], now, cost);
+    if (!d.allowed) break;
+  }
+  if (i < parts.size()) {
+    out.allowed = false;
+    out.retry_after = 0;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const decision d = peek(parts[k], s.parts[k], now, cost);
+      if (d.remaining < out.remaining) out.remaining = d.remaining;
+      if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
+      if (!d.allowed && (out.part < 0 || d.retry_after > out.retry_after)) {
+        out.retry_after = d.retry_after;
+        out.part = static_cast<std::int32_t>(k);
+      }
+    }
+    return out;
+  }
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const decision d = decide(parts[k], s.parts[k], now, cost);
+    if (out.part < 0 || d.remaining < out.remaining) {
+      out.remaining = d.remaining;
+      out.part = static_cast<std::int32_t>(k);
+    }
+    if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
+    if (d.release_after > out.release_after) out.release_after = d.release_after;
+  }
+  return out;
+}
+
+decision decide(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept {
+  const auto& parts = p.parts();
+  decision out;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (peek(parts[k], s.parts[k], now, cost).allowed) {
+      const decision d = decide(parts[k], s.parts[k], now, cost);
+      out = d;
+      out.part = static_cast<std::int32_t>(k);
+      // Room and freshness now: the largest over every part after the admit.
+      for (std::size_t j = 0; j < parts.size(); ++j) {
+        if (j == k) continue;
+        const decision o = peek(parts[j], s.parts[j], now, cost);
+        out.remaining = std::max(out.remaining, o.remaining);
+        out.reset_after = std::max(out.reset_after, o.reset_after);
+      }
+      return out;
+    }
+  }
+  out.retry_after = never;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const decision d = peek(parts[k], s.parts[k], now, cost);
+    out.remaining = std::max(out.remaining, d.remaining);
+    out.reset_after = std::max(out.reset_after, d.reset_after);
+    if (out.part < 0 || d.retry_after < out.retry_after) {
+      out.retry_after = d.retry_after;
+      out.part = static_cast<std::int32_t>(k);
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -76,6 +168,9 @@ result<any_policy> make_policy(const spec& s) {
       return any_policy{always_allow{}};
     case algorithm::always_deny:
       return any_policy{always_deny{}};
+    case algorithm::all_of:
+    case algorithm::any_of:
+      return error{"algorithm", "a composite is built from its parts (all_of::make, any_of::make)"};
   }
   return error{"algorithm", "unknown"};
 }
@@ -83,7 +178,12 @@ result<any_policy> make_policy(const spec& s) {
 tick window_of(const any_policy& p) noexcept {
   return std::visit(
       [](const auto& pol) -> tick {
-        if constexpr (requires { pol.limit().window; }) {
+        using policy_t = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<policy_t, all_of> || std::is_same_v<policy_t, any_of>) {
+          tick w = 1;
+          for (const auto& part : pol.parts()) w = std::max(w, window_of(part));
+          return w;
+        } else if constexpr (requires { pol.limit().window; }) {
           return pol.limit().window;
         } else {
           return 1;

@@ -1,6 +1,11 @@
 // Choosing an algorithm at run time: a policy and a state that can be any of
 // sluice's limiters, one `decide` over them, and a plain description
 // (`spec`) that the command line and the stores build policies from.
+//
+// Composition lives here too, because a composite is itself any policy and
+// holds any policies: `all_of` admits iff every part admits (and only then
+// does every part consume), `any_of` admits iff some part admits and
+// consumes from the first part, in order, that does.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "sluice/decision.hpp"
 #include "sluice/fixed_window.hpp"
@@ -35,6 +41,8 @@ enum class algorithm {
   quota,
   always_allow,
   always_deny,
+  all_of,
+  any_of,
 };
 
 /// The command-line name of an algorithm: "fixed-window", "token-bucket", ...
@@ -44,14 +52,69 @@ std::optional<algorithm> algorithm_named(std::string_view name) noexcept;
 /// All names, comma-separated, for help and error messages.
 std::string algorithm_names();
 
-/// A policy of any algorithm. The alternatives' order matches `algorithm`.
+class all_of;
+class any_of;
+struct all_of_state;
+struct any_of_state;
+
+/// A policy of any algorithm or composite. The alternatives' order matches
+/// `algorithm`.
 using any_policy = std::variant<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
-                                leaky_queue, quota, always_allow, always_deny>;
+                                leaky_queue, quota, always_allow, always_deny, all_of, any_of>;
 /// A state of any algorithm; holds the alternative matching its policy.
 using any_state =
     std::variant<fixed_window::state, sliding_log::state, sliding_counter::state, sliding_buckets::state,
                  token_bucket::state, gcra::state, leaky_queue::state, quota::state, always_allow::state,
-                 always_deny::state>;
+                 always_deny::state, all_of_state, any_of_state>;
+
+/// The state of an `all_of`: one state per part, in the parts' order.
+struct all_of_state {
+  std::vector<any_state> parts;
+  friend bool operator==(const all_of_state&, const all_of_state&) = default;
+};
+/// The state of an `any_of`: one state per part, in the parts' order.
+struct any_of_state {
+  std::vector<any_state> parts;
+  friend bool operator==(const any_of_state&, const any_of_state&) = default;
+};
+
+/// Every part must admit; only then does every part consume (no partial
+/// consumption, ever). `retry_after` is the largest of the parts' (exact,
+/// since each part only gets more permissive as time passes), `remaining`
+/// the smallest, `reset_after` and `release_after` the largest. The
+/// decision's `part` is the part that binds: on a denial the one with the
+/// longest wait, on an admit the one with the least room left. Nestable.
+class all_of {
+ public:
+  using state = all_of_state;
+  /// Builds the composite; the error names "parts" when there are none.
+  static result<all_of> make(std::vector<any_policy> parts);
+  [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
+
+ private:
+  explicit all_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+  std::vector<any_policy> parts_;
+};
+
+/// Some part must admit: the first part, in order, that admits consumes,
+/// and no other. `retry_after` is the smallest of the parts'; `remaining`
+/// the largest after the decision; `reset_after` the largest. The
+/// decision's `part` is the part that admitted, or on a denial the one that
+/// frees up first. Nestable.
+class any_of {
+ public:
+  using state = any_of_state;
+  /// Builds the composite; the error names "parts" when there are none.
+  static result<any_of> make(std::vector<any_policy> parts);
+  [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
+
+ private:
+  explicit any_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+  std::vector<any_policy> parts_;
+};
+
+decision decide(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept;
+decision decide(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept;
 
 /// Which algorithm a policy is.
 inline algorithm algorithm_of(const any_policy& p) noexcept { return static_cast<algorithm>(p.index()); }
@@ -85,8 +148,12 @@ struct spec {
 /// field ("burst", "buckets", "queue", "quota", ...).
 result<any_policy> make_policy(const spec& s);
 
+/// What `decide` would answer, without changing `s`: the peek that
+/// composites and schedulers build on.
+decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t cost);
+
 /// The window W of a policy, in ticks (1 for quota and always-*: they have
-/// none).
+/// none; the largest of the parts' for a composite).
 tick window_of(const any_policy& p) noexcept;
 
 }  // namespace sluice

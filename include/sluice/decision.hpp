@@ -25,6 +25,9 @@ struct [[nodiscard]] decision {
   /// Leaky queue only: ticks from `now` until the request's last unit leaves
   /// the queue; 0 for every other limiter and for denials.
   tick release_after = 0;
+  /// Composites only: the index of the part that decided (see all_of and
+  /// any_of); -1 for a plain limiter.
+  std::int32_t part = -1;
 
   /// "Not now": denied, but a later retry can succeed.
   [[nodiscard]] constexpr bool retry_later() const noexcept { return !allowed && retry_after != never; }
