@@ -121,7 +121,7 @@ decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexce
     d.retry_after = never;
     return d;
   }
-  if (in_window + cost <= r_.limit) {
+  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
     for (std::size_t i = 0; i < first; ++i) s.pop_front();
     if (s.size_ > 0 && s.at(s.size_ - 1).at == e) {
       s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += cost;
@@ -137,7 +137,7 @@ decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexce
   }
   // The request fits once the oldest `need` units have left; the entry that
   // completes them leaves at its instant + W.
-  const std::int64_t need = in_window + cost - r_.limit;
+  const std::int64_t need = in_window - (r_.limit - cost);
   std::int64_t freed = 0;
   std::size_t i = first;
   while (freed + s.at(i).units < need) freed += s.at(i++).units;
@@ -167,7 +167,7 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
     d.retry_after = never;
     return d;
   }
-  if (in_window + cost <= r_.limit) {
+  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
     if (s.counts_.empty()) s.counts_.assign(static_cast<std::size_t>(n_), 0);
     if (in_window == 0) {
       std::fill(s.counts_.begin(), s.counts_.end(), 0);
@@ -187,7 +187,7 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   i128 at = static_cast<i128>(j) + 1;
   for (;; ++at) {
     held -= s.counts_[slot(at - n_)];
-    if (held + cost <= r_.limit) break;
+    if (cost <= r_.limit - held) break;
   }
   d.retry_after = detail::until(at * width_, now);
   return d;

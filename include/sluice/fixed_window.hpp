@@ -62,7 +62,7 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
     return d;
   }
   const detail::i128 next = p.start_of(static_cast<detail::i128>(k) + 1);
-  if (count + cost <= limit) {
+  if (cost <= limit - count) {  // not count + cost: both may be 2^62
     s.window = k;
     s.count = count + cost;
     d.allowed = true;
