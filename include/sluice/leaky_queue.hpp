@@ -56,7 +56,9 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
   }
   const i128 held = p.in_queue(s, e);
   d.remaining = static_cast<std::int64_t>(p.queue() - held);
-  d.reset_after = held == 0 ? 0 : detail::until(detail::floor_div(s.release, r.limit) + 1, now);
+  // Fresh once a new unit would leave on arrival (R + W ≤ t·L), which can be
+  // later than the moment the queue empties (R < t·L).
+  d.reset_after = detail::until(detail::ceil_div(s.release + r.window, r.limit), now);
   if (cost < 1 || cost > p.queue()) {
     d.retry_after = never;
     return d;
@@ -68,7 +70,7 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
     s.last = e;
     d.allowed = true;
     d.remaining = static_cast<std::int64_t>(p.queue() - p.in_queue(s, e));
-    d.reset_after = detail::until(detail::floor_div(s.release, r.limit) + 1, now);
+    d.reset_after = detail::until(detail::ceil_div(s.release + r.window, r.limit), now);
     d.release_after = detail::until(detail::ceil_div(s.release, r.limit), now);
     return d;
   }

@@ -86,10 +86,10 @@ TEST(Replay, LeakyQueueAdmitsFifteenOfTwentyWithReleaseTimes) {
   auto r = run_cli({"replay", "--algorithm", "leaky-queue", "--limit", "1/s", "--queue", "15"}, trace);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("request,time,key,cost,allowed,remaining,retry_after,reset_after,release_after\n"), std::string::npos);
-  EXPECT_NE(r.out.find("\n1,0,,1,yes,14,0,0.000000001,0\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\n15,0,,1,yes,0,0,14.000000001,14\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1,0,,1,yes,14,0,1,0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n15,0,,1,yes,0,0,15,14\n"), std::string::npos) << r.out;
   // The 16th waits until the first unit has left: one tick after second 0.
-  EXPECT_NE(r.out.find("\n16,0,,1,no,0,0.000000001,14.000000001,0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n16,0,,1,no,0,0.000000001,15,0\n"), std::string::npos) << r.out;
   std::size_t yes = 0;
   for (std::size_t p = 0; (p = r.out.find(",yes,", p)) != std::string::npos; ++p) ++yes;
   EXPECT_EQ(yes, 15U);
