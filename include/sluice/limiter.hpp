@@ -13,6 +13,19 @@
 
 namespace sluice {
 
+namespace detail {
+/// The state type of a policy; any_state for any_policy. (A trait, not
+/// std::conditional_t, which would name the variant's nonexistent ::state.)
+template <typename Policy>
+struct state_of {
+  using type = typename Policy::state;
+};
+template <>
+struct state_of<any_policy> {
+  using type = any_state;
+};
+}  // namespace detail
+
 /// One limiter: an immutable policy, its state, and the clock it reads.
 ///
 /// `Policy` is any algorithm (`token_bucket`, `gcra`, ...) or `any_policy`.
@@ -22,7 +35,7 @@ namespace sluice {
 template <typename Policy, typename Clock = steady_clock>
 class limiter {
  public:
-  using state_type = std::conditional_t<std::is_same_v<Policy, any_policy>, any_state, typename Policy::state>;
+  using state_type = typename detail::state_of<Policy>::type;
 
   /// A limiter with a fresh state on an empty clock type.
   explicit limiter(Policy p) requires std::is_empty_v<Clock> : policy_(std::move(p)), state_(fresh()) {}
