@@ -29,7 +29,8 @@ std::optional<error> check_count(const char* field, std::int64_t v, std::int64_t
 std::optional<error> check_rate(rate r) {
   if (auto e = check_count("limit", r.limit, 0)) return e;
   if (r.window <= 0) return error{"window", "must be positive (got " + std::to_string(r.window) + ")"};
-  if (r.window > max_quantity) return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
+  if (r.window > max_quantity)
+    return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
   return std::nullopt;
 }
 

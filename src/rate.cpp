@@ -116,8 +116,7 @@ result<tick> parse_duration_in(std::string_view text, std::string_view field_nam
   if (!any_digit) whole = 1;  // "min" means one minute
   // value = (whole + frac / frac_scale) · unit, exactly.
   const i128 scaled = frac * unit;
-  if (scaled % frac_scale != 0)
-    return error{field, quoted(s) + " is not a whole number of nanoseconds"};
+  if (scaled % frac_scale != 0) return error{field, quoted(s) + " is not a whole number of nanoseconds"};
   const i128 ns = whole * unit + scaled / frac_scale;
   if (ns > detail::i64_max) return error{field, quoted(s) + " is too long (at most about 292 years)"};
   return static_cast<tick>(ns);
@@ -146,7 +145,8 @@ result<rate> parse_rate(std::string_view text) {
     ++i;
   }
   if (i == digits_from)
-    return error{"rate", quoted(s) + ": expected a whole number at column " + std::to_string(column(text, s.substr(i))) + help};
+    return error{"rate",
+                 quoted(s) + ": expected a whole number at column " + std::to_string(column(text, s.substr(i))) + help};
   if (negative) return error{"limit", "must not be negative (got " + quoted(s.substr(0, i)) + ")"};
   if (i < s.size() && s[i] == '.')
     return error{"limit", "must be a whole number of requests (got " + quoted(s.substr(0, i)) + "...)"};
@@ -166,7 +166,8 @@ result<rate> parse_rate(std::string_view text) {
   if (!w) return w.err();
   if (limit > max_quantity) return error{"limit", "must be at most 2^62 (got " + std::string(s.substr(0, i)) + ")"};
   if (*w <= 0) return error{"window", "must be positive (got " + quoted(trim(rest)) + ")"};
-  if (*w > max_quantity) return error{"window", "must be at most 2^62 ns, about 146 years (got " + quoted(trim(rest)) + ")"};
+  if (*w > max_quantity)
+    return error{"window", "must be at most 2^62 ns, about 146 years (got " + quoted(trim(rest)) + ")"};
   return rate{static_cast<std::int64_t>(limit), *w};
 }
 

@@ -62,10 +62,9 @@ struct any_of_state;
 using any_policy = std::variant<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
                                 leaky_queue, quota, always_allow, always_deny, all_of, any_of>;
 /// A state of any algorithm; holds the alternative matching its policy.
-using any_state =
-    std::variant<fixed_window::state, sliding_log::state, sliding_counter::state, sliding_buckets::state,
-                 token_bucket::state, gcra::state, leaky_queue::state, quota::state, always_allow::state,
-                 always_deny::state, all_of_state, any_of_state>;
+using any_state = std::variant<fixed_window::state, sliding_log::state, sliding_counter::state, sliding_buckets::state,
+                               token_bucket::state, gcra::state, leaky_queue::state, quota::state, always_allow::state,
+                               always_deny::state, all_of_state, any_of_state>;
 
 /// The state of an `all_of`: one state per part, in the parts' order.
 struct all_of_state {
@@ -136,12 +135,12 @@ inline decision decide(const any_policy& p, any_state& s, tick now, std::int64_t
 /// A description of a policy as a person gives it; `make_policy` validates it.
 struct spec {
   algorithm algo = algorithm::token_bucket;
-  rate limit{};                       ///< L per W (unused by quota, always-*)
-  std::optional<std::int64_t> burst;  ///< token bucket, GCRA: S (default L)
+  rate limit{};                         ///< L per W (unused by quota, always-*)
+  std::optional<std::int64_t> burst;    ///< token bucket, GCRA: S (default L)
   std::optional<std::int64_t> buckets;  ///< sliding buckets: N (required)
-  std::optional<std::int64_t> queue;  ///< leaky queue: Q (default L)
-  std::optional<std::int64_t> units;  ///< quota: N (required)
-  tick origin = 0;                    ///< fixed window: where windows start
+  std::optional<std::int64_t> queue;    ///< leaky queue: Q (default L)
+  std::optional<std::int64_t> units;    ///< quota: N (required)
+  tick origin = 0;                      ///< fixed window: where windows start
 };
 
 /// Builds and validates the policy a spec describes; the error names the

@@ -37,9 +37,7 @@ class fixed_window {
     return static_cast<std::int64_t>(detail::floor_div(static_cast<detail::i128>(t) - origin_, r_.window));
   }
   /// The first instant of window k (may lie past INT64_MAX, hence 128 bits).
-  [[nodiscard]] constexpr detail::i128 start_of(detail::i128 k) const noexcept {
-    return k * r_.window + origin_;
-  }
+  [[nodiscard]] constexpr detail::i128 start_of(detail::i128 k) const noexcept { return k * r_.window + origin_; }
 
  private:
   constexpr fixed_window(rate r, tick origin) noexcept : r_(r), origin_(origin) {}

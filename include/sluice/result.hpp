@@ -24,8 +24,8 @@ struct error {
 template <typename T>
 class [[nodiscard]] result {
  public:
-  result(T v) : v_(std::move(v)) {}              // NOLINT(google-explicit-constructor)
-  result(error e) : v_(std::move(e)) {}          // NOLINT(google-explicit-constructor)
+  result(T v) : v_(std::move(v)) {}      // NOLINT(google-explicit-constructor)
+  result(error e) : v_(std::move(e)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }

@@ -19,10 +19,10 @@ class sliding_counter {
   /// Counts of the window of the latest admit and the one before it.
   /// Trivially copyable; fresh is `state{}`.
   struct state {
-    std::int64_t window = 0;       ///< k of the latest admit
-    std::int64_t prev = 0;         ///< units admitted in window k − 1
-    std::int64_t curr = 0;         ///< units admitted in window k
-    tick last = detail::i64_min;   ///< instant of the latest admit
+    std::int64_t window = 0;      ///< k of the latest admit
+    std::int64_t prev = 0;        ///< units admitted in window k − 1
+    std::int64_t curr = 0;        ///< units admitted in window k
+    tick last = detail::i64_min;  ///< instant of the latest admit
     friend constexpr bool operator==(const state&, const state&) = default;
   };
 

@@ -1,17 +1,17 @@
 // Everything in sluice's core, in one include.
 #pragma once
 
-#include "sluice/any.hpp"            // IWYU pragma: export
-#include "sluice/decision.hpp"       // IWYU pragma: export
-#include "sluice/fixed_window.hpp"   // IWYU pragma: export
-#include "sluice/gcra.hpp"           // IWYU pragma: export
-#include "sluice/leaky_queue.hpp"    // IWYU pragma: export
-#include "sluice/limiter.hpp"        // IWYU pragma: export
-#include "sluice/quota.hpp"          // IWYU pragma: export
-#include "sluice/rate.hpp"           // IWYU pragma: export
-#include "sluice/result.hpp"         // IWYU pragma: export
+#include "sluice/any.hpp"              // IWYU pragma: export
+#include "sluice/decision.hpp"         // IWYU pragma: export
+#include "sluice/fixed_window.hpp"     // IWYU pragma: export
+#include "sluice/gcra.hpp"             // IWYU pragma: export
+#include "sluice/leaky_queue.hpp"      // IWYU pragma: export
+#include "sluice/limiter.hpp"          // IWYU pragma: export
+#include "sluice/quota.hpp"            // IWYU pragma: export
+#include "sluice/rate.hpp"             // IWYU pragma: export
+#include "sluice/result.hpp"           // IWYU pragma: export
 #include "sluice/sliding_buckets.hpp"  // IWYU pragma: export
 #include "sluice/sliding_counter.hpp"  // IWYU pragma: export
-#include "sluice/sliding_log.hpp"    // IWYU pragma: export
-#include "sluice/time.hpp"           // IWYU pragma: export
-#include "sluice/token_bucket.hpp"   // IWYU pragma: export
+#include "sluice/sliding_log.hpp"      // IWYU pragma: export
+#include "sluice/time.hpp"             // IWYU pragma: export
+#include "sluice/token_bucket.hpp"     // IWYU pragma: export

@@ -45,8 +45,7 @@ class manual_clock {
 /// Thread-safe.
 struct steady_clock {
   [[nodiscard]] static tick now() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
 };

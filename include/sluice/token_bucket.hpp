@@ -19,8 +19,8 @@ class token_bucket {
   /// Tokens in units of 1/W token (0 to S·W) and the instant they were
   /// counted. Trivially copyable; fresh is `state{}` (a full bucket).
   struct state {
-    detail::i128 spent = 0;               ///< S·W minus the tokens held, in 1/W token
-    tick last = detail::i64_min;          ///< instant of the latest admit
+    detail::i128 spent = 0;       ///< S·W minus the tokens held, in 1/W token
+    tick last = detail::i64_min;  ///< instant of the latest admit
     friend constexpr bool operator==(const state&, const state&) = default;
   };
 

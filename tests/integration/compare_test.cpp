@@ -1,5 +1,7 @@
 // `sluice compare`: the P096 figures on the P096 traces, keys, formats, the
 // plot, and the error paths.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,5 +1,7 @@
 // `sluice replay`: outputs worked out by hand from semantics.md, and every
 // error path (exit status 2, a message naming the field or line).
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include <gtest/gtest.h>
 
 #include <fstream>

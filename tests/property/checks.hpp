@@ -195,7 +195,7 @@ std::vector<unsigned char> bytes_of(const State& s) {
 }
 
 struct denial_counts {
-  long exact = 0;  ///< denials with a finite retry_after, checked both ways
+  long exact = 0;   ///< denials with a finite retry_after, checked both ways
   long never_ = 0;  ///< denials with retry_after == never
 };
 
@@ -234,13 +234,12 @@ testing::AssertionResult denials_are_exact_and_pure(std::uint64_t seed, denial_c
     state then = s;
     const decision later = decide(p, then, at, q.cost);
     if (!later.allowed)
-      return testing::AssertionFailure() << where(seed, dr.c, i, q) << ": " << show(d) << " but denied at "
-                                         << at << ": " << show(later);
+      return testing::AssertionFailure() << where(seed, dr.c, i, q) << ": " << show(d) << " but denied at " << at
+                                         << ": " << show(later);
     state early = s;
     const decision sooner = decide(p, early, at - 1, q.cost);
     if (sooner.allowed)
-      return testing::AssertionFailure() << where(seed, dr.c, i, q) << ": " << show(d) << " but admitted at "
-                                         << at - 1;
+      return testing::AssertionFailure() << where(seed, dr.c, i, q) << ": " << show(d) << " but admitted at " << at - 1;
   }
   return testing::AssertionSuccess();
 }
@@ -285,8 +284,8 @@ testing::AssertionResult clock_back_earns_nothing(std::uint64_t seed, long& step
     if (a.allowed) latest = read;
   }
   if (admits_back > admits_forward)
-    return testing::AssertionFailure() << "seed " << seed << ": " << admits_back << " admits with the clock stepping back, "
-                                       << admits_forward << " without";
+    return testing::AssertionFailure() << "seed " << seed << ": " << admits_back
+                                       << " admits with the clock stepping back, " << admits_forward << " without";
   return testing::AssertionSuccess();
 }
 

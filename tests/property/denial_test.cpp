@@ -15,8 +15,8 @@ using namespace sluice::model;
 template <typename Policy>
 class Denials : public ::testing::Test {};
 
-using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket,
-                                        gcra, leaky_queue, quota, always_allow, always_deny>;
+using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
+                                        leaky_queue, quota, always_allow, always_deny>;
 
 class algorithm_names {
  public:

@@ -18,8 +18,8 @@ constexpr std::uint64_t seeds = 600;
 template <typename Policy>
 class AgreesWithModel : public ::testing::Test {};
 
-using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket,
-                                        gcra, leaky_queue, quota, always_allow, always_deny>;
+using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
+                                        leaky_queue, quota, always_allow, always_deny>;
 
 class algorithm_names {
  public:

@@ -185,9 +185,7 @@ class token_bucket_model final : public model {
   token_bucket_model(rate r, std::int64_t burst) : l_(r.limit), w_(r.window), s_(burst), t_(s_ * w_) {}
   bool possible(std::int64_t c) const override { return c >= 1 && c <= s_ && l_ > 0; }
   bool admits(i128 t, std::int64_t c) const override { return tokens(t) >= c * w_; }
-  std::int64_t remaining(i128 t) const override {
-    return l_ == 0 ? 0 : static_cast<std::int64_t>(tokens(t) / w_);
-  }
+  std::int64_t remaining(i128 t) const override { return l_ == 0 ? 0 : static_cast<std::int64_t>(tokens(t) / w_); }
   bool fresh(i128 t) const override { return tokens(t) == s_ * w_; }
   std::optional<i128> admit(i128 t, std::int64_t c) override {
     t_ = tokens(t) - c * w_;
@@ -213,9 +211,7 @@ class leaky_queue_model final : public model {
   leaky_queue_model(rate r, std::int64_t queue) : l_(r.limit), w_(r.window), q_(queue) {}
   bool possible(std::int64_t c) const override { return l_ > 0 && c >= 1 && c <= q_; }
   bool admits(i128 t, std::int64_t c) const override { return in_queue(t) + c <= q_; }
-  std::int64_t remaining(i128 t) const override {
-    return l_ == 0 ? 0 : static_cast<std::int64_t>(q_ - in_queue(t));
-  }
+  std::int64_t remaining(i128 t) const override { return l_ == 0 ? 0 : static_cast<std::int64_t>(q_ - in_queue(t)); }
   /// Fresh once a new unit would be released the moment it arrives.
   bool fresh(i128 t) const override { return runs_.empty() || last_release() + w_ <= t * l_; }
   std::optional<i128> admit(i128 t, std::int64_t c) override {

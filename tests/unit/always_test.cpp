@@ -1,6 +1,8 @@
 // always_allow and always_deny: the identity elements of composition. Time
 // plays no part; always_allow bounds nothing (remaining INT64_MAX) but still
 // refuses a cost below 1.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include <gtest/gtest.h>
 
 #include <cstdint>

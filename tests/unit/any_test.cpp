@@ -60,19 +60,15 @@ void same_as_concrete(const Policy& concrete, const spec& sp) {
 
 TEST(AnyPolicy, DecidesAsTheConcreteTypes) {
   const rate rt{7, 100};
-  same_as_concrete(test::ok(fixed_window::make(rt, 30)),
-                   test::spec_of(algorithm::fixed_window, rt).origin(30));
+  same_as_concrete(test::ok(fixed_window::make(rt, 30)), test::spec_of(algorithm::fixed_window, rt).origin(30));
   same_as_concrete(test::ok(sliding_log::make(rt)), test::spec_of(algorithm::sliding_log, rt));
   same_as_concrete(test::ok(sliding_counter::make(rt)), test::spec_of(algorithm::sliding_counter, rt));
-  same_as_concrete(test::ok(sliding_buckets::make(rt, 4)),
-                   test::spec_of(algorithm::sliding_buckets, rt).buckets(4));
-  same_as_concrete(test::ok(token_bucket::make(rt, 5)),
-                   test::spec_of(algorithm::token_bucket, rt).burst(5));
+  same_as_concrete(test::ok(sliding_buckets::make(rt, 4)), test::spec_of(algorithm::sliding_buckets, rt).buckets(4));
+  same_as_concrete(test::ok(token_bucket::make(rt, 5)), test::spec_of(algorithm::token_bucket, rt).burst(5));
   same_as_concrete(test::ok(token_bucket::make(rt, 7)), test::spec_of(algorithm::token_bucket, rt));
   same_as_concrete(test::ok(gcra::make(rt, 5)), test::spec_of(algorithm::gcra, rt).burst(5));
   same_as_concrete(test::ok(gcra::make(rt, 7)), test::spec_of(algorithm::gcra, rt));
-  same_as_concrete(test::ok(leaky_queue::make(rt, 4)),
-                   test::spec_of(algorithm::leaky_queue, rt).queue(4));
+  same_as_concrete(test::ok(leaky_queue::make(rt, 4)), test::spec_of(algorithm::leaky_queue, rt).queue(4));
   same_as_concrete(test::ok(leaky_queue::make(rt, 7)), test::spec_of(algorithm::leaky_queue, rt));
   same_as_concrete(test::ok(quota::make(60)), test::spec_of(algorithm::quota).units(60));
   same_as_concrete(always_allow{}, test::spec_of(algorithm::always_allow));
@@ -95,14 +91,11 @@ TEST(AnyPolicy, ErrorsNameTheField) {
   const rate ok_rate{5, 10};
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::fixed_window, rate{-1, 10}))), "limit");
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::sliding_log, rate{1, 0}))), "window");
-  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::token_bucket, ok_rate).burst(0))),
-            "burst");
+  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::token_bucket, ok_rate).burst(0))), "burst");
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::gcra, ok_rate).burst(-2))), "burst");
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::sliding_buckets, ok_rate))), "buckets");
-  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::sliding_buckets, ok_rate).buckets(3))),
-            "buckets");
-  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::leaky_queue, ok_rate).queue(0))),
-            "queue");
+  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::sliding_buckets, ok_rate).buckets(3))), "buckets");
+  EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::leaky_queue, ok_rate).queue(0))), "queue");
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::quota))), "quota");
   EXPECT_EQ(test::field_of(make_policy(test::spec_of(algorithm::quota).units(-1))), "quota");
 }

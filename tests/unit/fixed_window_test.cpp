@@ -1,6 +1,8 @@
 // Fixed window: explicit-time tables worked out by hand from semantics.md.
 // Window k = floor((now − origin) / W); admit iff count + c ≤ L; the next
 // chance is the start of window k + 1.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/fixed_window.hpp"
 
 #include <gtest/gtest.h>

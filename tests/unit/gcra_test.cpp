@@ -2,6 +2,8 @@
 // u = tat·L and b = max(u, now·L): admit iff b + c·W − now·L ≤ S·W, then
 // u = b + c·W. Every table is also played through the token bucket with the
 // same L, W, S, which must decide the same.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/gcra.hpp"
 
 #include <gtest/gtest.h>

@@ -7,6 +7,8 @@
 // reset_after is the time until the state is fresh again, i.e. until a new
 // unit would be released on arrival: R + W ≤ t·L. That is later than the
 // moment the queue empties (R < t·L) whenever W > L.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/leaky_queue.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,7 @@
 // Quota: N units in all, never refilled. Time plays no part; every denial is
 // `never`, and a quota that has spent anything never resets.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/quota.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,7 @@
 // Parsing rates, durations and decimal seconds: what people type, and what
 // they get wrong.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/rate.hpp"
 
 #include <gtest/gtest.h>

@@ -41,8 +41,7 @@ struct row {
 };
 
 /// A row for every limiter but the leaky queue (release_after is 0).
-constexpr row r(tick now, std::int64_t cost, bool allowed, std::int64_t remaining, tick retry_after,
-                tick reset_after) {
+constexpr row r(tick now, std::int64_t cost, bool allowed, std::int64_t remaining, tick retry_after, tick reset_after) {
   return row{now, cost, allowed, remaining, retry_after, reset_after, 0};
 }
 
@@ -61,8 +60,7 @@ template <typename Policy, typename State>
 void play(const Policy& p, State& s, const std::vector<row>& rows) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const row& w = rows[i];
-    SCOPED_TRACE("row " + std::to_string(i + 1) + ": now=" + std::to_string(w.now) +
-                 " cost=" + std::to_string(w.cost));
+    SCOPED_TRACE("row " + std::to_string(i + 1) + ": now=" + std::to_string(w.now) + " cost=" + std::to_string(w.cost));
     const decision got = decide(p, s, w.now, w.cost);
     EXPECT_EQ(got, expected(w));
   }
@@ -98,11 +96,26 @@ std::string field_of(const result<T>& r) {
 /// other fields to -Wmissing-field-initializers).
 struct spec_builder {
   spec s;
-  spec_builder& burst(std::int64_t v) { s.burst = v; return *this; }
-  spec_builder& buckets(std::int64_t v) { s.buckets = v; return *this; }
-  spec_builder& queue(std::int64_t v) { s.queue = v; return *this; }
-  spec_builder& units(std::int64_t v) { s.units = v; return *this; }
-  spec_builder& origin(tick v) { s.origin = v; return *this; }
+  spec_builder& burst(std::int64_t v) {
+    s.burst = v;
+    return *this;
+  }
+  spec_builder& buckets(std::int64_t v) {
+    s.buckets = v;
+    return *this;
+  }
+  spec_builder& queue(std::int64_t v) {
+    s.queue = v;
+    return *this;
+  }
+  spec_builder& units(std::int64_t v) {
+    s.units = v;
+    return *this;
+  }
+  spec_builder& origin(tick v) {
+    s.origin = v;
+    return *this;
+  }
   operator spec() const { return s; }  // NOLINT(google-explicit-constructor)
 };
 

@@ -1,6 +1,8 @@
 // Sliding window with buckets: explicit-time tables worked out by hand from
 // semantics.md. W is split into N sub-windows of W/N; admit iff the N
 // sub-windows ending with the current one hold at most L − c.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/sliding_buckets.hpp"
 
 #include <gtest/gtest.h>

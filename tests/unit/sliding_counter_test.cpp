@@ -1,6 +1,8 @@
 // Sliding window counter: explicit-time tables worked out by hand from
 // semantics.md. At offset o = now − kW the estimate is prev·(W − o)/W + curr;
 // admit iff prev·(W − o) + (curr + c)·W ≤ L·W.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/sliding_counter.hpp"
 
 #include <gtest/gtest.h>

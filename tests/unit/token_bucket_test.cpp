@@ -2,6 +2,8 @@
 // Tokens T in 1/W token; T = min(S·W, T + (now − last)·L); admit iff
 // T ≥ c·W; retry_after = ceil((c·W − T) / L). Every table is also played
 // through GCRA, which must decide the same.
+// The tables are laid out by hand, one row a line:
+// clang-format off
 #include "sluice/token_bucket.hpp"
 
 #include <gtest/gtest.h>

@@ -24,7 +24,8 @@ result<std::int64_t> parse_count(std::string_view flag, std::string_view text) {
 
 result<algorithm> parse_algorithm(std::string_view flag, std::string_view name) {
   if (auto a = algorithm_named(name)) return *a;
-  return error{std::string(flag), "unknown algorithm " + quote_input(name) + " (choose from " + algorithm_names() + ")"};
+  return error{std::string(flag),
+               "unknown algorithm " + quote_input(name) + " (choose from " + algorithm_names() + ")"};
 }
 
 namespace {
@@ -32,8 +33,8 @@ namespace {
 /// Reports a flag given to an algorithm that has no use for it.
 std::optional<error> unused(std::string_view flag, const std::string& value, algorithm algo, std::string_view users) {
   if (value.empty()) return std::nullopt;
-  return error{std::string(flag), "does not apply to " + std::string(name_of(algo)) + " (only to " +
-                                      std::string(users) + ")"};
+  return error{std::string(flag),
+               "does not apply to " + std::string(name_of(algo)) + " (only to " + std::string(users) + ")"};
 }
 
 }  // namespace
@@ -41,9 +42,11 @@ std::optional<error> unused(std::string_view flag, const std::string& value, alg
 result<any_policy> build_policy(algorithm algo, const limiter_flags& f) {
   spec s;
   s.algo = algo;
-  const bool needs_limit = algo != algorithm::quota && algo != algorithm::always_allow && algo != algorithm::always_deny;
+  const bool needs_limit =
+      algo != algorithm::quota && algo != algorithm::always_allow && algo != algorithm::always_deny;
   if (needs_limit) {
-    if (f.limit.empty()) return error{"--limit", "is required by " + std::string(name_of(algo)) + " (e.g. --limit 10/60s)"};
+    if (f.limit.empty())
+      return error{"--limit", "is required by " + std::string(name_of(algo)) + " (e.g. --limit 10/60s)"};
     auto r = parse_rate(f.limit);
     if (!r) return error{"--limit", r.err().what()};
     s.limit = *r;
@@ -64,8 +67,8 @@ result<any_policy> build_policy(algorithm algo, const limiter_flags& f) {
   if (algo != algorithm::quota) {
     if (auto e = unused("--quota", f.quota, algo, "quota")) return *e;
   }
-  const auto count = [](std::string_view flag, const std::string& text, std::optional<std::int64_t>& into)
-      -> std::optional<error> {
+  const auto count = [](std::string_view flag, const std::string& text,
+                        std::optional<std::int64_t>& into) -> std::optional<error> {
     if (text.empty()) return std::nullopt;
     auto v = parse_count(flag, text);
     if (!v) return v.err();

@@ -28,10 +28,18 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
       default:
         if (static_cast<unsigned char>(c) >= 0x20) out += c;
     }
@@ -141,9 +149,11 @@ std::string plot_recorder::render(const std::string& title, tick window, const s
                  "<text x=\"{}\" y=\"{}\" font-size=\"13\" fill=\"#333\">busiest {} s window</text>\n",
                  left + 180, ly - 10, busiest_colour, busiest_colour, left + 210, ly, format_seconds(window));
   if (binned_)
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#666\">{} requests, in columns of "
-                   "{} s</text>\n",
-                   width - right, ly, count_, format_seconds(width_));
+    fmt::format_to(
+        out,
+        "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#666\">{} requests, in columns of "
+        "{} s</text>\n",
+        width - right, ly, count_, format_seconds(width_));
 
   for (std::size_t li = 0; li < lanes.size(); ++li) {
     const auto& lane = lanes[li];
@@ -151,11 +161,15 @@ std::string plot_recorder::render(const std::string& title, tick window, const s
     const int base = y0 + lane_height - 6;
     fmt::format_to(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f6f4\" stroke=\"#ddd\"/>\n", left,
                    y0, plot_w, lane_height);
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"end\" fill=\"#222\">{}</text>\n",
-                   left - 10, y0 + 24, escape(lane.name));
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#444\">{} through</text>\n",
+    fmt::format_to(
+        out,
+        "<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\" text-anchor=\"end\" fill=\"#222\">{}</text>\n",
+        left - 10, y0 + 24, escape(lane.name));
+    fmt::format_to(out,
+                   "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#444\">{} through</text>\n",
                    left - 10, y0 + 42, lane.through);
-    fmt::format_to(out, "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#444\">{} refused</text>\n",
+    fmt::format_to(out,
+                   "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"#444\">{} refused</text>\n",
                    left - 10, y0 + 58, lane.refused);
     if (lane.busiest > 0) {
       const double x0 = px(lane.busiest_start);

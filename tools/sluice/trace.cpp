@@ -28,8 +28,7 @@ std::string time_problem(std::string_view text) {
   const std::size_t dot = text.find('.');
   if (dot != std::string_view::npos) {
     std::size_t digits = 0;
-    while (dot + 1 + digits < text.size() && text[dot + 1 + digits] >= '0' && text[dot + 1 + digits] <= '9')
-      ++digits;
+    while (dot + 1 + digits < text.size() && text[dot + 1 + digits] >= '0' && text[dot + 1 + digits] <= '9') ++digits;
     if (digits > 9 && dot + 1 + digits == text.size())
       return quote_input(text) + " has more than 9 decimal places (times are exact to the nanosecond)";
   }
@@ -96,7 +95,7 @@ bool trace_reader::next(request& r) {
       }
       if (fill()) continue;
       if (!error_.empty()) return false;
-      if (begin_ == end_) return false;  // clean end
+      if (begin_ == end_) return false;                              // clean end
       line = std::string_view(buf_.data() + begin_, end_ - begin_);  // last line without '\n'
       consumed_ += line.size();
       begin_ = end_;
