@@ -54,6 +54,9 @@ decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t co
   return decide(p, copy, now, cost);
 }
 
+all_of::all_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+any_of::any_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+
 result<all_of> all_of::make(std::vector<any_policy> parts) {
   if (parts.empty()) return error{"parts", "all(...) needs at least one limiter"};
   return all_of(std::move(parts));

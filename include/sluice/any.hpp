@@ -69,13 +69,15 @@ using any_state = std::variant<fixed_window::state, sliding_log::state, sliding_
 /// The state of an `all_of`: one state per part, in the parts' order.
 struct all_of_state {
   std::vector<any_state> parts;
-  friend bool operator==(const all_of_state&, const all_of_state&) = default;
 };
 /// The state of an `any_of`: one state per part, in the parts' order.
 struct any_of_state {
   std::vector<any_state> parts;
-  friend bool operator==(const any_of_state&, const any_of_state&) = default;
 };
+// Equality of composite states: declared here, defined once every
+// alternative of any_state is complete (at the end of this header).
+bool operator==(const all_of_state& a, const all_of_state& b);
+bool operator==(const any_of_state& a, const any_of_state& b);
 
 /// Every part must admit; only then does every part consume (no partial
 /// consumption, ever). `retry_after` is the largest of the parts' (exact,
@@ -91,7 +93,7 @@ class all_of {
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
 
  private:
-  explicit all_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+  explicit all_of(std::vector<any_policy> parts);
   std::vector<any_policy> parts_;
 };
 
@@ -108,7 +110,7 @@ class any_of {
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
 
  private:
-  explicit any_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+  explicit any_of(std::vector<any_policy> parts);
   std::vector<any_policy> parts_;
 };
 
@@ -154,5 +156,8 @@ decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t co
 /// The window W of a policy, in ticks (1 for quota and always-*: they have
 /// none; the largest of the parts' for a composite).
 tick window_of(const any_policy& p) noexcept;
+
+inline bool operator==(const all_of_state& a, const all_of_state& b) { return a.parts == b.parts; }
+inline bool operator==(const any_of_state& a, const any_of_state& b) { return a.parts == b.parts; }
 
 }  // namespace sluice
