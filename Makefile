@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build run test asan tsan bench lint format clean
+.PHONY: all setup configure build run test asan tsan bench lint format clean fuzz
 
 all: build
 
@@ -52,3 +52,14 @@ format:
 
 clean:
 	rm -rf $(BUILD) build/
+
+# Fuzzing with clang's libFuzzer (FUZZ_SECONDS each); new finds land in
+# tests/fuzz/corpus/, which every ctest run replays.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DSLUICE_LIBFUZZER=ON -DSLUICE_BUILD_BENCH=OFF \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_rate fuzz_trace fuzz_explore fuzz_decide
+	for t in rate trace explore decide; do \
+	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus/$$t || exit 1; \
+	done

@@ -79,7 +79,9 @@ result<tick> parse_duration_in(std::string_view text, std::string_view field_nam
   i128 frac = 0;
   i128 frac_scale = 1;
   bool any_digit = false;
-  constexpr i128 too_big = static_cast<i128>(1) << 100;
+  // Bounds that keep whole·unit and frac·unit (unit < 2^47 ns) far inside
+  // 128 bits: anything larger is out of range anyway.
+  constexpr i128 too_big = static_cast<i128>(detail::i64_max);
   while (i < s.size() && is_digit(s[i])) {
     whole = whole * 10 + (s[i] - '0');
     if (whole > too_big) return error{field, quoted(s) + " is too long"};
@@ -90,7 +92,7 @@ result<tick> parse_duration_in(std::string_view text, std::string_view field_nam
     ++i;
     std::size_t digits = 0;
     while (i < s.size() && is_digit(s[i])) {
-      if (++digits > 30) return error{field, quoted(s) + " has too many decimal places"};
+      if (++digits > 20) return error{field, quoted(s) + " has too many decimal places"};
       frac = frac * 10 + (s[i] - '0');
       frac_scale *= 10;
       any_digit = true;

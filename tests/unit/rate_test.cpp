@@ -98,3 +98,23 @@ TEST(ParseSeconds, ExactNanoseconds) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// Found by fuzz_rate: 30 decimal places times a day's nanoseconds overflowed
+// the 128-bit intermediate.
+TEST(ParseDuration, LongFractionsOfLargeUnitsDoNotOverflow) {
+  auto r = parse_duration("0.123456789012345678901234567890d");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().message, "'0.123456789012345678901234567890d' has too many decimal places");
+  auto big = parse_duration("99999999999999999999999d");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.err().message.find("too long"), std::string::npos);
+  auto fine = parse_duration("0.50000000000000000000d");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(*fine, 43200 * tick{1'000'000'000});
+}
+
+}  // namespace
+}  // namespace sluice
