@@ -8,6 +8,7 @@
 // consumes from the first part, in order, that does.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -123,15 +124,26 @@ inline algorithm algorithm_of(const any_policy& p) noexcept { return static_cast
 /// The fresh state for `p` (a full bucket, an empty log, ...).
 any_state fresh_state(const any_policy& p);
 
+namespace detail {
+/// decide() of the alternative `p` holds, from the I-th on. Not std::visit:
+/// for a variant of more than 11 alternatives, libstdc++ dispatches through
+/// a table of function pointers (an out-of-line call per decision); this
+/// compare chain lets every decide() inline, each returning its decision
+/// directly.
+template <std::size_t I>
+inline decision decide_from(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  if constexpr (I + 1 < std::variant_size_v<any_policy>) {
+    if (p.index() != I) return decide_from<I + 1>(p, s, now, cost);
+  }
+  using policy_t = std::variant_alternative_t<I, any_policy>;
+  return decide(*std::get_if<I>(&p), *std::get_if<typename policy_t::state>(&s), now, cost);
+}
+}  // namespace detail
+
 /// Decides one request with whichever algorithm `p` holds. Requires `s` to
 /// hold the state type of `p` (as `fresh_state(p)` made it).
 inline decision decide(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  return std::visit(
-      [&](const auto& pol) -> decision {
-        using policy_t = std::decay_t<decltype(pol)>;
-        return decide(pol, *std::get_if<typename policy_t::state>(&s), now, cost);
-      },
-      p);
+  return detail::decide_from<0>(p, s, now, cost);
 }
 
 /// A description of a policy as a person gives it; `make_policy` validates it.

@@ -40,15 +40,25 @@ class gcra {
 
  private:
   constexpr gcra(rate r, std::int64_t burst) noexcept
-      : r_(r), burst_(burst), tolerance_(static_cast<detail::i128>(burst) * r.window) {}
+      : r_(r),
+        burst_(burst),
+        tolerance_(static_cast<detail::i128>(burst) * r.window),
+        per_window_(r.window),
+        per_limit_(r.limit > 0 ? r.limit : 1),
+        narrow_(r.limit > 0 && tolerance_ <= detail::i64_max) {}
+  friend constexpr decision decide(const gcra& p, state& s, tick now, std::int64_t cost) noexcept;
+
   rate r_;
   std::int64_t burst_;
   detail::i128 tolerance_;
+  detail::divisor per_window_;  // W
+  detail::divisor per_limit_;   // L (1 when L = 0, unused then)
+  bool narrow_;                 // L >= 1 and S·W < 2^63: decide() can work in 64 bits
 };
 
-/// Decides one request: with b = max(u, now·L), admits iff
-/// b + cost·W − now·L ≤ S·W, then u = b + cost·W.
-constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
+namespace detail {
+/// decide() for any policy and any state, in 128-bit arithmetic.
+constexpr decision decide_wide(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
   const rate r = p.limit();
   const tick e = detail::max64(now, s.last);
   const detail::i128 el = static_cast<detail::i128>(e) * r.limit;
@@ -74,6 +84,39 @@ constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t 
   d.remaining = static_cast<std::int64_t>(held / r.window);
   d.retry_after = detail::until(detail::ceil_div(nu - p.tolerance(), r.limit), now);
   d.reset_after = b == el ? 0 : detail::until(detail::ceil_div(b, r.limit), now);
+  return d;
+}
+}  // namespace detail
+
+/// Decides one request: with b = max(u, now·L), admits iff
+/// b + cost·W − now·L ≤ S·W, then u = b + cost·W.
+constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
+  // The common case in 64 bits: a policy with S·W < 2^63, a cost the burst
+  // allows, and a state decide() can reach (0 <= b − e·L <= S·W). Every
+  // quantity is then an offset from e·L below 2^64, and the divisions by W
+  // and L are reciprocal multiplies, using ceil((e·L + x) / L) = e + ceil(x / L).
+  // Anything else, and every decision's reference, is decide_wide().
+  const rate r = p.limit();
+  const tick e = detail::max64(now, s.last);
+  const detail::i128 el = static_cast<detail::i128>(e) * r.limit;
+  const detail::i128 ahead = s.u > el ? s.u - el : 0;  // b − e·L
+  if (!p.narrow_ || cost < 1 || cost > p.burst_ || ahead > p.tolerance_) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const auto tol = static_cast<std::uint64_t>(p.tolerance_);
+  const auto a = static_cast<std::uint64_t>(ahead);
+  const std::uint64_t over = a + static_cast<std::uint64_t>(cost * r.window);  // nu − e·L, below 2·S·W
+  decision d;
+  if (over <= tol) {
+    s.u = el + static_cast<detail::i128>(over);
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>(p.per_window_.div(tol - over));
+    d.reset_after = detail::until_after(e, p.per_limit_.ceil(over), now);  // ceil(nu / L) − now
+    return d;
+  }
+  d.remaining = static_cast<std::int64_t>(p.per_window_.div(tol - a));
+  d.retry_after = detail::until_after(e, p.per_limit_.ceil(over - tol), now);      // ceil((nu − S·W) / L) − now
+  d.reset_after = a == 0 ? 0 : detail::until_after(e, p.per_limit_.ceil(a), now);  // ceil(b / L) − now
   return d;
 }
 

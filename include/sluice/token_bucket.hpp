@@ -41,15 +41,25 @@ class token_bucket {
 
  private:
   constexpr token_bucket(rate r, std::int64_t burst) noexcept
-      : r_(r), burst_(burst), capacity_(static_cast<detail::i128>(burst) * r.window) {}
+      : r_(r),
+        burst_(burst),
+        capacity_(static_cast<detail::i128>(burst) * r.window),
+        per_window_(r.window),
+        per_limit_(r.limit > 0 ? r.limit : 1),
+        narrow_(r.limit > 0 && capacity_ <= detail::i64_max) {}
+  friend constexpr decision decide(const token_bucket& p, state& s, tick now, std::int64_t cost) noexcept;
+
   rate r_;
   std::int64_t burst_;
   detail::i128 capacity_;
+  detail::divisor per_window_;  // W
+  detail::divisor per_limit_;   // L (1 when L = 0, unused then)
+  bool narrow_;                 // L >= 1 and S·W < 2^63: decide() can work in 64 bits
 };
 
-/// Decides one request: refills by (now − last)·L, admits iff at least
-/// cost·W remain. A cost above the burst, or L = 0, is denied `never`.
-constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
+namespace detail {
+/// decide() for any policy and any state, in 128-bit arithmetic.
+constexpr decision decide_wide(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
   const rate r = p.limit();
   const tick e = detail::max64(now, s.last);
   const detail::i128 held = p.tokens_at(s, e);
@@ -73,6 +83,44 @@ constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick no
   d.remaining = static_cast<std::int64_t>(held / r.window);
   d.retry_after = detail::until(e + detail::ceil_div(need - held, r.limit), now);
   d.reset_after = detail::until(e + detail::ceil_div(p.capacity() - held, r.limit), now);
+  return d;
+}
+}  // namespace detail
+
+/// Decides one request: refills by (now − last)·L, admits iff at least
+/// cost·W remain. A cost above the burst, or L = 0, is denied `never`.
+constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
+  // The common case in 64 bits: a policy with S·W < 2^63, a cost the burst
+  // allows, and a state decide() can reach (0 <= tokens <= S·W). The
+  // divisions by W and L are then reciprocal multiplies of values below
+  // 2^64. Anything else, and every decision's reference, is decide_wide().
+  const rate r = p.limit();
+  const tick e = detail::max64(now, s.last);
+  // e >= last, so e − last is exact in 64 unsigned bits: the refill is one
+  // 64×64→128 multiply.
+  const detail::i128 refill = static_cast<detail::i128>(
+      static_cast<detail::u128>(static_cast<std::uint64_t>(e) - static_cast<std::uint64_t>(s.last)) *
+      static_cast<std::uint64_t>(r.limit));
+  const detail::i128 missing = refill >= s.spent ? 0 : s.spent - refill;  // S·W − tokens_at(s, e)
+  if (!p.narrow_ || cost < 1 || cost > p.burst_ || missing > p.capacity_) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const auto cap = static_cast<std::uint64_t>(p.capacity_);
+  const std::uint64_t held = cap - static_cast<std::uint64_t>(missing);
+  const auto need = static_cast<std::uint64_t>(cost * r.window);
+  decision d;
+  if (held >= need) {
+    const std::uint64_t left = held - need;
+    const std::uint64_t spent = cap - left;  // >= need >= 1
+    s.spent = static_cast<detail::i128>(spent);
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>(p.per_window_.div(left));
+    d.reset_after = detail::until_after(e, p.per_limit_.ceil(spent), now);
+    return d;
+  }
+  d.remaining = static_cast<std::int64_t>(p.per_window_.div(held));
+  d.retry_after = detail::until_after(e, p.per_limit_.ceil(need - held), now);
+  d.reset_after = detail::until_after(e, p.per_limit_.ceil(cap - held), now);
   return d;
 }
 

@@ -6,12 +6,14 @@
 // overflow.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 
 namespace sluice::detail {
 
 __extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
 
 inline constexpr std::int64_t i64_max = std::numeric_limits<std::int64_t>::max();
 inline constexpr std::int64_t i64_min = std::numeric_limits<std::int64_t>::min();
@@ -57,5 +59,47 @@ constexpr std::int64_t until(i128 at, std::int64_t now) noexcept {
 }
 
 constexpr std::int64_t max64(std::int64_t a, std::int64_t b) noexcept { return a < b ? b : a; }
+
+/// Division by a divisor fixed when a policy is built (W, or L), with no
+/// division instruction: a multiply by a precomputed reciprocal and two
+/// shifts (Granlund & Montgomery, "Division by invariant integers using
+/// multiplication", PLDI 1994, fig. 4.1, N = 64), exact for every dividend
+/// below 2^64. A 128-bit division (`__divti3`) costs 25-50 instructions and
+/// a call; this costs 5. Immutable; trivially copyable.
+class divisor {
+ public:
+  /// Divides by 1.
+  constexpr divisor() noexcept = default;
+  /// Requires 1 <= d <= 2^62 (a validated W, or an L >= 1).
+  constexpr explicit divisor(std::int64_t d) noexcept {
+    const auto ud = static_cast<std::uint64_t>(d);
+    const int l = static_cast<int>(std::bit_width(ud - 1));  // ceil(log2 d): 2^(l-1) < d <= 2^l
+    // m = floor(2^64 (2^l - d) / d) + 1, below 2^64 since 2^l - d < d.
+    m_ = static_cast<std::uint64_t>((static_cast<u128>((std::uint64_t{1} << l) - ud) << 64) / ud) + 1;
+    sh1_ = l < 1 ? l : 1;
+    sh2_ = l > 1 ? l - 1 : 0;
+  }
+  /// floor(n / d), for any n below 2^64.
+  [[nodiscard]] constexpr std::uint64_t div(std::uint64_t n) const noexcept {
+    const auto t = static_cast<std::uint64_t>((static_cast<u128>(m_) * n) >> 64);
+    return (t + ((n - t) >> sh1_)) >> sh2_;
+  }
+  /// ceil(n / d), for 1 <= n < 2^64.
+  [[nodiscard]] constexpr std::uint64_t ceil(std::uint64_t n) const noexcept { return div(n - 1) + 1; }
+
+ private:
+  std::uint64_t m_ = 1;
+  int sh1_ = 0;
+  int sh2_ = 0;
+};
+
+/// until(e + c, now) in 64-bit arithmetic, the same value, for c <= INT64_MAX.
+constexpr std::int64_t until_after(std::int64_t e, std::uint64_t c, std::int64_t now) noexcept {
+  std::int64_t at;
+  if (__builtin_add_overflow(e, static_cast<std::int64_t>(c), &at)) return i64_max;  // past the end of time
+  std::int64_t d;
+  if (__builtin_sub_overflow(at, now, &d)) return at > now ? i64_max : 0;
+  return d <= 0 ? 0 : d;
+}
 
 }  // namespace sluice::detail
