@@ -1,0 +1,104 @@
+// Live reconfiguration: a new limit for a limiter that is already running,
+// without resetting its clients.
+//
+// `reconfigure(from, state, to, now)` maps a state of policy `from` to a
+// state of policy `to` (the same algorithm; L, W, S, Q, N, buckets or origin
+// may change) at the instant `now`. Two rules hold for every algorithm:
+//
+// 1. Nothing the old state remembers is forgiven: every unit the old limiter
+//    still counts at `now` is charged to the new one (as late as it may have
+//    happened, rounded toward the stricter side), so a throttled client stays
+//    throttled — a change never hands it a fresh bucket. Conversely a state
+//    that is fresh under `from` maps to the fresh state of `to` (a keyed store
+//    may have dropped it), except for a token bucket/GCRA whose rate drops
+//    while its capacity grows (see below).
+// 2. No window that spans the change lets through more than both limits
+//    would: for the token bucket and GCRA, any interval [a, b] around the
+//    change holds at most S + r_old·(now − a) + r_new·(b − now) units, with
+//    S = S_new when the rate does not drop and min(S_old, S_new) when it
+//    does — within the old bound S_old + r_old·(b − a) or the new one
+//    S_new + r_new·(b − a). For the window algorithms every window of the new
+//    policy that holds an admit made after the change holds at most L_new
+//    units, counting the old units the old state still remembered.
+//
+// What each algorithm keeps:
+//
+// - token bucket, GCRA: the deficit D = S_old − tokens (in tokens, rescaled to
+//   the new 1/W and rounded up): tokens' = S_new − D. When the rate drops
+//   (L_new/W_new < L_old/W_old), also tokens' ≤ tokens (never more than it
+//   had). tokens' may be negative (a debt the new rate pays off first) when
+//   the capacity shrinks below what was just used. Why the deficit and not
+//   the fraction or the absolute tokens: the deficit is what bounds the
+//   units taken in the recent past (history ≤ S_old + r_old·x − tokens), so
+//   charging it in full is what makes rule 2 hold; absolute tokens would
+//   let a burst of S_old just before a shrink to S_new < S_old be followed
+//   by S_new more, and the fraction would do the same.
+// - fixed window: the count, if the old window holding it overlaps the new
+//   window containing `now` (the units may be anywhere in it), else nothing.
+// - sliding log: every entry still in the old window, re-windowed with W_new.
+// - sliding window counter: the old windows' counts charged to every new
+//   window (k − 1 or k) they overlap.
+// - sliding window with buckets: unchanged when only L changes; otherwise the
+//   units still in the old window are charged to the new sub-window of the
+//   latest old sub-window (its sub-window counts are private to it).
+// - leaky queue: the release time of the last queued unit is kept (its
+//   units leave as promised); new units are spaced W_new/L_new after it and
+//   the queue bound Q_new counts that wait in new slots.
+// - quota: the units used (a smaller N may leave it exhausted).
+// - all_of / any_of: part by part; the parts must match in number and kind.
+//
+// A limit of L = 0 keeps what it needs to change back: a GCRA with L = 0
+// holds its deficit in `u`, a leaky queue its last release instant unscaled.
+// Receipts and reservations made under `from` do not carry over.
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include "sluice/any.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The state for `to` that continues `s` (a state of `from`) at `now`; see
+/// the overview. Pure.
+[[nodiscard]] fixed_window::state reconfigure(const fixed_window& from, const fixed_window::state& s,
+                                              const fixed_window& to, tick now) noexcept;
+/// Allocates the new log (may throw std::bad_alloc).
+[[nodiscard]] sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state& s,
+                                             const sliding_log& to, tick now);
+/// See the fixed-window overload.
+[[nodiscard]] sliding_counter::state reconfigure(const sliding_counter& from, const sliding_counter::state& s,
+                                                 const sliding_counter& to, tick now) noexcept;
+/// Allocates the new counts (may throw std::bad_alloc).
+[[nodiscard]] sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
+                                                 const sliding_buckets& to, tick now);
+/// See the fixed-window overload.
+[[nodiscard]] token_bucket::state reconfigure(const token_bucket& from, const token_bucket::state& s,
+                                              const token_bucket& to, tick now) noexcept;
+/// See the fixed-window overload.
+[[nodiscard]] gcra::state reconfigure(const gcra& from, const gcra::state& s, const gcra& to, tick now) noexcept;
+/// See the fixed-window overload.
+[[nodiscard]] leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state& s,
+                                             const leaky_queue& to, tick now) noexcept;
+/// See the fixed-window overload.
+[[nodiscard]] quota::state reconfigure(const quota& from, const quota::state& s, const quota& to, tick now) noexcept;
+/// Stateless: the fresh state.
+[[nodiscard]] always_allow::state reconfigure(const always_allow& from, const always_allow::state& s,
+                                              const always_allow& to, tick now) noexcept;
+/// Stateless: the fresh state.
+[[nodiscard]] always_deny::state reconfigure(const always_deny& from, const always_deny::state& s,
+                                             const always_deny& to, tick now) noexcept;
+/// Part by part; the error names "parts" when the number or the kinds of
+/// the parts differ.
+[[nodiscard]] result<all_of_state> reconfigure(const all_of& from, const all_of_state& s, const all_of& to,
+                                               tick now);
+/// Part by part; the error names "parts" as for all_of.
+[[nodiscard]] result<any_of_state> reconfigure(const any_of& from, const any_of_state& s, const any_of& to,
+                                               tick now);
+/// Whichever algorithm the policies hold; the error names "algorithm" when
+/// `from` and `to` are different algorithms, "parts" for mismatched
+/// composites. Requires `s` to hold `from`'s state type.
+[[nodiscard]] result<any_state> reconfigure(const any_policy& from, const any_state& s, const any_policy& to,
+                                            tick now);
+
+}  // namespace sluice

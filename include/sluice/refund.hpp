@@ -1,0 +1,198 @@
+// Receipts and refunds: giving back what an admit took, as far as that can
+// be done without letting anything extra through.
+//
+// `admit(policy, state, now, cost)` decides exactly as `decide` and, on an
+// admit, also returns a `receipt`: what was taken, where and when. Handing
+// the receipt to `refund(policy, state, receipt, now)` gives back what can
+// still be given back. "Nothing extra" means: after any sequence of admits
+// and refunds, the admits that were not refunded, replayed in time order
+// into a fresh limiter of the same policy, are all admitted — the limiter
+// never lets through more than it would have if the refunded requests had
+// never been made. Per algorithm (c = the receipt's cost, t = its instant):
+//
+// - fixed window: c back iff the limiter is still in t's window (a later
+//   window's count is not the refunded one's).
+// - sliding log: the c units at t are removed from the log (exact).
+// - sliding window counter: c back from t's window while the counter still
+//   holds it (as `curr`, or as `prev` one window later).
+// - sliding window with buckets: nothing. Its sub-window counts are private
+//   to sliding_buckets::state, so a count cannot be lowered from outside;
+//   giving back exactly (the units, from their sub-window, while it is in
+//   the window) needs an accessor there.
+// - token bucket and GCRA (the same rule, on the tokens or the theoretical
+//   arrival time, so the two still decide alike): if this admit is still the
+//   latest one (no admit since), the tokens go back to what they were before
+//   it (the latest instant seen stays); otherwise c tokens less whatever
+//   refilled between t and the latest admit — the part later admits may
+//   have relied on — i.e. max(0, c·W − L·(latest − t)) in 1/W token
+//   (x/time/rate's rule, with the latest admit for its latest reservation).
+//   Never more than c.
+// - leaky queue: only if this admit is still the last in the queue; then its
+//   units that have not yet left (release time after `now`) are removed
+//   from the tail. Units already due cannot be recalled.
+// - quota: c back (a refunded request was, by the caller's word, not spent).
+// - always-allow / always-deny: nothing to give.
+// - all_of: each part per its own rule; any_of: the part that consumed.
+//
+// A receipt is move-only and is used up by `refund`, so it cannot be
+// refunded twice. It carries the policy's parameters; a receipt for another
+// policy (or from before a reconfiguration) refunds nothing.
+// Thread safety: as for `decide`: the caller owns the state.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sluice/any.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+namespace detail {
+struct receipt_access;
+}  // namespace detail
+
+/// What one admit took: the proof of purchase that `refund` needs. Move-only
+/// (moving leaves the source empty), so each admit is refunded at most once.
+/// Opaque apart from the accessors below. An empty receipt refunds nothing.
+class receipt {
+ public:
+  /// An empty receipt.
+  receipt() noexcept = default;
+  /// Takes over `other`, leaving it empty.
+  receipt(receipt&& other) noexcept { swap(other); }
+  /// Takes over `other`, leaving it empty (what this held is dropped).
+  receipt& operator=(receipt&& other) noexcept {
+    receipt moved(static_cast<receipt&&>(other));
+    swap(moved);
+    return *this;
+  }
+  /// Not copyable: a copy could be refunded a second time.
+  receipt(const receipt&) = delete;
+  /// Not copyable.
+  receipt& operator=(const receipt&) = delete;
+  /// Dropping a receipt refunds nothing.
+  ~receipt() = default;
+
+  /// Whether this receipt refunds nothing (a denial's, a moved-from one).
+  [[nodiscard]] bool empty() const noexcept { return cost_ == 0; }
+  /// The cost the admit took, in units (0 if empty).
+  [[nodiscard]] std::int64_t cost() const noexcept { return cost_; }
+  /// The instant the limiter took the admit at (the request's `now`, or the
+  /// latest admit's time if the clock had stepped back).
+  [[nodiscard]] tick at() const noexcept { return at_; }
+  /// The algorithm that issued it.
+  [[nodiscard]] algorithm algo() const noexcept { return algo_; }
+  /// any_of: the index of the part that consumed; -1 otherwise.
+  [[nodiscard]] std::int32_t part() const noexcept { return part_; }
+  /// Composites: the parts' receipts (all_of: one per part, in order;
+  /// any_of: the consuming part's only). Empty for the other algorithms.
+  [[nodiscard]] const std::vector<receipt>& parts() const noexcept { return parts_; }
+
+ private:
+  friend struct detail::receipt_access;
+  void swap(receipt& o) noexcept {
+    std::swap(algo_, o.algo_);
+    std::swap(at_, o.at_);
+    std::swap(cost_, o.cost_);
+    std::swap(key_, o.key_);
+    std::swap(before_, o.before_);
+    std::swap(after_, o.after_);
+    std::swap(p1_, o.p1_);
+    std::swap(p2_, o.p2_);
+    std::swap(p3_, o.p3_);
+    std::swap(part_, o.part_);
+    parts_.swap(o.parts_);
+  }
+
+  algorithm algo_ = algorithm::always_deny;
+  tick at_ = 0;
+  std::int64_t cost_ = 0;
+  std::int64_t key_ = 0;       // a window or sub-window index
+  detail::i128 before_ = 0;    // token bucket/GCRA: u before; leaky queue: R before
+  detail::i128 after_ = 0;     // the same after the admit
+  std::int64_t p1_ = 0;        // the policy's parameters (L or N; W; S, Q, N or origin),
+  std::int64_t p2_ = 0;        // for composites the number of parts
+  std::int64_t p3_ = 0;
+  std::int32_t part_ = -1;     // any_of: the part that consumed
+  std::vector<receipt> parts_;  // all_of: one per part; any_of: the consuming part's
+};
+
+/// An admit's decision and, when it was allowed, its receipt (else empty).
+struct [[nodiscard]] admission {
+  /// Exactly what `decide` answers for the same request.
+  decision result;
+  /// What was taken; empty on a denial.
+  receipt ticket;
+};
+
+/// Decides like `decide(p, s, now, cost)` (same decision, same state change)
+/// and returns the receipt of an admit. Pure apart from `s` on admit.
+admission admit(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+admission admit(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
+/// A composite's receipt holds one per part (all_of) or the consuming part's
+/// (any_of). Allocates; may throw std::bad_alloc.
+admission admit(const all_of& p, all_of_state& s, tick now, std::int64_t cost);
+/// See the all_of overload.
+admission admit(const any_of& p, any_of_state& s, tick now, std::int64_t cost);
+/// Whichever algorithm `p` holds; requires `s` to hold its state type.
+admission admit(const any_policy& p, any_state& s, tick now, std::int64_t cost);
+
+/// Gives back what `r` took, as far as the algorithm allows without letting
+/// anything extra through (see the overview), and uses `r` up. Returns the
+/// whole units given back to the account (token bucket/GCRA: the whole
+/// tokens returned — a fraction of a token may come back too, uncounted,
+/// and a bucket that has refilled meanwhile still caps at S; all_of: the
+/// fewest any part gave back).
+/// `now` is the refund's instant (read as at least the latest admit's).
+/// A receipt from another policy, an empty one, or one that does not match
+/// the state returns 0 and changes nothing.
+std::int64_t refund(const fixed_window& p, fixed_window::state& s, receipt&& r, tick now) noexcept;
+/// Rebuilds the log without the refunded units: allocates (may throw
+/// std::bad_alloc). If the latest entry goes, a clock that later steps back
+/// behind it is read as the latest remaining entry (never more permissive).
+std::int64_t refund(const sliding_log& p, sliding_log::state& s, receipt&& r, tick now);
+/// See the overview.
+std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt&& r, tick now) noexcept;
+/// Always 0 (see the overview).
+std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& r, tick now) noexcept;
+/// See the overview.
+std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& r, tick now) noexcept;
+/// See the overview.
+std::int64_t refund(const gcra& p, gcra::state& s, receipt&& r, tick now) noexcept;
+/// See the overview.
+std::int64_t refund(const leaky_queue& p, leaky_queue::state& s, receipt&& r, tick now) noexcept;
+/// See the overview.
+std::int64_t refund(const quota& p, quota::state& s, receipt&& r, tick now) noexcept;
+/// Always 0.
+std::int64_t refund(const always_allow& p, always_allow::state& s, receipt&& r, tick now) noexcept;
+/// Always 0.
+std::int64_t refund(const always_deny& p, always_deny::state& s, receipt&& r, tick now) noexcept;
+/// Every part per its own rule; returns the fewest units any part gave back.
+std::int64_t refund(const all_of& p, all_of_state& s, receipt&& r, tick now);
+/// The part that consumed, per its own rule.
+std::int64_t refund(const any_of& p, any_of_state& s, receipt&& r, tick now);
+/// Whichever algorithm `p` holds.
+std::int64_t refund(const any_policy& p, any_state& s, receipt&& r, tick now);
+
+}  // namespace sluice
