@@ -116,7 +116,7 @@ decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexce
   while (first < s.size_ && s.at(first).at <= horizon) expired += s.at(first++).units;
   const std::int64_t in_window = s.units_ - expired;
   decision d;
-  d.remaining = r_.limit - in_window;
+  d.remaining = detail::max64(0, r_.limit - in_window);
   d.reset_after = in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
   if (cost < 1 || cost > r_.limit) {
     d.retry_after = never;
@@ -132,7 +132,7 @@ decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexce
     }
     s.last_ = e;
     d.allowed = true;
-    d.remaining = r_.limit - s.units_;
+    d.remaining = detail::max64(0, r_.limit - s.units_);
     d.reset_after = detail::until(static_cast<detail::i128>(e) + r_.window, now);
     return d;
   }
@@ -162,7 +162,7 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
       in_window -= s.counts_[slot(sub)];
   }
   decision d;
-  d.remaining = r_.limit - in_window;
+  d.remaining = detail::max64(0, r_.limit - in_window);
   d.reset_after = in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
   if (cost < 1 || cost > r_.limit) {
     d.retry_after = never;
@@ -179,7 +179,7 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
     s.counts_[slot(j)] += cost;
     s.total_ = in_window + cost;
     d.allowed = true;
-    d.remaining = r_.limit - s.total_;
+    d.remaining = detail::max64(0, r_.limit - s.total_);
     d.reset_after = detail::until((static_cast<i128>(j) + n_) * width_, now);
     return d;
   }

@@ -54,7 +54,7 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
   const std::int64_t count = (s.count > 0 && k == s.window) ? s.count : 0;
   decision d;
   if (cost < 1 || cost > limit) {
-    d.remaining = limit - count;
+    d.remaining = detail::max64(0, limit - count);
     d.retry_after = never;
     d.reset_after = count > 0 ? detail::until(p.start_of(static_cast<detail::i128>(k) + 1), now) : 0;
     return d;
@@ -64,11 +64,11 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
     s.window = k;
     s.count = count + cost;
     d.allowed = true;
-    d.remaining = limit - s.count;
+    d.remaining = detail::max64(0, limit - s.count);
     d.reset_after = detail::until(next, now);
     return d;
   }
-  d.remaining = limit - count;
+  d.remaining = detail::max64(0, limit - count);
   d.retry_after = detail::until(next, now);
   d.reset_after = d.retry_after;
   return d;

@@ -67,7 +67,7 @@ constexpr decision decide_wide(const gcra& p, gcra::state& s, tick now, std::int
   // Tokens held, in 1/W token: S·W − (b − e·L).
   const detail::i128 held = p.tolerance() - (b - el);
   if (cost < 1 || cost > p.burst() || r.limit == 0) {
-    d.remaining = r.limit == 0 ? 0 : static_cast<std::int64_t>(held / r.window);
+    d.remaining = r.limit == 0 ? 0 : detail::clamp_count(held / r.window);
     d.retry_after = never;
     d.reset_after = (r.limit == 0 || b == el) ? 0 : detail::until(detail::ceil_div(b, r.limit), now);
     return d;
@@ -77,11 +77,11 @@ constexpr decision decide_wide(const gcra& p, gcra::state& s, tick now, std::int
     s.u = nu;
     s.last = e;
     d.allowed = true;
-    d.remaining = static_cast<std::int64_t>((p.tolerance() - (nu - el)) / r.window);
+    d.remaining = detail::clamp_count((p.tolerance() - (nu - el)) / r.window);
     d.reset_after = detail::until(detail::ceil_div(nu, r.limit), now);
     return d;
   }
-  d.remaining = static_cast<std::int64_t>(held / r.window);
+  d.remaining = detail::clamp_count(held / r.window);
   d.retry_after = detail::until(detail::ceil_div(nu - p.tolerance(), r.limit), now);
   d.reset_after = b == el ? 0 : detail::until(detail::ceil_div(b, r.limit), now);
   return d;

@@ -55,7 +55,7 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
     return d;
   }
   const i128 held = p.in_queue(s, e);
-  d.remaining = static_cast<std::int64_t>(p.queue() - held);
+  d.remaining = detail::clamp_count(p.queue() - held);
   // Fresh once a new unit would leave on arrival (R + W ≤ t·L), which can be
   // later than the moment the queue empties (R < t·L).
   d.reset_after = detail::until(detail::ceil_div(s.release + r.window, r.limit), now);
@@ -69,7 +69,7 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
     s.release = first + static_cast<i128>(cost - 1) * r.window;
     s.last = e;
     d.allowed = true;
-    d.remaining = static_cast<std::int64_t>(p.queue() - p.in_queue(s, e));
+    d.remaining = detail::clamp_count(p.queue() - p.in_queue(s, e));
     d.reset_after = detail::until(detail::ceil_div(s.release + r.window, r.limit), now);
     d.release_after = detail::until(detail::ceil_div(s.release, r.limit), now);
     return d;

@@ -39,7 +39,7 @@ constexpr decision decide(const quota& p, quota::state& s, tick /*now*/, std::in
   } else {
     d.retry_after = never;
   }
-  d.remaining = p.units() - s.used;
+  d.remaining = detail::max64(0, p.units() - s.used);
   d.reset_after = s.used > 0 ? never : 0;
   return d;
 }

@@ -65,7 +65,7 @@ constexpr decision decide_wide(const token_bucket& p, token_bucket::state& s, ti
   const detail::i128 held = p.tokens_at(s, e);
   decision d;
   if (cost < 1 || cost > p.burst() || r.limit == 0) {
-    d.remaining = r.limit == 0 ? 0 : static_cast<std::int64_t>(held / r.window);
+    d.remaining = r.limit == 0 ? 0 : detail::clamp_count(held / r.window);
     d.retry_after = never;
     d.reset_after = r.limit == 0 ? 0 : detail::until(e + detail::ceil_div(p.capacity() - held, r.limit), now);
     return d;
@@ -76,11 +76,11 @@ constexpr decision decide_wide(const token_bucket& p, token_bucket::state& s, ti
     s.spent = p.capacity() - left;
     s.last = e;
     d.allowed = true;
-    d.remaining = static_cast<std::int64_t>(left / r.window);
+    d.remaining = detail::clamp_count(left / r.window);
     d.reset_after = detail::until(e + detail::ceil_div(s.spent, r.limit), now);
     return d;
   }
-  d.remaining = static_cast<std::int64_t>(held / r.window);
+  d.remaining = detail::clamp_count(held / r.window);
   d.retry_after = detail::until(e + detail::ceil_div(need - held, r.limit), now);
   d.reset_after = detail::until(e + detail::ceil_div(p.capacity() - held, r.limit), now);
   return d;
