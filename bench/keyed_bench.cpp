@@ -1,0 +1,394 @@
+// The keyed store at scale (issue 5), beside the peers: 1M keys first touch
+// and steady state with bytes per key from the allocator (mallinfo2) and the
+// kernel (RSS), 2 threads on distinct keys, 2 threads on one key, and a
+// 10M-key purge (longest slice and total). Prints the peers' RESULT lines
+// (/work/shared/peers/README.md, "Output contract") after Google
+// Benchmark's own report.
+//
+//   keyed_bench                      all scenarios, RUNS=5 repetitions
+//   keyed_bench --benchmark_filter=1key   one group
+// Env: RUNS (repetitions), KEYS (default 1000000), PURGE_KEYS (default
+// 10000000), N (decisions per single-key run, default 10000000).
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sluice/keyed.hpp"
+
+namespace {
+
+using sluice::decision;
+using sluice::gcra;
+using sluice::keyed_limiter;
+using clk = std::chrono::steady_clock;
+
+std::size_t env_size(const char* name, std::size_t dflt) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0 ? static_cast<std::size_t>(std::strtoull(v, nullptr, 10)) : dflt;
+}
+
+const std::size_t n_keys = env_size("KEYS", 1'000'000);
+const std::size_t n_purge = env_size("PURGE_KEYS", 10'000'000);
+const std::size_t n_single = env_size("N", 10'000'000);
+
+/// "user:0" … as the Go and Java harnesses name them.
+const std::vector<std::string>& keys() {
+  static const std::vector<std::string> k = [] {
+    std::vector<std::string> v(n_keys);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = "user:" + std::to_string(i);
+    return v;
+  }();
+  return k;
+}
+const std::vector<std::uint32_t>& perm() {
+  static const std::vector<std::uint32_t> p = [] {
+    std::vector<std::uint32_t> v(n_keys);
+    std::iota(v.begin(), v.end(), 0U);
+    std::shuffle(v.begin(), v.end(), std::mt19937_64(42));
+    return v;
+  }();
+  return p;
+}
+
+/// 100 per second, burst 10 per key (the peers' keyed scenario), ns ticks.
+sluice::any_policy keyed_policy() { return gcra::make({100, 1'000'000'000}, 10).value(); }
+/// 1e9 per second, burst 1000: every call admitted (the peers' allow scenarios).
+sluice::any_policy allow_policy() { return gcra::make({1'000'000'000, 1'000'000'000}, 1000).value(); }
+
+/// Bytes the allocator has handed out: small and heap blocks (uordblks)
+/// plus blocks it mapped on their own (hblkhd: large tables).
+std::size_t heap_in_use() {
+  malloc_trim(0);
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+std::size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::size_t size = 0;
+  std::size_t resident = 0;
+  f >> size >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+/// This thread's CPU time in seconds (to tell the cost from a busy machine's waiting).
+double thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// ---- 1M keys: first touch, steady state, 2 threads on distinct keys ----
+
+void Keyed1M(benchmark::State& st) {
+  const auto& k = keys();
+  const auto& p = perm();
+  std::size_t key_bytes = 0;
+  for (const auto& s : k) key_bytes += s.size();
+  for (auto _ : st) {
+    const std::size_t heap0 = heap_in_use();
+    const std::size_t rss0 = rss_bytes();
+    // auto_purge off: every key stays held, as the peers hold theirs (with it
+    // on, keys admitted 10 ms earlier are fresh and get dropped as it grows).
+    auto store =
+        std::make_unique<keyed_limiter>(keyed_policy(), sluice::keyed_options{.auto_purge = false, .hash_seed = 7});
+    std::int64_t allowed = 0;
+    auto t0 = clk::now();
+    double c0 = thread_cpu();
+    for (const auto& key : k) allowed += store->try_acquire(key).allowed ? 1 : 0;
+    const double first = seconds_since(t0);
+    const double first_cpu = thread_cpu() - c0;
+    const std::size_t heap1 = heap_in_use();
+    const std::size_t rss1 = rss_bytes();
+    t0 = clk::now();
+    c0 = thread_cpu();
+    for (const std::uint32_t i : p) allowed += store->try_acquire(k[i]).allowed ? 1 : 0;
+    const double steady = seconds_since(t0);
+    const double steady_cpu = thread_cpu() - c0;
+    // Two threads, distinct keys: each revisits its half (even / odd positions of the shuffle).
+    std::atomic<int> ready{0};
+    std::atomic<std::int64_t> allowed2{0};
+    auto worker = [&](std::size_t first_index) {
+      std::int64_t a = 0;
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      for (std::size_t j = first_index; j < p.size(); j += 2) a += store->try_acquire(k[p[j]]).allowed ? 1 : 0;
+      allowed2.fetch_add(a);
+    };
+    t0 = clk::now();
+    std::thread a(worker, 0);
+    std::thread b(worker, 1);
+    a.join();
+    b.join();
+    const double two = seconds_since(t0);
+    st.SetIterationTime(first + steady + two);
+    const double n = static_cast<double>(k.size());
+    st.counters["first_ns"] = first * 1e9 / n;
+    st.counters["steady_ns"] = steady * 1e9 / n;
+    st.counters["steady2_ns"] = two * 1e9 / n;
+    // The harness alone: fetch each key in the same shuffled order and read
+    // its bytes (what any keyed store pays before its own lookup).
+    t0 = clk::now();
+    std::uint64_t sum = 0;
+    for (const std::uint32_t i : p) sum += static_cast<unsigned char>(k[i].back()) + k[i].size();
+    benchmark::DoNotOptimize(sum);
+    st.counters["fetch_ns"] = seconds_since(t0) * 1e9 / n;
+    st.counters["first_cpu_ns"] = first_cpu * 1e9 / n;
+    st.counters["steady_cpu_ns"] = steady_cpu * 1e9 / n;
+    st.counters["heap_B_per_key"] =
+        (static_cast<double>(heap1) - static_cast<double>(heap0) - static_cast<double>(key_bytes)) / n;
+    st.counters["rss_B_per_key"] =
+        (static_cast<double>(rss1) - static_cast<double>(rss0) - static_cast<double>(key_bytes)) / n;
+    st.counters["key_bytes"] = static_cast<double>(key_bytes) / n;
+    st.counters["keys"] = static_cast<double>(store->size());
+    benchmark::DoNotOptimize(allowed + allowed2.load());
+  }
+}
+
+// ---- one key ----
+
+void OneKeyAllowRealtime(benchmark::State& st) {
+  keyed_limiter store(allow_policy());
+  std::int64_t allowed = 0;
+  for (auto _ : st) allowed += store.try_acquire("user:42").allowed ? 1 : 0;
+  st.counters["allowed"] = static_cast<double>(allowed);
+}
+
+void OneKeyAllowVirtual(benchmark::State& st) {
+  keyed_limiter store(allow_policy());
+  std::int64_t allowed = 0;
+  sluice::tick now = 0;
+  for (auto _ : st) allowed += store.try_acquire_at("user:42", now += 1000).allowed ? 1 : 0;
+  st.counters["allowed"] = static_cast<double>(allowed);
+}
+
+void OneKeyDenyRealtime(benchmark::State& st) {
+  keyed_limiter store(gcra::make({1, 1'000'000'000}, 1).value());
+  std::int64_t allowed = 0;
+  for (auto _ : st) allowed += store.try_acquire("user:42").allowed ? 1 : 0;
+  st.counters["allowed"] = static_cast<double>(allowed);
+}
+
+/// Two threads on one key, every call admitted: wall time / total decisions.
+void OneKey2Threads(benchmark::State& st) {
+  for (auto _ : st) {
+    keyed_limiter store(allow_policy());
+    const std::size_t per = n_single / 2;
+    std::atomic<int> ready{0};
+    std::atomic<std::int64_t> allowed{0};
+    auto worker = [&] {
+      std::int64_t a = 0;
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      for (std::size_t i = 0; i < per; ++i) a += store.try_acquire("user:42").allowed ? 1 : 0;
+      allowed.fetch_add(a);
+    };
+    const auto t0 = clk::now();
+    std::thread a(worker);
+    std::thread b(worker);
+    a.join();
+    b.join();
+    const double s = seconds_since(t0);
+    st.SetIterationTime(s);
+    st.counters["ns"] = s * 1e9 / static_cast<double>(2 * per);
+    st.counters["allowed"] = static_cast<double>(allowed.load());
+    st.counters["total"] = static_cast<double>(2 * per);
+  }
+}
+
+// ---- purge of 10M keys: longest slice, total ----
+
+void Purge10M(benchmark::State& st) {
+  for (auto _ : st) {
+    std::vector<std::string> k(n_purge);
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = "user:" + std::to_string(i);
+    keyed_limiter store(keyed_policy(), sluice::keyed_options{.auto_purge = false, .hash_seed = 9});
+    const auto t_insert = clk::now();
+    double longest_insert = 0;  // the slowest insert: one that grows its shard's table
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      const auto s0 = clk::now();
+      (void)store.try_acquire_at(k[i], static_cast<sluice::tick>(i));
+      longest_insert = std::max(longest_insert, seconds_since(s0));
+    }
+    const double insert = seconds_since(t_insert);
+    // Every state is fresh a second after its admit (burst 10 at 100/s: 10 ms each).
+    const sluice::tick later = static_cast<sluice::tick>(n_purge) + 2'000'000'000;
+    const std::size_t slice = env_size("SLICE", 1024);
+    double longest = 0;
+    double longest_cpu = 0;
+    std::vector<double> walls;
+    std::size_t steps = 0;
+    std::size_t dropped = 0;
+    const auto t0 = clk::now();
+    while (store.size() > 0 && steps < 100'000'000) {
+      const auto s0 = clk::now();
+      const double c0 = thread_cpu();
+      dropped += store.purge_step(later, slice);
+      const double wall = seconds_since(s0);
+      longest_cpu = std::max(longest_cpu, thread_cpu() - c0);
+      longest = std::max(longest, wall);
+      walls.push_back(wall);
+      ++steps;
+    }
+    std::sort(walls.begin(), walls.end());
+    const double total = seconds_since(t0);
+    st.SetIterationTime(total);
+    st.counters["keys"] = static_cast<double>(k.size());
+    st.counters["dropped"] = static_cast<double>(dropped);
+    st.counters["insert_ns"] = insert * 1e9 / static_cast<double>(k.size());
+    st.counters["total_ms"] = total * 1e3;
+    st.counters["longest_slice_us"] = longest * 1e6;
+    st.counters["longest_slice_cpu_us"] = longest_cpu * 1e6;
+    st.counters["p999_slice_us"] = walls.empty() ? 0 : walls[walls.size() * 999 / 1000] * 1e6;
+    st.counters["longest_insert_us"] = longest_insert * 1e6;
+    st.counters["slices"] = static_cast<double>(steps);
+  }
+}
+
+/// Collects every repetition's counters by benchmark name.
+class collector : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, std::vector<std::map<std::string, double>>> runs;
+  void ReportRuns(const std::vector<Run>& report) override {
+    ConsoleReporter::ReportRuns(report);
+    for (const Run& r : report) {
+      if (r.run_type != Run::RT_Iteration) continue;
+      std::map<std::string, double> c;
+      for (const auto& [name, counter] : r.counters) c[name] = counter.value;
+      c["real_ns_per_iter"] = r.GetAdjustedRealTime();
+      c["cpu_ns_per_iter"] = r.GetAdjustedCPUTime();
+      runs[r.run_name.function_name].push_back(c);
+    }
+  }
+};
+
+struct stats3 {
+  double median = 0, lo = 0, hi = 0;
+  std::size_t n = 0;
+};
+stats3 summarize(std::vector<double> v) {
+  stats3 s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.lo = v.front();
+  s.hi = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return s;
+}
+
+void emit(const std::string& scenario, const stats3& s, const std::string& bytes, const std::string& note) {
+  std::printf("RESULT\tsluice\t%s\t%.2f\t%.0f\t%s\t%zu\t%.2f\t%.2f\t%s\n", scenario.c_str(), s.median, 1e9 / s.median,
+              bytes.c_str(), s.n, s.lo, s.hi, note.c_str());
+}
+
+std::vector<double> field(const std::vector<std::map<std::string, double>>& runs, const std::string& name) {
+  std::vector<double> v;
+  for (const auto& r : runs)
+    if (auto it = r.find(name); it != r.end()) v.push_back(it->second);
+  return v;
+}
+
+std::string fmt1(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+}  // namespace
+
+BENCHMARK(Keyed1M)->Name("keyed-1M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(OneKeyAllowVirtual)->Name("1key-allow-virtualtime");
+BENCHMARK(OneKeyAllowRealtime)->Name("1key-allow-realtime");
+BENCHMARK(OneKeyDenyRealtime)->Name("1key-deny-realtime");
+BENCHMARK(OneKey2Threads)->Name("1key-2thr-allow")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(Purge10M)->Name("purge-10M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+int main(int argc, char** argv) {
+  const std::string reps = "--benchmark_repetitions=" + std::to_string(env_size("RUNS", 5));
+  std::vector<char*> args(argv, argv + argc);
+  std::string rep_arg = reps;
+  args.push_back(rep_arg.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  collector rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
+  benchmark::Shutdown();
+
+  std::printf("# sluice keyed_limiter (GCRA, lock-free path), keys=%zu purge_keys=%zu\n", n_keys, n_purge);
+  if (auto it = rep.runs.find("keyed-1M"); it != rep.runs.end()) {
+    const auto& r = it->second;
+    const stats3 heap = summarize(field(r, "heap_B_per_key"));
+    const stats3 rss = summarize(field(r, "rss_B_per_key"));
+    const std::string bytes = fmt1(heap.median);
+    const std::string mem = "bytes/key = mallinfo2 (uordblks + hblkhd) delta minus the key bytes (" +
+                            fmt1(summarize(field(r, "key_bytes")).median) + " B/key); RSS delta minus key bytes " +
+                            fmt1(rss.median) + " B/key";
+    emit("keyed-1M-first-touch", summarize(field(r, "first_ns")), bytes,
+         "keyed_limiter<gcra 100/s burst 10>, 1M keys inserted, try_acquire (steady clock); " + mem);
+    const stats3 one = summarize(field(r, "steady_ns"));
+    const stats3 two = summarize(field(r, "steady2_ns"));
+    emit("keyed-1M-steady", one, bytes,
+         "same store, 1M existing keys revisited in shuffled order, try_acquire; thread CPU time " +
+             fmt1(summarize(field(r, "steady_cpu_ns")).median) + " ns (first touch " +
+             fmt1(summarize(field(r, "first_cpu_ns")).median) +
+             " ns); the harness alone (fetching each key's "
+             "string in that order) " +
+             fmt1(summarize(field(r, "fetch_ns")).median) + " ns");
+    emit("keyed-1M-steady-2thr", two, bytes,
+         "2 threads on distinct keys (halves of the shuffle); ns = wall/total; speed-up over 1 thread = " +
+             fmt1(one.median / two.median) + "x");
+  }
+  for (const char* name : {"1key-allow-virtualtime", "1key-allow-realtime", "1key-deny-realtime"}) {
+    if (auto it = rep.runs.find(name); it != rep.runs.end())
+      emit(name, summarize(field(it->second, "real_ns_per_iter")), "-",
+           std::string("keyed_limiter, one key, gcra (") +
+               (std::string(name).find("virtual") != std::string::npos ? "try_acquire_at" : "try_acquire") +
+               "); thread CPU time " + fmt1(summarize(field(it->second, "cpu_ns_per_iter")).median) + " ns");
+  }
+  if (auto it = rep.runs.find("1key-2thr-allow"); it != rep.runs.end()) {
+    const auto& r = it->second;
+    const stats3 a = summarize(field(r, "allowed"));
+    emit("1key-2thr-allow", summarize(field(r, "ns")), "-",
+         "2 threads on one key of a keyed_limiter (gcra 1e9/s burst 1000, try_acquire); ns = wall/total decisions; "
+         "allowed " +
+             fmt1(a.median) + "/" + fmt1(summarize(field(r, "total")).median));
+  }
+  if (auto it = rep.runs.find("purge-10M"); it != rep.runs.end()) {
+    const auto& r = it->second;
+    const stats3 longest = summarize(field(r, "longest_slice_us"));
+    const stats3 total = summarize(field(r, "total_ms"));
+    stats3 per_key = total;
+    const double k = summarize(field(r, "keys")).median;
+    per_key.median = total.median * 1e6 / k;
+    per_key.lo = total.lo * 1e6 / k;
+    per_key.hi = total.hi * 1e6 / k;
+    emit("keyed-10M-purge", per_key, "-",
+         "purge_step(now, " + std::to_string(env_size("SLICE", 1024)) + " slots) until empty over " + fmt1(k) +
+             " fresh keys: total " + fmt1(total.median) + " ms; slices: longest " + fmt1(longest.median) +
+             " us wall (max over runs " + fmt1(longest.hi) + " us), 99.9th percentile " +
+             fmt1(summarize(field(r, "p999_slice_us")).median) + " us, longest in thread CPU time " +
+             fmt1(summarize(field(r, "longest_slice_cpu_us")).median) +
+             " us; inserting them, the longest insert (a shard's table growing) " +
+             fmt1(summarize(field(r, "longest_insert_us")).median) + " us");
+  }
+  return 0;
+}

@@ -1,0 +1,182 @@
+// A keyed limiter: one state per key (an IP, a user, an API key) under one
+// policy, for millions of keys and any number of threads.
+//
+// Every key decides exactly as its own `limiter` would (the core `decide`,
+// bit for bit), with one addition from the contract (semantics.md, "Keys"):
+// a request's `now` is read as at least the store's purge floor, the latest
+// instant at which it dropped a fresh state. That is what makes dropping
+// fresh states lossless; in normal use (a clock that does not run
+// backwards) the floor is never ahead of `now` and changes nothing.
+//
+// Design, in short (docs/keyed.md has the details):
+//   * Keys are spread over shards by hash. Each shard is an open-addressing
+//     table of 8-byte slots (21 bits of hash, a 43-bit record address); a
+//     record holds the state and the key's bytes, and never moves.
+//   * GCRA and token bucket with S·W < 2^63 keep a 16-byte state
+//     {debt, last} in the record and decide with ONE 16-byte compare-and-swap,
+//     lock-free; the key lookup takes no lock and writes nothing shared.
+//     Every other policy (and a wider GCRA) keeps an `any_state` per key and
+//     decides under the shard's lock.
+//   * A new key, a purge and an eviction take the shard's lock; records and
+//     tables that lock-free readers may still see are freed after a grace
+//     period (a per-thread read counter; writers wait, readers never do).
+//   * Purging is incremental: a shard that would grow first sweeps a few
+//     slots for fresh states, and `purge` sweeps in slices of bounded length.
+//   * With `max_keys`, a shard that is full and finds nothing fresh evicts
+//     the state nearest to fresh among the slots it sweeps, and counts the
+//     units that state still held (`units_forgiven`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/any.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// How a keyed_limiter is sized and how it makes room.
+struct keyed_options {
+  /// The most keys the store holds at once; 0 for no bound. The bound is
+  /// split evenly over the shards (each holds at most its share, so
+  /// eviction can begin a little before the whole store holds max_keys when
+  /// keys hash unevenly); the shard count is lowered so every shard's share
+  /// is at least 1. When a full shard meets a new key whose request is
+  /// admitted, it first drops any fresh state it finds among a few slots
+  /// (lossless) and otherwise evicts the state nearest to fresh among them
+  /// (that key's next request starts from a fresh state: counted in
+  /// `keyed_stats::evicted` and `units_forgiven`).
+  std::size_t max_keys = 0;
+  /// Number of shards, rounded up to a power of two (1 to 65536); 0 picks
+  /// 64. More shards mean less contention on new keys and shorter resizes.
+  std::size_t shards = 0;
+  /// Whether a shard about to grow first sweeps a few slots for fresh
+  /// states to drop (each sweep advances the purge floor to the request's
+  /// `now`). Off, the store only drops states in `purge` and at max_keys,
+  /// and the floor moves only then: a replay of a trace whose clock steps
+  /// back then decides exactly as one `limiter` per key.
+  bool auto_purge = true;
+  /// Seed of the key hash; 0 draws one at random per store (resists
+  /// flooding with colliding keys). Decisions never depend on it.
+  std::uint64_t hash_seed = 0;
+};
+
+/// Counts a keyed_limiter keeps. Each is exact when the store is quiet, and
+/// a recent value while other threads use it.
+struct keyed_stats {
+  std::uint64_t keys = 0;            ///< states held now
+  std::uint64_t purged = 0;          ///< fresh states dropped (lossless)
+  std::uint64_t evicted = 0;         ///< states dropped at max_keys while not fresh
+  std::uint64_t units_forgiven = 0;  ///< units of cost the evicted states still counted
+};
+
+/// One state per key under one policy; safe for any number of threads.
+///
+/// Keys are byte strings of any length (up to 4 GiB), looked up without
+/// allocating. Decisions equal the core `decide` on that key's own state at
+/// `max(now, purge_floor())`; durations still count from the caller's `now`
+/// (a duration that is neither 0 nor `never` grows by the difference). A
+/// denied request changes nothing and stores nothing (a key that was never
+/// admitted holds no memory).
+///
+/// Thread safety: every member function may be called concurrently with any
+/// other, except construction, destruction and `restore`, which must not
+/// overlap a call of the lock-free kind on the same store from another
+/// thread if the caller needs the restore to be atomic as a whole (each
+/// shard switches atomically).
+class keyed_limiter {
+ public:
+  /// A store that reads the steady clock (nanosecond ticks) in
+  /// `try_acquire`. Throws std::bad_alloc only.
+  explicit keyed_limiter(any_policy policy, keyed_options options = {});
+  /// A store that reads `clock`, which must outlive it (tests, simulations).
+  keyed_limiter(any_policy policy, keyed_options options, const manual_clock& clock);
+  /// Frees every state. Requires that no other thread still uses the store.
+  ~keyed_limiter();
+  keyed_limiter(const keyed_limiter&) = delete;
+  keyed_limiter& operator=(const keyed_limiter&) = delete;
+
+  /// Decides a request of `cost` units for `key` at the explicit instant
+  /// `now` (ticks). Lock-free for an existing key of a compact policy; a new
+  /// key that is admitted takes its shard's lock and may allocate (throws
+  /// std::bad_alloc when memory runs out, std::length_error for a key over
+  /// 4 GiB).
+  decision try_acquire_at(std::string_view key, tick now, std::int64_t cost = 1);
+
+  /// Decides a request of `cost` units for `key` now. The clock is read
+  /// once, after the key's state is loaded; when another thread's admit
+  /// wins the race, the retry reads `now` as at least that admit (the
+  /// core's max(now, last)), so a timestamp taken before it never earns an
+  /// admit the newer state refuses (golang/go#71360).
+  decision try_acquire(std::string_view key, std::int64_t cost = 1);
+
+  /// What `try_acquire_at` would answer, changing nothing. Never allocates.
+  [[nodiscard]] decision peek_at(std::string_view key, tick now, std::int64_t cost = 1) const;
+
+  /// Drops every state that is fresh at `now` (is_fresh), shard by shard in
+  /// slices of at most `slice` slots each (each slice holds one shard's
+  /// lock; lock-free decisions on existing keys never wait). Advances the
+  /// purge floor to `now` first. Returns how many states it dropped.
+  std::size_t purge(tick now, std::size_t slice = 4096);
+
+  /// One slice of an incremental purge: sweeps at most `max_slots` slots of
+  /// one shard (the next in turn) from where its last sweep stopped. Returns
+  /// how many states it dropped. Advances the purge floor to `now`.
+  std::size_t purge_step(tick now, std::size_t max_slots);
+
+  /// The purge floor: every request's `now` is read as at least this
+  /// (INT64_MIN until the first purge or sweep).
+  [[nodiscard]] tick purge_floor() const noexcept;
+
+  /// The counts (keys, purged, evicted, units forgiven).
+  [[nodiscard]] keyed_stats stats() const noexcept;
+
+  /// States held now (as `stats().keys`).
+  [[nodiscard]] std::size_t size() const noexcept;
+
+  /// Whether existing keys decide lock-free (GCRA or token bucket with
+  /// S·W < 2^63).
+  [[nodiscard]] bool lock_free() const noexcept;
+
+  /// The policy every key follows.
+  [[nodiscard]] const any_policy& policy() const noexcept;
+
+  /// The number of shards in use.
+  [[nodiscard]] std::size_t shard_count() const noexcept;
+
+  /// The state held for `key`, if any (a key without one is fresh).
+  [[nodiscard]] std::optional<any_state> state_of(std::string_view key) const;
+
+  /// Calls `fn(key, state)` for every key held, shard by shard, each shard
+  /// under its lock (new keys in that shard wait; decisions on existing keys
+  /// go on). Each state is an atomic reading of that key; the whole is not a
+  /// single instant when other threads decide meanwhile.
+  void for_each(const std::function<void(std::string_view, const any_state&)>& fn) const;
+
+  /// Replaces every state with `entries` (key, state for this policy),
+  /// shard by shard; fresh states are not stored. Requires each state to
+  /// hold the policy's state type and to be valid for it (snapshot.hpp's
+  /// reader checks that). Throws std::invalid_argument, before changing
+  /// anything, when a state does not fit (wrong type, or out of range for a
+  /// compact policy), and std::bad_alloc.
+  void restore(const std::vector<std::pair<std::string, any_state>>& entries);
+
+  /// Drops every state (not counted as purged or evicted).
+  void clear();
+
+  /// The implementation (src/keyed/keyed.cpp); not part of the API.
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,143 @@
+// Snapshots of a keyed store: every key's state saved to a file and read
+// back, so that a restart does not hand every client a fresh limit.
+//
+// The format (docs/snapshot-format.md) is versioned binary with a CRC-32C
+// of the whole file. States are stored relative to the snapshot's moment
+// (the store's clock when it was taken), next to the wall-clock time of that
+// moment: a restore places the moment wherever the caller says — the wall
+// clock's elapsed time back on a new steady clock (`load_snapshot`), or the
+// same instant when the clock is a trace's (`sluice replay`) — so a restore
+// later behaves as if that much time had passed.
+//
+// Writing is atomic: a temporary file in the same folder, fsync, rename over
+// the target, fsync of the folder. A crash at any moment leaves the old file
+// or the new one, never a mix. Reading checks everything (magic, version,
+// length, checksum, the policy, every state's ranges) before it returns, so
+// a truncated, corrupt or foreign file is refused and the running store is
+// left untouched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/any.hpp"
+#include "sluice/keyed.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The snapshot format version this sluice writes and reads.
+inline constexpr std::uint32_t snapshot_version = 1;
+
+/// What a snapshot's header and trailer say.
+struct snapshot_info {
+  std::uint32_t version = 0;  ///< format version (snapshot_version)
+  tick taken_at = 0;          ///< the store's clock at the snapshot's moment, in ticks
+  std::int64_t wall_ns = 0;   ///< the wall clock then: nanoseconds since the Unix epoch
+  std::uint64_t keys = 0;     ///< states in the file
+  std::uint64_t bytes = 0;    ///< the file's length
+};
+
+/// A snapshot read and fully checked, not yet applied to a store.
+class snapshot {
+ public:
+  /// Movable (it owns the file's bytes), not copyable.
+  snapshot(snapshot&&) noexcept;
+  /// Movable, not copyable.
+  snapshot& operator=(snapshot&&) noexcept;
+  ~snapshot();
+
+  /// The header's facts.
+  [[nodiscard]] const snapshot_info& info() const noexcept;
+
+  /// Every key's state with its times placed so that the snapshot's moment
+  /// is `at` (ticks of the clock the states will be used with): a time t in
+  /// the saved store becomes at + (t − taken_at), saturated to int64. Fixed
+  /// and sliding windows keep their alignment to the clock's origin, so
+  /// they are exact when at − taken_at is a multiple of W (always for
+  /// at == taken_at) and otherwise keep a count until the end of the window
+  /// that holds the old window's last instant (never more permissive).
+  [[nodiscard]] result<std::vector<std::pair<std::string, any_state>>> states_at(tick at) const;
+
+  /// The checked bytes and their index (src/keyed/snapshot.cpp); not part of the API.
+  struct data;
+
+ private:
+  explicit snapshot(std::unique_ptr<data> d) noexcept;
+  friend result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, const std::string& name);
+  std::unique_ptr<data> d_;
+};
+
+/// Saves every state of `store` to `path` atomically (temporary file in the
+/// same folder, fsync, rename, fsync of the folder), relative to the moment
+/// `taken_at` (the store's clock, ticks) and the wall-clock time `wall_ns`
+/// (ns since the Unix epoch). The file is created with mode 0600 (then the
+/// umask). Safe while other threads use the store (each key is read
+/// atomically; keys changed during the save may or may not be in it). The
+/// error (field "snapshot") names the path and the system's reason.
+result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
+                                    std::int64_t wall_ns);
+
+/// As above at the steady clock's now and the system clock's now: for a
+/// store that reads the steady clock.
+result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path);
+
+/// Reads and checks `path` for a store of `policy`. Errors (field
+/// "snapshot"): "'f' is not a sluice snapshot", "'f' is a snapshot of format
+/// version N; this sluice reads version 1", "'f' is truncated", "'f' is
+/// corrupt (checksum mismatch)", "'f' is corrupt (...)", "'f' was saved for
+/// another limiter: ... (this one: ...)", "cannot read 'f': <reason>".
+result<snapshot> read_snapshot(const std::string& path, const any_policy& policy);
+
+/// The bytes `save_snapshot` would write, in memory (to send elsewhere, or
+/// for tests). Thread safety as save_snapshot.
+std::string snapshot_bytes(const keyed_limiter& store, tick taken_at, std::int64_t wall_ns);
+
+/// Checks `bytes` as read_snapshot checks a file; `name` stands for the file
+/// in messages.
+result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, const std::string& name);
+
+/// Reads `path` and, only if it is valid, replaces every state of `store`
+/// with its states placed so the snapshot's moment is `at`.
+result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path, tick at);
+
+/// As above, for a store on the steady clock: the snapshot's moment is
+/// placed as far before the steady clock's now as the wall clock has moved
+/// since it was taken (`restore_instant`).
+result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path);
+
+/// The instant, on a nanosecond clock that reads `now` while the wall clock
+/// reads `wall_now_ns`, of a snapshot taken at wall time `info.wall_ns`:
+/// now − (wall_now_ns − wall_ns), saturated. A wall clock that went back
+/// since counts as no time passed (never more permissive).
+tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept;
+
+/// The canonical bytes of a policy (the algorithm and every parameter,
+/// composites recursively): equal bytes, equal policies.
+std::string encode_policy(const any_policy& p);
+
+/// A policy from `encode_policy`'s bytes; the error says what is wrong.
+result<any_policy> decode_policy(std::string_view bytes);
+
+/// A policy in words for messages: "gcra(limit=10, window=1000000000,
+/// burst=10)", "all(...)".
+std::string describe_policy(const any_policy& p);
+
+/// The bytes of one state of `p` with its times relative to `moment`.
+std::string encode_state(const any_policy& p, const any_state& s, tick moment);
+
+/// A state of `p` from `encode_state`'s bytes, its times placed relative to
+/// `moment`; checks every range, so a state that decodes is valid for `p`.
+result<any_state> decode_state(const any_policy& p, std::string_view bytes, tick moment);
+
+/// CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use) of `n` bytes,
+/// continuing from `crc` (0 to start).
+std::uint32_t crc32c(const void* data, std::size_t n, std::uint32_t crc = 0) noexcept;
+
+}  // namespace sluice

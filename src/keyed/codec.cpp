@@ -1,0 +1,454 @@
+// The snapshot's byte encodings: policies, states with times relative to a
+// moment, and CRC-32C. Little-endian, fixed width; see
+// docs/snapshot-format.md.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "codec.hpp"
+#include "sluice/snapshot.hpp"
+
+namespace sluice {
+
+// ---- reading sliding_buckets' ring ----
+// sliding_buckets::state has no accessor for its ring, and its header is not
+// ours to change; its counts are reached through the rule that access is not
+// checked on the names of an explicit instantiation ([temp.spec.general]).
+// Read-only. (A public `newest()` / `counts()` there would retire this.)
+namespace {
+template <typename Tag, typename Tag::type Member>
+struct expose {
+  friend typename Tag::type member_of(Tag) { return Member; }
+};
+struct counts_tag {
+  using type = std::vector<std::int64_t> sliding_buckets::state::*;
+  friend type member_of(counts_tag);
+};
+struct newest_tag {
+  using type = std::int64_t sliding_buckets::state::*;
+  friend type member_of(newest_tag);
+};
+template struct expose<counts_tag, &sliding_buckets::state::counts_>;
+template struct expose<newest_tag, &sliding_buckets::state::newest_>;
+}  // namespace
+
+namespace {
+
+using detail::i128;
+constexpr tick t_min = std::numeric_limits<tick>::min();
+constexpr tick t_max = std::numeric_limits<tick>::max();
+
+tick clamp_tick(i128 v) noexcept {
+  if (v < t_min) return t_min;
+  if (v > t_max) return t_max;
+  return static_cast<tick>(v);
+}
+
+// ---- policies ----
+
+void put_policy(codec::writer& w, const any_policy& p) {
+  w.u8(static_cast<std::uint8_t>(p.index()));
+  std::visit(
+      [&](const auto& pol) {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          w.u32(static_cast<std::uint32_t>(pol.parts().size()));
+          for (const auto& part : pol.parts()) put_policy(w, part);
+        } else if constexpr (std::is_same_v<P, quota>) {
+          w.i64(pol.units());
+        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+        } else {
+          w.i64(pol.limit().limit);
+          w.i64(pol.limit().window);
+          if constexpr (std::is_same_v<P, fixed_window>) w.i64(pol.origin());
+          if constexpr (std::is_same_v<P, sliding_buckets>) w.i64(pol.buckets());
+          if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) w.i64(pol.burst());
+          if constexpr (std::is_same_v<P, leaky_queue>) w.i64(pol.queue());
+        }
+      },
+      p);
+}
+
+template <typename T>
+result<any_policy> widen(result<T> r) {
+  if (!r) return r.err();
+  return any_policy{std::move(r).value()};
+}
+
+result<any_policy> get_policy(codec::reader& r, int depth) {
+  if (depth > 64) return error{"policy", "nested too deeply"};
+  const std::uint8_t tag = r.u8();
+  if (!r.ok()) return error{"policy", "ends early"};
+  const auto a = static_cast<algorithm>(tag);
+  switch (a) {
+    case algorithm::all_of:
+    case algorithm::any_of: {
+      const std::uint32_t n = r.u32();
+      if (!r.ok() || n == 0 || n > r.left()) return error{"policy", "bad number of parts"};
+      std::vector<any_policy> parts;
+      parts.reserve(n);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        auto part = get_policy(r, depth + 1);
+        if (!part) return part.err();
+        parts.push_back(std::move(part).value());
+      }
+      return a == algorithm::all_of ? widen(all_of::make(std::move(parts))) : widen(any_of::make(std::move(parts)));
+    }
+    case algorithm::quota: {
+      const std::int64_t n = r.i64();
+      if (!r.ok()) return error{"policy", "ends early"};
+      return widen(quota::make(n));
+    }
+    case algorithm::always_allow:
+      return any_policy{always_allow{}};
+    case algorithm::always_deny:
+      return any_policy{always_deny{}};
+    case algorithm::fixed_window:
+    case algorithm::sliding_log:
+    case algorithm::sliding_counter:
+    case algorithm::sliding_buckets:
+    case algorithm::token_bucket:
+    case algorithm::gcra:
+    case algorithm::leaky_queue:
+      break;
+    default:
+      return error{"policy", "unknown algorithm " + std::to_string(tag)};
+  }
+  const rate rt{r.i64(), r.i64()};
+  const bool extra = a == algorithm::fixed_window || a == algorithm::sliding_buckets || a == algorithm::token_bucket ||
+                     a == algorithm::gcra || a == algorithm::leaky_queue;
+  const std::int64_t x = extra ? r.i64() : 0;
+  if (!r.ok()) return error{"policy", "ends early"};
+  switch (a) {
+    case algorithm::fixed_window:
+      return widen(fixed_window::make(rt, x));
+    case algorithm::sliding_log:
+      return widen(sliding_log::make(rt));
+    case algorithm::sliding_counter:
+      return widen(sliding_counter::make(rt));
+    case algorithm::sliding_buckets:
+      return widen(sliding_buckets::make(rt, x));
+    case algorithm::token_bucket:
+      return widen(token_bucket::make(rt, x));
+    case algorithm::gcra:
+      return widen(gcra::make(rt, x));
+    default:
+      return widen(leaky_queue::make(rt, x));
+  }
+}
+
+// ---- states ----
+// Each state: one kind byte (0 = fresh, nothing follows; 1 = the fields).
+
+struct state_encoder {
+  codec::writer& w;
+  i128 m;  // the moment
+
+  void rel(i128 t) { w.i128v(t - m); }
+
+  void operator()(const fixed_window& p, const fixed_window::state& s) {
+    if (s.count == 0) return w.u8(0);
+    w.u8(1);
+    rel(p.start_of(static_cast<i128>(s.window) + 1) - 1);  // the window's last instant
+    w.i64(s.count);
+  }
+  void operator()(const sliding_log&, const sliding_log::state& s) {
+    if (s.empty()) return w.u8(0);
+    w.u8(1);
+    w.u32(static_cast<std::uint32_t>(s.size()));
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      rel(s.at(i).at);
+      w.i64(s.at(i).units);
+    }
+  }
+  void operator()(const sliding_counter&, const sliding_counter::state& s) {
+    if (s.curr == 0 && s.prev == 0) return w.u8(0);
+    w.u8(1);
+    rel(s.last);
+    w.i64(s.prev);
+    w.i64(s.curr);
+  }
+  void operator()(const sliding_buckets& p, const sliding_buckets::state& s) {
+    if (s.total() == 0) return w.u8(0);
+    const std::vector<std::int64_t>& counts = s.*member_of(counts_tag{});
+    const std::int64_t newest = s.*member_of(newest_tag{});
+    const std::int64_t n = p.buckets();
+    const i128 width = p.limit().window / n;
+    w.u8(1);
+    rel((static_cast<i128>(newest) + 1) * width - 1);  // the newest sub-window's last instant
+    w.u32(static_cast<std::uint32_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) {  // sub-windows newest − N + 1 … newest, oldest first
+      const i128 sub = static_cast<i128>(newest) - n + 1 + k;
+      w.i64(counts[static_cast<std::size_t>(detail::floor_mod(sub, n))]);
+    }
+  }
+  void operator()(const token_bucket&, const token_bucket::state& s) {
+    if (s == token_bucket::state{}) return w.u8(0);
+    w.u8(1);
+    rel(s.last);
+    w.i128v(s.spent);
+  }
+  void operator()(const gcra& p, const gcra::state& s) {
+    if (s == gcra::state{}) return w.u8(0);
+    w.u8(1);
+    rel(s.last);
+    w.i128v(s.u - static_cast<i128>(s.last) * p.limit().limit);  // the debt, in [0, S·W]
+  }
+  void operator()(const leaky_queue& p, const leaky_queue::state& s) {
+    if (s == leaky_queue::state{}) return w.u8(0);
+    w.u8(1);
+    rel(s.last);
+    w.i128v(s.release - static_cast<i128>(s.last) * p.limit().limit);  // the backlog, in [0, Q·W)
+  }
+  void operator()(const quota&, const quota::state& s) {
+    if (s.used == 0) return w.u8(0);
+    w.u8(1);
+    w.i64(s.used);
+  }
+  void operator()(const always_allow&, const always_allow::state&) { w.u8(0); }
+  void operator()(const always_deny&, const always_deny::state&) { w.u8(0); }
+  template <typename Composite, typename State>
+  void parts(const Composite& p, const State& s) {
+    w.u8(1);
+    w.u32(static_cast<std::uint32_t>(p.parts().size()));
+    for (std::size_t i = 0; i < p.parts().size(); ++i) any(p.parts()[i], s.parts[i]);
+  }
+  void operator()(const all_of& p, const all_of_state& s) { parts(p, s); }
+  void operator()(const any_of& p, const any_of_state& s) { parts(p, s); }
+
+  void any(const any_policy& p, const any_state& s) {
+    std::visit(
+        [&](const auto& pol) {
+          using P = std::decay_t<decltype(pol)>;
+          (*this)(pol, *std::get_if<typename P::state>(&s));
+        },
+        p);
+  }
+};
+
+error corrupt(const std::string& what) { return error{"state", what}; }
+
+struct state_decoder {
+  codec::reader& r;
+  i128 m;
+
+  tick time() { return clamp_tick(m + r.i128v()); }
+
+  result<any_state> operator()(const fixed_window& p) {
+    const tick end = time();
+    const std::int64_t count = r.i64();
+    if (!r.ok()) return corrupt("ends early");
+    if (count < 1 || count > p.limit().limit) return corrupt("fixed-window count out of range");
+    return any_state{fixed_window::state{p.window_of(end), count}};
+  }
+  result<any_state> operator()(const sliding_log& p) {
+    const std::uint32_t n = r.u32();
+    if (!r.ok() || n == 0 || n > r.left() / 24) return corrupt("bad sliding-log length");
+    sliding_log::state s;
+    i128 first = 0;
+    i128 prev = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const i128 at_rel = r.i128v();
+      const std::int64_t units = r.i64();
+      if (!r.ok()) return corrupt("ends early");
+      if (units < 1 || (i > 0 && at_rel <= prev)) return corrupt("sliding-log entries out of order");
+      if (i == 0) first = at_rel;
+      prev = at_rel;
+      if (at_rel - first >= p.limit().window) return corrupt("sliding-log entries span more than a window");
+      if (!decide(p, s, clamp_tick(m + at_rel), units).allowed) return corrupt("sliding-log units over the limit");
+    }
+    return any_state{std::move(s)};
+  }
+  result<any_state> operator()(const sliding_counter& p) {
+    const tick last = time();
+    const std::int64_t prev = r.i64();
+    const std::int64_t curr = r.i64();
+    if (!r.ok()) return corrupt("ends early");
+    const std::int64_t l = p.limit().limit;
+    if (prev < 0 || prev > l || curr < 1 || curr > l) return corrupt("sliding-counter counts out of range");
+    const auto k = static_cast<std::int64_t>(detail::floor_div(last, p.limit().window));
+    return any_state{sliding_counter::state{k, prev, curr, last}};
+  }
+  result<any_state> operator()(const sliding_buckets& p) {
+    const tick end = time();
+    const std::uint32_t n = r.u32();
+    if (!r.ok() || n != p.buckets()) return corrupt("sliding-buckets count of sub-windows differs");
+    const i128 width = p.limit().window / p.buckets();
+    const i128 newest = detail::floor_div(end, width);
+    std::vector<std::int64_t> counts(n);
+    i128 total = 0;
+    for (auto& c : counts) {
+      c = r.i64();
+      if (c < 0) return corrupt("sliding-buckets count out of range");
+      total += c;
+    }
+    if (!r.ok()) return corrupt("ends early");
+    if (total < 1 || total > p.limit().limit || counts.back() < 1)
+      return corrupt("sliding-buckets counts out of range");
+    sliding_buckets::state s;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (counts[k] == 0) continue;
+      const i128 sub = newest - n + 1 + k;
+      if (!decide(p, s, clamp_tick(sub * width), counts[k]).allowed)
+        return corrupt("sliding-buckets units over the limit");
+    }
+    return any_state{std::move(s)};
+  }
+  result<any_state> operator()(const token_bucket& p) {
+    const tick last = time();
+    const i128 spent = r.i128v();
+    if (!r.ok()) return corrupt("ends early");
+    if (spent < 0 || spent > p.capacity()) return corrupt("token-bucket tokens out of range");
+    return any_state{token_bucket::state{spent, last}};
+  }
+  result<any_state> operator()(const gcra& p) {
+    const tick last = time();
+    const i128 debt = r.i128v();
+    if (!r.ok()) return corrupt("ends early");
+    if (debt < 0 || debt > p.tolerance()) return corrupt("gcra debt out of range");
+    return any_state{gcra::state{static_cast<i128>(last) * p.limit().limit + debt, last}};
+  }
+  result<any_state> operator()(const leaky_queue& p) {
+    const tick last = time();
+    const i128 backlog = r.i128v();
+    if (!r.ok()) return corrupt("ends early");
+    if (backlog < 0 || backlog >= static_cast<i128>(p.queue()) * p.limit().window)
+      return corrupt("leaky-queue backlog out of range");
+    return any_state{leaky_queue::state{static_cast<i128>(last) * p.limit().limit + backlog, last}};
+  }
+  result<any_state> operator()(const quota& p) {
+    const std::int64_t used = r.i64();
+    if (!r.ok()) return corrupt("ends early");
+    if (used < 1 || used > p.units()) return corrupt("quota use out of range");
+    return any_state{quota::state{used}};
+  }
+  result<any_state> operator()(const always_allow&) { return corrupt("always-allow has no state"); }
+  result<any_state> operator()(const always_deny&) { return corrupt("always-deny has no state"); }
+  template <typename Composite>
+  result<any_state> parts(const Composite& p, int depth) {
+    const std::uint32_t n = r.u32();
+    if (!r.ok() || n != p.parts().size()) return corrupt("composite count of parts differs");
+    typename Composite::state s;
+    s.parts.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      auto part = any(p.parts()[i], depth + 1);
+      if (!part) return part.err();
+      s.parts.push_back(std::move(part).value());
+    }
+    return any_state{std::move(s)};
+  }
+
+  result<any_state> any(const any_policy& p, int depth) {
+    if (depth > 64) return corrupt("nested too deeply");
+    const std::uint8_t kind = r.u8();
+    if (!r.ok()) return corrupt("ends early");
+    if (kind == 0) {
+      if (std::holds_alternative<all_of>(p) || std::holds_alternative<any_of>(p))
+        return corrupt("a composite without parts");
+      return fresh_state(p);
+    }
+    if (kind != 1) return corrupt("unknown state kind " + std::to_string(kind));
+    return std::visit(
+        [&](const auto& pol) -> result<any_state> {
+          using P = std::decay_t<decltype(pol)>;
+          if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+            return parts(pol, depth);
+          } else {
+            return (*this)(pol);
+          }
+        },
+        p);
+  }
+};
+
+std::string describe_rate(const rate& r) {
+  return "limit=" + std::to_string(r.limit) + ", window=" + std::to_string(r.window);
+}
+
+constexpr std::array<std::uint32_t, 256> crc_table = [] {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1U) != 0 ? (c >> 1) ^ 0x82F63B78U : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}();
+
+}  // namespace
+
+std::string encode_policy(const any_policy& p) {
+  std::string out;
+  codec::writer w(out);
+  put_policy(w, p);
+  return out;
+}
+
+result<any_policy> decode_policy(std::string_view bytes) {
+  codec::reader r(bytes);
+  auto p = get_policy(r, 0);
+  if (p && r.left() != 0) return error{"policy", "has trailing bytes"};
+  return p;
+}
+
+std::string describe_policy(const any_policy& p) {
+  return std::visit(
+      [](const auto& pol) -> std::string {
+        using P = std::decay_t<decltype(pol)>;
+        std::string name(name_of(algorithm_of(any_policy{pol})));
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          std::string out = name + "(";
+          for (std::size_t i = 0; i < pol.parts().size(); ++i) out += (i ? ", " : "") + describe_policy(pol.parts()[i]);
+          return out + ")";
+        } else if constexpr (std::is_same_v<P, quota>) {
+          return name + "(units=" + std::to_string(pol.units()) + ")";
+        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+          return name;
+        } else {
+          std::string out = name + "(" + describe_rate(pol.limit());
+          if constexpr (std::is_same_v<P, fixed_window>) out += ", origin=" + std::to_string(pol.origin());
+          if constexpr (std::is_same_v<P, sliding_buckets>) out += ", buckets=" + std::to_string(pol.buckets());
+          if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>)
+            out += ", burst=" + std::to_string(pol.burst());
+          if constexpr (std::is_same_v<P, leaky_queue>) out += ", queue=" + std::to_string(pol.queue());
+          return out + ")";
+        }
+      },
+      p);
+}
+
+namespace codec {
+void encode_state_to(writer& w, const any_policy& p, const any_state& s, tick moment) {
+  state_encoder{w, moment}.any(p, s);
+}
+result<any_state> decode_state_from(reader& r, const any_policy& p, tick moment) {
+  return state_decoder{r, moment}.any(p, 0);
+}
+}  // namespace codec
+
+std::string encode_state(const any_policy& p, const any_state& s, tick moment) {
+  std::string out;
+  codec::writer w(out);
+  codec::encode_state_to(w, p, s, moment);
+  return out;
+}
+
+result<any_state> decode_state(const any_policy& p, std::string_view bytes, tick moment) {
+  codec::reader r(bytes);
+  auto s = codec::decode_state_from(r, p, moment);
+  if (s && r.left() != 0) return corrupt("has trailing bytes");
+  return s;
+}
+
+std::uint32_t crc32c(const void* data, std::size_t n, std::uint32_t crc) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i) crc = crc_table[(crc ^ p[i]) & 0xFFU] ^ (crc >> 8);
+  return ~crc;
+}
+
+}  // namespace sluice

@@ -1,0 +1,336 @@
+// Snapshot files: atomic writing (temporary file, fsync, rename, fsync of the
+// folder) and checked reading. The layout is in docs/snapshot-format.md.
+#include "sluice/snapshot.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <unordered_set>
+
+#include "codec.hpp"
+
+namespace sluice {
+namespace {
+
+constexpr char magic[8] = {'S', 'L', 'U', 'I', 'C', 'E', 'S', 'N'};
+constexpr char end_magic[8] = {'S', 'L', 'U', 'I', 'C', 'E', 'N', 'D'};
+constexpr std::size_t fixed_header = 8 + 4 + 4 + 8 + 8 + 4;  // magic, version, flags, wall, taken_at, policy length
+constexpr std::size_t trailer = 8 + 8 + 8 + 4;               // end magic, keys, file length, crc
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+error snap_error(const std::string& message) { return error{"snapshot", message}; }
+
+std::string sys_reason() { return std::strerror(errno); }
+
+/// A file descriptor closed on scope exit.
+struct fd_guard {
+  int fd = -1;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool write_all(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+/// Streams bytes through a buffer to `sink`, keeping the running CRC-32C
+/// and the count of bytes passed on.
+class snap_out {
+ public:
+  explicit snap_out(std::function<bool(std::string_view)> sink) : sink_(std::move(sink)) { buf_.reserve(cap); }
+  void append(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= cap) flush();
+  }
+  bool flush() {
+    if (!ok_) return false;
+    crc_ = crc32c(buf_.data(), buf_.size(), crc_);
+    written_ += buf_.size();
+    ok_ = sink_(buf_);
+    buf_.clear();
+    return ok_;
+  }
+  [[nodiscard]] std::uint32_t crc() const noexcept { return crc_; }
+  [[nodiscard]] std::uint64_t written() const noexcept { return written_; }
+
+ private:
+  static constexpr std::size_t cap = 1 << 20;
+  std::function<bool(std::string_view)> sink_;
+  std::string buf_;
+  std::uint32_t crc_ = 0;
+  std::uint64_t written_ = 0;
+  bool ok_ = true;
+};
+
+/// Writes a whole snapshot of `store` through `sink`: header, one record per
+/// key, trailer. Returns false as soon as the sink fails.
+bool stream_snapshot(const keyed_limiter& store, tick taken_at, std::int64_t wall_ns,
+                     const std::function<bool(std::string_view)>& sink, snapshot_info& info) {
+  const any_policy& policy = store.policy();
+  snap_out out(sink);
+  std::string chunk;
+  codec::writer w(chunk);
+  chunk.append(magic, 8);
+  w.u32(snapshot_version);
+  w.u32(0);  // flags
+  w.i64(wall_ns);
+  w.i64(taken_at);
+  const std::string pol = encode_policy(policy);
+  w.u32(static_cast<std::uint32_t>(pol.size()));
+  w.bytes(pol);
+  out.append(chunk);
+  std::uint64_t keys = 0;
+  std::string state;
+  store.for_each([&](std::string_view key, const any_state& s) {
+    state.clear();
+    codec::writer sw(state);
+    codec::encode_state_to(sw, policy, s, taken_at);
+    chunk.clear();
+    w.u32(static_cast<std::uint32_t>(key.size()));
+    w.bytes(key);
+    w.u32(static_cast<std::uint32_t>(state.size()));
+    w.bytes(state);
+    out.append(chunk);
+    ++keys;
+  });
+  // The trailer: end marker, key count, the file's whole length, and the
+  // CRC-32C of every byte before the CRC.
+  if (!out.flush()) return false;
+  const std::uint64_t total = out.written() + trailer;
+  chunk.clear();
+  chunk.append(end_magic, 8);
+  w.u64(keys);
+  w.u64(total);
+  out.append(chunk);
+  if (!out.flush()) return false;
+  chunk.clear();
+  w.u32(out.crc());
+  if (!sink(chunk)) return false;
+  info.version = snapshot_version;
+  info.taken_at = taken_at;
+  info.wall_ns = wall_ns;
+  info.keys = keys;
+  info.bytes = total;
+  return true;
+}
+
+std::int64_t wall_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct snapshot::data {
+  snapshot_info info;
+  any_policy policy;
+  std::string file;
+  std::vector<std::pair<std::string_view, std::string_view>> entries;  // key, state bytes (into `file`)
+};
+
+snapshot::snapshot(std::unique_ptr<data> d) noexcept : d_(std::move(d)) {}
+snapshot::snapshot(snapshot&&) noexcept = default;
+snapshot& snapshot::operator=(snapshot&&) noexcept = default;
+snapshot::~snapshot() = default;
+
+const snapshot_info& snapshot::info() const noexcept { return d_->info; }
+
+result<std::vector<std::pair<std::string, any_state>>> snapshot::states_at(tick at) const {
+  std::vector<std::pair<std::string, any_state>> out;
+  out.reserve(d_->entries.size());
+  for (const auto& [key, bytes] : d_->entries) {
+    auto st = decode_state(d_->policy, bytes, at);
+    if (!st) return snap_error("a state does not decode at this moment: " + st.err().message);
+    out.emplace_back(std::string(key), std::move(st).value());
+  }
+  return out;
+}
+
+result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
+                                    std::int64_t wall_ns) {
+  // The temporary file lives in the target's folder, so the rename is atomic.
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return snap_error("cannot write " + quoted(path) + ": not a file name");
+  std::string tmp =
+      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + ".sluice-tmp-XXXXXX";
+  fd_guard f;
+  f.fd = ::mkstemp(tmp.data());
+  if (f.fd < 0) return snap_error("cannot write " + quoted(path) + ": " + sys_reason());
+  auto fail = [&](const std::string& why) {
+    ::unlink(tmp.c_str());
+    return snap_error("cannot write " + quoted(path) + ": " + why);
+  };
+
+  snapshot_info info;
+  const int fd = f.fd;
+  if (!stream_snapshot(
+          store, taken_at, wall_ns, [fd](std::string_view b) { return write_all(fd, b.data(), b.size()); }, info))
+    return fail(sys_reason());
+  if (::fsync(f.fd) != 0) return fail(sys_reason());
+  if (::close(f.fd) != 0) {
+    f.fd = -1;
+    return fail(sys_reason());
+  }
+  f.fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_reason());
+  fd_guard d;
+  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (d.fd < 0 || ::fsync(d.fd) != 0)
+    return snap_error("wrote " + quoted(path) + " but could not sync its folder: " + sys_reason());
+  return info;
+}
+
+result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path) {
+  return save_snapshot(store, path, steady_clock::now(), wall_now_ns());
+}
+
+std::string snapshot_bytes(const keyed_limiter& store, tick taken_at, std::int64_t wall_ns) {
+  std::string out;
+  snapshot_info info;
+  stream_snapshot(
+      store, taken_at, wall_ns,
+      [&out](std::string_view b) {
+        out.append(b);
+        return true;
+      },
+      info);
+  return out;
+}
+
+result<snapshot> read_snapshot(const std::string& path, const any_policy& policy) {
+  const std::string q = quoted(path);
+  std::string file;
+  fd_guard f;
+  f.fd = ::open(path.c_str(), O_RDONLY);
+  if (f.fd < 0) return snap_error("cannot read " + q + ": " + sys_reason());
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) return snap_error("cannot read " + q + ": " + sys_reason());
+  if (!S_ISREG(st.st_mode)) return snap_error(q + " is not a sluice snapshot (not a regular file)");
+  file.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < file.size()) {
+    const ssize_t r = ::read(f.fd, file.data() + got, file.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return snap_error("cannot read " + q + ": " + sys_reason());
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  file.resize(got);
+  return parse_snapshot(std::move(file), policy, path);
+}
+
+result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, const std::string& name) {
+  const std::string q = quoted(name);
+  auto d = std::make_unique<snapshot::data>(snapshot::data{{}, policy, std::move(bytes), {}});
+  const std::string& file = d->file;
+  if (file.size() < 8 || std::memcmp(file.data(), magic, 8) != 0) return snap_error(q + " is not a sluice snapshot");
+  codec::reader head(std::string_view(file).substr(8));
+  const std::uint32_t version = head.u32();
+  if (!head.ok()) return snap_error(q + " is truncated");
+  if (version != snapshot_version)
+    return snap_error(q + " is a snapshot of format version " + std::to_string(version) +
+                      "; this sluice reads version " + std::to_string(snapshot_version));
+  if (file.size() < fixed_header + trailer) return snap_error(q + " is truncated");
+  const std::size_t tail = file.size() - trailer;
+  if (std::memcmp(file.data() + tail, end_magic, 8) != 0) return snap_error(q + " is truncated (no end marker)");
+  codec::reader tr(std::string_view(file).substr(tail + 8));
+  const std::uint64_t keys = tr.u64();
+  const std::uint64_t length = tr.u64();
+  const std::uint32_t crc = tr.u32();
+  if (length != file.size()) return snap_error(q + " is truncated or corrupt (its length is not the one recorded)");
+  if (crc32c(file.data(), file.size() - 4) != crc) return snap_error(q + " is corrupt (checksum mismatch)");
+
+  codec::reader r(std::string_view(file).substr(0, tail));
+  (void)r.bytes(8);
+  (void)r.u32();
+  const std::uint32_t flags = r.u32();
+  const std::int64_t wall = r.i64();
+  const tick taken = r.i64();
+  const std::uint32_t plen = r.u32();
+  const std::string_view pol = r.bytes(plen);
+  if (!r.ok()) return snap_error(q + " is corrupt (bad header)");
+  if (flags != 0) return snap_error(q + " is corrupt (unknown flags)");
+  if (pol != encode_policy(policy)) {
+    auto saved = decode_policy(pol);
+    if (!saved) return snap_error(q + " is corrupt (its limiter: " + saved.err().what() + ")");
+    return snap_error(q + " was saved for another limiter: " + describe_policy(*saved) +
+                      " (this one: " + describe_policy(policy) + ")");
+  }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(keys, file.size() / 9 + 1)));
+  d->entries.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(keys, file.size() / 9 + 1)));
+  while (r.left() > 0) {
+    const std::uint32_t klen = r.u32();
+    const std::string_view key = r.bytes(klen);
+    const std::uint32_t slen = r.u32();
+    const std::string_view sbytes = r.bytes(slen);
+    if (!r.ok()) return snap_error(q + " is corrupt (a record runs past the end)");
+    auto st = decode_state(policy, sbytes, taken);
+    if (!st) return snap_error(q + " is corrupt (the state of a key: " + st.err().message + ")");
+    if (!seen.insert(key).second) return snap_error(q + " is corrupt (a key appears twice)");
+    d->entries.emplace_back(key, sbytes);
+  }
+  if (d->entries.size() != keys) return snap_error(q + " is corrupt (the count of keys differs)");
+  d->info.version = version;
+  d->info.taken_at = taken;
+  d->info.wall_ns = wall;
+  d->info.keys = keys;
+  d->info.bytes = file.size();
+  return snapshot(std::move(d));
+}
+
+result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path, tick at) {
+  auto snap = read_snapshot(path, store.policy());
+  if (!snap) return snap.err();
+  auto states = snap->states_at(at);
+  if (!states) return states.err();
+  try {
+    store.restore(*states);
+  } catch (const std::exception& e) {
+    return snap_error(quoted(path) + " does not fit this store: " + e.what());
+  }
+  return snap->info();
+}
+
+result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path) {
+  auto snap = read_snapshot(path, store.policy());
+  if (!snap) return snap.err();
+  const tick at = restore_instant(snap->info(), steady_clock::now(), wall_now_ns());
+  auto states = snap->states_at(at);
+  if (!states) return states.err();
+  try {
+    store.restore(*states);
+  } catch (const std::exception& e) {
+    return snap_error(quoted(path) + " does not fit this store: " + e.what());
+  }
+  return snap->info();
+}
+
+tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept {
+  const detail::i128 elapsed = static_cast<detail::i128>(wall_now_ns) - info.wall_ns;
+  if (elapsed <= 0) return now;
+  const detail::i128 at = static_cast<detail::i128>(now) - elapsed;
+  return at < std::numeric_limits<tick>::min() ? std::numeric_limits<tick>::min() : static_cast<tick>(at);
+}
+
+}  // namespace sluice

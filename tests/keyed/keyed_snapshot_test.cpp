@@ -1,0 +1,298 @@
+// Snapshots: decisions after a save and a restore equal the decisions
+// without the restart (every algorithm and composites, at the same moment
+// and shifted by whole windows); a truncated, corrupt or foreign file is
+// refused with a clear error and the running store is left as it was.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+
+#include "keyed/keyed_support.hpp"
+#include "sluice/snapshot.hpp"
+
+namespace sluice {
+namespace {
+
+using namespace sluice::keyed_test;
+namespace fs = std::filesystem;
+
+/// A fresh folder for one test's files, removed afterwards.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string t = (fs::temp_directory_path() / "sluice-snap-XXXXXX").string();
+    path_ = ::mkdtemp(t.data());
+  }
+  ~temp_dir() { fs::remove_all(path_); }
+  [[nodiscard]] std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+/// The least common multiple of the windows of `p`'s window-aligned parts
+/// (fixed window, sliding counter, sliding buckets; 0 past 2^62), so a shift
+/// by it keeps every window's alignment. Other algorithms shift by anything.
+detail::i128 window_lcm(const any_policy& p) {
+  detail::i128 l = 1;
+  std::visit(
+      [&](const auto& pol) {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          for (const auto& part : pol.parts()) {
+            const detail::i128 w = window_lcm(part);
+            l = l / std::gcd(static_cast<std::int64_t>(l), static_cast<std::int64_t>(w)) * w;
+            if (l > (detail::i128{1} << 62)) l = 0;
+            if (l == 0) return;
+          }
+        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
+                             std::is_same_v<P, sliding_buckets>) {
+          l = pol.limit().window;
+        }
+      },
+      p);
+  return l;
+}
+
+/// Replays a trace; at a random step saves, restores into a second store
+/// placed `shift` ticks later and checks both give the same decisions (the
+/// second one's requests shifted too) to the end.
+testing::AssertionResult round_trips(std::uint64_t seed, bool shifted, const temp_dir& dir, std::size_t& restored) {
+  rng_t g(seed * 0xD1B54A32D192ED03ULL + 11);
+  const drawn_policy dp = random_policy(g);
+  detail::i128 shift = 0;
+  if (shifted) {
+    const detail::i128 l = window_lcm(dp.policy);
+    if (l == 0 || l > (detail::i128{1} << 40)) return testing::AssertionSuccess();  // no shift keeps alignment
+    shift = l * static_cast<detail::i128>(1 + g() % 5);
+  }
+  auto trace = keyed_trace(dp.c, g, 160, 1 + g() % 12, /*back=*/true);
+  if (shifted) {
+    for (auto& q : trace) q.now /= 4;  // shifted times must stay far from int64's edges
+  }
+  const keyed_options o{.shards = 4, .auto_purge = false, .hash_seed = seed};
+  keyed_limiter a(dp.policy, o);
+  keyed_limiter b(dp.policy, o);
+  const std::size_t cut = g() % trace.size();
+  const std::string file = dir.file("s" + std::to_string(seed) + ".snap");
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const keyed_request& q = trace[i];
+    if (i == cut) {
+      const tick at = static_cast<tick>(q.now + shift);
+      std::uint64_t keys = 0;
+      if (seed % 10 == 0) {  // through a real file (fsync and all); in memory otherwise
+        auto saved = save_snapshot(a, file, q.now, 1'700'000'000'000'000'000);
+        if (!saved) return testing::AssertionFailure() << saved.err().what();
+        auto loaded = load_snapshot(b, file, at);
+        if (!loaded)
+          return testing::AssertionFailure() << "seed " << seed << " (" << dp.describe << "): " << loaded.err().what();
+        keys = loaded->keys;
+      } else {
+        auto parsed = parse_snapshot(snapshot_bytes(a, q.now, 7), dp.policy, "memory");
+        if (!parsed)
+          return testing::AssertionFailure() << "seed " << seed << " (" << dp.describe << "): " << parsed.err().what();
+        auto states = parsed->states_at(at);
+        if (!states) return testing::AssertionFailure() << "seed " << seed << ": " << states.err().what();
+        b.restore(*states);
+        keys = parsed->info().keys;
+      }
+      if (keys != a.size()) return testing::AssertionFailure() << "seed " << seed << ": key count";
+      ++restored;
+    }
+    const decision da = a.try_acquire_at(q.key, q.now, q.cost);
+    if (i < cut) continue;
+    const decision db = b.try_acquire_at(q.key, static_cast<tick>(q.now + shift), q.cost);
+    if (!(da == db))
+      return testing::AssertionFailure() << "seed " << seed << " (" << dp.describe << ") shift "
+                                         << static_cast<std::int64_t>(shift) << " step " << i << " (cut " << cut
+                                         << ") key " << q.key << " now=" << q.now << " cost=" << q.cost
+                                         << ": without restart " << show(da) << ", after restore " << show(db);
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST(KeyedSnapshot, RestoreAtTheSameMomentChangesNoDecision) {
+  temp_dir dir;
+  std::size_t restored = 0;
+  for (std::uint64_t seed = 1; seed <= 500; ++seed) ASSERT_TRUE(round_trips(seed, false, dir, restored));
+  EXPECT_EQ(restored, 500U);
+}
+
+TEST(KeyedSnapshot, RestoreLaterBehavesAsIfThatMuchTimeHadPassed) {
+  temp_dir dir;
+  std::size_t restored = 0;
+  for (std::uint64_t seed = 1; seed <= 500; ++seed) ASSERT_TRUE(round_trips(seed, true, dir, restored));
+  EXPECT_GT(restored, 150U);
+}
+
+TEST(KeyedSnapshot, WallClockRestoreCountsTheTimeAway) {
+  snapshot_info info;
+  info.wall_ns = 1'000'000'000'000;
+  EXPECT_EQ(restore_instant(info, 500, 1'000'000'000'100), 400);  // 100 ns away
+  EXPECT_EQ(restore_instant(info, 500, 999'999'999'000), 500);    // the wall clock went back: no time passed
+  // A bucket saved empty at wall time T is full again once W/L has passed.
+  temp_dir dir;
+  const any_policy p = gcra::make({1, 1000}, 1).value();
+  keyed_limiter a(p, {.hash_seed = 1});
+  ASSERT_TRUE(a.try_acquire_at("k", 5000).allowed);
+  ASSERT_TRUE(save_snapshot(a, dir.file("w.snap"), 5000, info.wall_ns));
+  keyed_limiter b(p, {.hash_seed = 2});
+  ASSERT_TRUE(load_snapshot(b, dir.file("w.snap"), restore_instant(info, 70, info.wall_ns + 400)));
+  EXPECT_EQ(b.try_acquire_at("k", 70).retry_after, 600);  // 400 of the 1000 ticks have passed
+}
+
+/// A store with a few states, and its snapshot's bytes.
+struct sample {
+  any_policy policy = token_bucket::make({3, 1000}, 5).value();
+  keyed_limiter store{policy, {.hash_seed = 1}};
+  std::string bytes;
+  explicit sample(const temp_dir& dir) {
+    for (int i = 0; i < 20; ++i) (void)store.try_acquire_at("key" + std::to_string(i % 7), 100 + i, 1 + i % 3);
+    const std::string f = dir.file("sample.snap");
+    EXPECT_TRUE(save_snapshot(store, f, 200, 42));
+    bytes = slurp(f);
+  }
+};
+
+/// Loading `bytes` must fail with a message containing `expect`, and leave
+/// a store's states as they were.
+void refused(const temp_dir& dir, const sample& s, const std::string& bytes, const std::string& expect) {
+  const std::string f = dir.file("bad.snap");
+  spit(f, bytes);
+  keyed_limiter target(s.policy, {.hash_seed = 9});
+  ASSERT_TRUE(target.try_acquire_at("running", 0, 4).allowed);
+  const auto before = target.state_of("running");
+  const auto r = load_snapshot(target, f, 0);
+  ASSERT_FALSE(r) << "accepted: " << expect;
+  EXPECT_NE(r.err().message.find(expect), std::string::npos) << r.err().message;
+  EXPECT_EQ(r.err().field, "snapshot");
+  EXPECT_EQ(target.size(), 1U);
+  EXPECT_TRUE(target.state_of("running") == before);
+}
+
+TEST(KeyedSnapshot, RefusesForeignFiles) {
+  temp_dir dir;
+  sample s(dir);
+  refused(dir, s, "", "is not a sluice snapshot");
+  refused(dir, s, "hello, world\n", "is not a sluice snapshot");
+  refused(dir, s, std::string(4096, '\0'), "is not a sluice snapshot");
+  refused(dir, s, "SLUICESN", "is truncated");
+  std::string v2 = s.bytes;
+  v2[8] = 2;
+  refused(dir, s, v2, "is a snapshot of format version 2; this sluice reads version 1");
+  const auto r = load_snapshot(s.store, dir.file("missing.snap"), 0);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("cannot read"), std::string::npos);
+}
+
+TEST(KeyedSnapshot, RefusesEveryTruncation) {
+  temp_dir dir;
+  sample s(dir);
+  for (std::size_t n = 0; n < s.bytes.size(); ++n)
+    EXPECT_FALSE(parse_snapshot(s.bytes.substr(0, n), s.policy, "cut")) << n << " of " << s.bytes.size() << " bytes";
+  refused(dir, s, s.bytes.substr(0, s.bytes.size() - 1), "is truncated");
+  refused(dir, s, s.bytes.substr(0, s.bytes.size() / 2), "is truncated");
+  refused(dir, s, s.bytes + "x", "is truncated");  // the end marker is no longer at the end
+}
+
+TEST(KeyedSnapshot, RefusesEveryFlippedBit) {
+  temp_dir dir;
+  sample s(dir);
+  for (std::size_t i = 0; i < s.bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::string b = s.bytes;
+      b[i] = static_cast<char>(b[i] ^ (1 << bit));
+      EXPECT_FALSE(parse_snapshot(b, s.policy, "flipped")) << "byte " << i << " bit " << bit;
+    }
+  }
+  std::string b = s.bytes;
+  b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x10);
+  refused(dir, s, b, "is corrupt (checksum mismatch)");
+}
+
+TEST(KeyedSnapshot, RefusesAnotherLimitersSnapshot) {
+  temp_dir dir;
+  sample s(dir);
+  const std::string f = dir.file("sample.snap");
+  keyed_limiter other(token_bucket::make({3, 1000}, 6).value(), {});
+  const auto r = load_snapshot(other, f, 0);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("was saved for another limiter: token-bucket(limit=3, window=1000, burst=5) "
+                                 "(this one: token-bucket(limit=3, window=1000, burst=6))"),
+            std::string::npos)
+      << r.err().message;
+}
+
+TEST(KeyedSnapshot, CorruptStatesBehindAValidChecksumAreRefused) {
+  // A file whose checksum is right but whose state is out of range (as a
+  // foreign writer could make): refused by the range checks.
+  temp_dir dir;
+  const any_policy p = gcra::make({1, 10}, 2).value();
+  keyed_limiter k(p, {});
+  ASSERT_TRUE(k.try_acquire_at("a", 0).allowed);
+  const std::string f = dir.file("g.snap");
+  ASSERT_TRUE(save_snapshot(k, f, 0, 0));
+  std::string b = slurp(f);
+  // The debt is the last 16 bytes of the record before the trailer (28 bytes).
+  const std::size_t debt = b.size() - 28 - 16;
+  b[debt] = static_cast<char>(100);  // 100 > S·W = 20
+  const std::uint32_t crc = crc32c(b.data(), b.size() - 4);
+  for (int i = 0; i < 4; ++i)
+    b[b.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  spit(f, b);
+  const auto r = read_snapshot(f, p);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("gcra debt out of range"), std::string::npos) << r.err().message;
+}
+
+TEST(KeyedSnapshot, AtomicWriteLeavesNoTemporaryFile) {
+  temp_dir dir;
+  sample s(dir);
+  ASSERT_TRUE(save_snapshot(s.store, dir.file("again.snap"), 300, 43));
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(dir.file("")))) {
+    ++files;
+    EXPECT_EQ(e.path().filename().string().find(".sluice-tmp-"), std::string::npos) << e.path();
+  }
+  EXPECT_EQ(files, 2U);
+  const auto r = save_snapshot(s.store, dir.file("no-such-folder/x.snap"), 0, 0);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("cannot write"), std::string::npos);
+}
+
+TEST(KeyedSnapshot, Crc32cKnownAnswer) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283U);
+  EXPECT_EQ(crc32c("", 0), 0U);
+  EXPECT_EQ(crc32c("6789", 4, crc32c("12345", 5)), 0xE3069283U);
+}
+
+TEST(KeyedSnapshot, PolicyEncodingRoundTripsAndDescribes) {
+  rng_t g(77);
+  for (int i = 0; i < 300; ++i) {
+    const drawn_policy dp = random_policy(g);
+    const std::string bytes = encode_policy(dp.policy);
+    const auto back = decode_policy(bytes);
+    ASSERT_TRUE(back) << back.err().what();
+    EXPECT_EQ(encode_policy(*back), bytes);
+    EXPECT_EQ(describe_policy(*back), describe_policy(dp.policy));
+  }
+  EXPECT_EQ(describe_policy(all_of::make({gcra::make({10, 1000}, 3).value(), quota::make(5).value()}).value()),
+            "all(gcra(limit=10, window=1000, burst=3), quota(units=5))");
+}
+
+}  // namespace
+}  // namespace sluice
