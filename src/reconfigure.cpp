@@ -55,8 +55,7 @@ fixed_window::state reconfigure(const fixed_window& from, const fixed_window::st
   return {k, s.count};
 }
 
-sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state& s, const sliding_log& to,
-                               tick now) {
+sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state& s, const sliding_log& to, tick now) {
   const tick e = detail::max64(now, s.last());
   const i128 horizon = static_cast<i128>(e) - from.limit().window;
   std::vector<sliding_log::entry> kept;
@@ -175,8 +174,7 @@ leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state
 
 quota::state reconfigure(const quota&, const quota::state& s, const quota&, tick) noexcept { return s; }
 
-always_allow::state reconfigure(const always_allow&, const always_allow::state&, const always_allow&,
-                                tick) noexcept {
+always_allow::state reconfigure(const always_allow&, const always_allow::state&, const always_allow&, tick) noexcept {
   return {};
 }
 

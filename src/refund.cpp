@@ -68,7 +68,9 @@ void stamp(receipt& r, const sliding_buckets& p) noexcept {
 void stamp(receipt& r, const token_bucket& p) noexcept {
   stamp(r, algorithm::token_bucket, p.limit().limit, p.limit().window, p.burst());
 }
-void stamp(receipt& r, const gcra& p) noexcept { stamp(r, algorithm::gcra, p.limit().limit, p.limit().window, p.burst()); }
+void stamp(receipt& r, const gcra& p) noexcept {
+  stamp(r, algorithm::gcra, p.limit().limit, p.limit().window, p.burst());
+}
 void stamp(receipt& r, const leaky_queue& p) noexcept {
   stamp(r, algorithm::leaky_queue, p.limit().limit, p.limit().window, p.queue());
 }
@@ -179,7 +181,8 @@ receipt before(const all_of& p, const all_of_state& s, tick now, std::int64_t co
   ra::at(r) = now;
   ra::cost(r) = cost;
   ra::parts(r).reserve(p.parts().size());
-  for (std::size_t i = 0; i < p.parts().size(); ++i) ra::parts(r).push_back(before_any(p.parts()[i], s.parts[i], now, cost));
+  for (std::size_t i = 0; i < p.parts().size(); ++i)
+    ra::parts(r).push_back(before_any(p.parts()[i], s.parts[i], now, cost));
   return r;
 }
 receipt before(const any_of& p, const any_of_state& s, tick now, std::int64_t cost) {
@@ -255,7 +258,8 @@ admission admit_composite(const Policy& p, State& s, tick now, std::int64_t cost
 ///   by c·W ≥ ρ.
 i128 refunded_tat(i128 u, tick last, const receipt& r, std::int64_t limit, std::int64_t window) noexcept {
   if (u == ra::after(r) && last == ra::at(r)) return ra::before(r);
-  const i128 rho = static_cast<i128>(ra::cost(r)) * window - static_cast<i128>(limit) * (static_cast<i128>(last) - ra::at(r));
+  const i128 rho =
+      static_cast<i128>(ra::cost(r)) * window - static_cast<i128>(limit) * (static_cast<i128>(last) - ra::at(r));
   if (rho <= 0) return u;
   return u - rho;
 }

@@ -90,15 +90,12 @@ namespace sluice {
                                              const always_deny& to, tick now) noexcept;
 /// Part by part; the error names "parts" when the number or the kinds of
 /// the parts differ.
-[[nodiscard]] result<all_of_state> reconfigure(const all_of& from, const all_of_state& s, const all_of& to,
-                                               tick now);
+[[nodiscard]] result<all_of_state> reconfigure(const all_of& from, const all_of_state& s, const all_of& to, tick now);
 /// Part by part; the error names "parts" as for all_of.
-[[nodiscard]] result<any_of_state> reconfigure(const any_of& from, const any_of_state& s, const any_of& to,
-                                               tick now);
+[[nodiscard]] result<any_of_state> reconfigure(const any_of& from, const any_of_state& s, const any_of& to, tick now);
 /// Whichever algorithm the policies hold; the error names "algorithm" when
 /// `from` and `to` are different algorithms, "parts" for mismatched
 /// composites. Requires `s` to hold `from`'s state type.
-[[nodiscard]] result<any_state> reconfigure(const any_policy& from, const any_state& s, const any_policy& to,
-                                            tick now);
+[[nodiscard]] result<any_state> reconfigure(const any_policy& from, const any_state& s, const any_policy& to, tick now);
 
 }  // namespace sluice

@@ -111,13 +111,13 @@ class receipt {
   algorithm algo_ = algorithm::always_deny;
   tick at_ = 0;
   std::int64_t cost_ = 0;
-  std::int64_t key_ = 0;       // a window or sub-window index
-  detail::i128 before_ = 0;    // token bucket/GCRA: u before; leaky queue: R before
-  detail::i128 after_ = 0;     // the same after the admit
-  std::int64_t p1_ = 0;        // the policy's parameters (L or N; W; S, Q, N or origin),
-  std::int64_t p2_ = 0;        // for composites the number of parts
+  std::int64_t key_ = 0;     // a window or sub-window index
+  detail::i128 before_ = 0;  // token bucket/GCRA: u before; leaky queue: R before
+  detail::i128 after_ = 0;   // the same after the admit
+  std::int64_t p1_ = 0;      // the policy's parameters (L or N; W; S, Q, N or origin),
+  std::int64_t p2_ = 0;      // for composites the number of parts
   std::int64_t p3_ = 0;
-  std::int32_t part_ = -1;     // any_of: the part that consumed
+  std::int32_t part_ = -1;      // any_of: the part that consumed
   std::vector<receipt> parts_;  // all_of: one per part; any_of: the consuming part's
 };
 

@@ -48,7 +48,7 @@ concept steppable = requires(const P& p, S& s, tick now, std::int64_t cost) {
 /// allocation for a sliding log, sliding buckets or composite (which may
 /// throw std::bad_alloc). Thread-safe for concurrent readers of `s`.
 template <typename Policy, typename State>
-  requires steppable<Policy, State>
+requires steppable<Policy, State>
 [[nodiscard]] tick next_allowed_at(const Policy& p, const State& s, tick now, std::int64_t cost) {
   State copy = s;
   return admitted_at(decide(p, copy, now, cost), now);

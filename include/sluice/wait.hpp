@@ -47,7 +47,9 @@ concept tick_clock = requires(const C& c) {
 /// A sleeper: `sleep_until(t)` returns once the clock it sleeps on reads at
 /// least `t` (returning early is allowed: the caller re-checks).
 template <typename S>
-concept sleeper = requires(S& s, tick until) { s.sleep_until(until); };
+concept sleeper = requires(S& s, tick until) {
+  s.sleep_until(until);
+};
 
 /// Something that decides requests at explicit instants and consumes on
 /// admit: `limiter`, `live_limiter`, `guarded<...>`, or your own wrapper.
@@ -64,8 +66,7 @@ struct thread_sleeper {
   /// instant already past.
   void sleep_until(tick until) const {
     using clock = std::chrono::steady_clock;
-    const auto target = clock::time_point(
-        std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(until)));
+    const auto target = clock::time_point(std::chrono::duration_cast<clock::duration>(std::chrono::nanoseconds(until)));
     std::this_thread::sleep_until(target);
   }
 };
@@ -106,8 +107,8 @@ class manual_sleeper {
 
 /// How a wait ended.
 enum class wait_status {
-  admitted,   ///< the request was admitted (and its cost consumed)
-  timed_out,  ///< it could not be admitted by the deadline; nothing consumed
+  admitted,        ///< the request was admitted (and its cost consumed)
+  timed_out,       ///< it could not be admitted by the deadline; nothing consumed
   never_admitted,  ///< it can never be admitted (cost above capacity, L = 0); nothing consumed
 };
 

@@ -105,16 +105,28 @@ testing::AssertionResult safe_change(std::uint64_t seed, int kind) {
   const bool new_fresh = fresh_at(to, n, now);
   bool tb_exception = false;
   if (a == algorithm::token_bucket || a == algorithm::gcra) {
-    const rate rf = std::visit([](const auto& p) -> rate {
-      if constexpr (requires { p.limit(); }) return p.limit(); else return rate{}; }, from);
-    const rate rt = std::visit([](const auto& p) -> rate {
-      if constexpr (requires { p.limit(); }) return p.limit(); else return rate{}; }, to);
+    const rate rf = std::visit(
+        [](const auto& p) -> rate {
+          if constexpr (requires { p.limit(); })
+            return p.limit();
+          else
+            return rate{};
+        },
+        from);
+    const rate rt = std::visit(
+        [](const auto& p) -> rate {
+          if constexpr (requires { p.limit(); })
+            return p.limit();
+          else
+            return rate{};
+        },
+        to);
     const auto burst = [](const any_policy& p) {
       if (const auto* t = std::get_if<token_bucket>(&p)) return t->burst();
       return std::get<gcra>(p).burst();
     };
-    tb_exception = static_cast<i128>(rt.limit) * rf.window < static_cast<i128>(rf.limit) * rt.window &&
-                   burst(to) > burst(from);
+    tb_exception =
+        static_cast<i128>(rt.limit) * rf.window < static_cast<i128>(rf.limit) * rt.window && burst(to) > burst(from);
   }
   if (old_fresh && !new_fresh && !tb_exception) return fail("fresh became not fresh");
   {
@@ -122,11 +134,17 @@ testing::AssertionResult safe_change(std::uint64_t seed, int kind) {
     const decision d = decide(from, probe, now, 1);
     const bool throttled = !d.allowed && d.retry_after != never && d.retry_after > 0;
     // (A new limit of 0 denies everything: "fresh" means nothing there.)
-    const bool blocked = std::visit([](const auto& p) {
-      if constexpr (requires { p.limit().limit; }) return p.limit().limit == 0; else return false; }, to);
-    const bool strict = !blocked && (a == algorithm::token_bucket || a == algorithm::gcra ||
-                                     a == algorithm::fixed_window || a == algorithm::leaky_queue ||
-                                     a == algorithm::quota);
+    const bool blocked = std::visit(
+        [](const auto& p) {
+          if constexpr (requires { p.limit().limit; })
+            return p.limit().limit == 0;
+          else
+            return false;
+        },
+        to);
+    const bool strict =
+        !blocked && (a == algorithm::token_bucket || a == algorithm::gcra || a == algorithm::fixed_window ||
+                     a == algorithm::leaky_queue || a == algorithm::quota);
     if (throttled && strict && new_fresh) return fail("a throttled client was handed a fresh state");
   }
 
@@ -181,18 +199,24 @@ testing::AssertionResult safe_change(std::uint64_t seed, int kind) {
     for (const admitted& pj : post) {
       const std::int64_t k = fw.window_of(pj.at);
       i128 units = 0;
-      for (const admitted& h : mem) if (fw.window_of(h.at) == k) units += h.cost;
-      for (const admitted& q : post) if (fw.window_of(q.at) == k) units += q.cost;
-      if (units > fw.limit().limit) return fail("a new window holds " + std::to_string(static_cast<std::int64_t>(units)));
+      for (const admitted& h : mem)
+        if (fw.window_of(h.at) == k) units += h.cost;
+      for (const admitted& q : post)
+        if (fw.window_of(q.at) == k) units += q.cost;
+      if (units > fw.limit().limit)
+        return fail("a new window holds " + std::to_string(static_cast<std::int64_t>(units)));
     }
   } else if (a == algorithm::sliding_log) {
     const auto& sl = std::get<sliding_log>(to);
     const std::vector<admitted> mem = remembered(from, hist, now);
     for (const admitted& pj : post) {
       i128 units = 0;
-      for (const admitted& h : mem) if (h.at > pj.at - sl.limit().window && h.at <= pj.at) units += h.cost;
-      for (const admitted& q : post) if (q.at > pj.at - sl.limit().window && q.at <= pj.at) units += q.cost;
-      if (units > sl.limit().limit) return fail("a sliding window holds " + std::to_string(static_cast<std::int64_t>(units)));
+      for (const admitted& h : mem)
+        if (h.at > pj.at - sl.limit().window && h.at <= pj.at) units += h.cost;
+      for (const admitted& q : post)
+        if (q.at > pj.at - sl.limit().window && q.at <= pj.at) units += q.cost;
+      if (units > sl.limit().limit)
+        return fail("a sliding window holds " + std::to_string(static_cast<std::int64_t>(units)));
     }
   } else if (a == algorithm::sliding_counter) {
     const auto& sc = std::get<sliding_counter>(to);
@@ -223,9 +247,12 @@ testing::AssertionResult safe_change(std::uint64_t seed, int kind) {
         const i128 sub = fdiv(x.at, width);
         return sub > j - sb.buckets() && sub <= j;
       };
-      for (const admitted& h : mem) if (in(h)) units += h.cost;
-      for (const admitted& q : post) if (q.at <= pj.at && in(q)) units += q.cost;
-      if (units > sb.limit().limit) return fail("a bucketed window holds " + std::to_string(static_cast<std::int64_t>(units)));
+      for (const admitted& h : mem)
+        if (in(h)) units += h.cost;
+      for (const admitted& q : post)
+        if (q.at <= pj.at && in(q)) units += q.cost;
+      if (units > sb.limit().limit)
+        return fail("a bucketed window holds " + std::to_string(static_cast<std::int64_t>(units)));
     }
   } else if (a == algorithm::leaky_queue) {
     const auto& lf = std::get<leaky_queue>(from);
@@ -264,7 +291,8 @@ TEST(ReconfigureProperty, CompositesArePartByPart) {
       to_parts.push_back(random_leaf(a, g));
     }
     const bool all = pick(g, 0, 1) == 0;
-    const any_policy from = all ? any_policy{all_of::make(from_parts).value()} : any_policy{any_of::make(from_parts).value()};
+    const any_policy from =
+        all ? any_policy{all_of::make(from_parts).value()} : any_policy{any_of::make(from_parts).value()};
     const any_policy to = all ? any_policy{all_of::make(to_parts).value()} : any_policy{any_of::make(to_parts).value()};
     any_state s = fresh_state(from);
     tick now = 0;
@@ -275,7 +303,8 @@ TEST(ReconfigureProperty, CompositesArePartByPart) {
     const result<any_state> changed = reconfigure(from, s, to, now);
     ASSERT_TRUE(changed.ok()) << changed.err().what();
     const auto& parts = all ? std::get<all_of_state>(s).parts : std::get<any_of_state>(s).parts;
-    const auto& got = all ? std::get<all_of_state>(changed.value()).parts : std::get<any_of_state>(changed.value()).parts;
+    const auto& got =
+        all ? std::get<all_of_state>(changed.value()).parts : std::get<any_of_state>(changed.value()).parts;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const result<any_state> one = reconfigure(from_parts[i], parts[i], to_parts[i], now);
       ASSERT_TRUE(one.ok());

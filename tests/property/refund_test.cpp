@@ -52,8 +52,8 @@ std::size_t leaf_count(const any_policy& p) {
 }
 
 /// Which single limiters a receipt took from: (leaf index, instant, cost).
-void consumed(const any_policy& p, const receipt& r, std::size_t& leaf,
-              std::vector<std::pair<std::size_t, event>>& out, std::size_t order) {
+void consumed(const any_policy& p, const receipt& r, std::size_t& leaf, std::vector<std::pair<std::size_t, event>>& out,
+              std::size_t order) {
   if (const auto* a = std::get_if<all_of>(&p)) {
     for (std::size_t i = 0; i < a->parts().size(); ++i) consumed(a->parts()[i], r.parts()[i], leaf, out, order);
   } else if (const auto* o = std::get_if<any_of>(&p)) {
@@ -87,8 +87,7 @@ testing::AssertionResult nothing_extra(std::uint64_t seed, int kind) {
   std::vector<std::pair<std::size_t, reservation>> reservations;  // not yet cancelled
   tick now = 0;
   const auto fail = [&](int step, const std::string& what) {
-    return testing::AssertionFailure() << "seed " << seed << " " << kind_name(kind) << " step " << step << ": "
-                                       << what;
+    return testing::AssertionFailure() << "seed " << seed << " " << kind_name(kind) << " step " << step << ": " << what;
   };
   for (int step = 0; step < 80; ++step) {
     now += pick(g, 0, 5);
@@ -134,7 +133,8 @@ testing::AssertionResult nothing_extra(std::uint64_t seed, int kind) {
       auto [id, r] = std::move(receipts[k]);
       const std::int64_t took = r.cost();
       const std::int64_t back = lim.refund_at(std::move(r), now);
-      if (back < 0 || back > took) return fail(step, "gave back " + std::to_string(back) + " of " + std::to_string(took));
+      if (back < 0 || back > took)
+        return fail(step, "gave back " + std::to_string(back) + " of " + std::to_string(took));
       if (r.empty()) {  // used up: the request is withdrawn
         receipts.erase(receipts.begin() + static_cast<std::ptrdiff_t>(k));
         items[id].kept = false;
@@ -168,8 +168,8 @@ testing::AssertionResult nothing_extra(std::uint64_t seed, int kind) {
     for (const event& e : evs)
       if (!decide(*leaves[l], s, e.at, e.cost).allowed)
         return testing::AssertionFailure() << "seed " << seed << " " << kind_name(kind) << ": leaf " << l << " ("
-                                           << name_of(algorithm_of(*leaves[l])) << ") would not admit "
-                                           << e.cost << " at " << e.at << " (request " << e.order << ")";
+                                           << name_of(algorithm_of(*leaves[l])) << ") would not admit " << e.cost
+                                           << " at " << e.at << " (request " << e.order << ")";
   }
   return testing::AssertionSuccess();
 }

@@ -34,8 +34,8 @@ testing::AssertionResult exact_at(std::uint64_t seed, int kind) {
       const any_state before = s;
       const tick t = next_allowed_at(p, s, at, cost);
       const auto where = [&] {
-        return "seed " + std::to_string(seed) + " " + kind_name(kind) + " step " + std::to_string(step) +
-               " at " + std::to_string(at) + " cost " + std::to_string(cost) + " → " +
+        return "seed " + std::to_string(seed) + " " + kind_name(kind) + " step " + std::to_string(step) + " at " +
+               std::to_string(at) + " cost " + std::to_string(cost) + " → " +
                (t == never ? std::string("never") : std::to_string(t));
       };
       if (!(s == before)) return testing::AssertionFailure() << where() << ": asking changed the state";
@@ -51,8 +51,7 @@ testing::AssertionResult exact_at(std::uint64_t seed, int kind) {
       } else {
         for (const tick u : {at, at + 1, at + 97, at + 1000, at + 100000}) {
           any_state copy = s;
-          if (decide(p, copy, u, cost).allowed)
-            return testing::AssertionFailure() << where() << ": admitted at " << u;
+          if (decide(p, copy, u, cost).allowed) return testing::AssertionFailure() << where() << ": admitted at " << u;
         }
       }
     }

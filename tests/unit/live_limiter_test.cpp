@@ -82,7 +82,7 @@ TEST(LiveLimiter, CancellingTheLastReservationGivesEverythingBack) {
   EXPECT_EQ(lim.next_allowed_at(1), 20);
   EXPECT_EQ(lim.cancel_at(std::move(r1), 1), 1);
   EXPECT_EQ(lim.pending(), 0u);
-  EXPECT_EQ(lim.next_allowed_at(1), 10);  // as if neither had been made
+  EXPECT_EQ(lim.next_allowed_at(1), 10);          // as if neither had been made
   EXPECT_EQ(lim.cancel_at(std::move(r1), 1), 0);  // NOLINT(bugprone-use-after-move): used up
 }
 

@@ -166,7 +166,7 @@ TEST(Refund, TokenBucketLessWhatRefilledBeforeTheLatestAdmit) {
 TEST(Refund, TokenBucketHalfATokenWhenHalfWasRefilled) {
   const auto p = test::ok(token_bucket::make(rate{1, 10}, 3));
   token_bucket::state s;
-  receipt r1 = take(p, s, 0, 3);  // empty at 0
+  receipt r1 = take(p, s, 0, 3);   // empty at 0
   receipt r2 = take(p, s, 10, 1);  // one token refilled by 10, taken: empty at 10
   EXPECT_EQ(next_allowed_at(p, s, 10, 1), 20);
   // 10 ticks refilled a token between r1 and the latest admit: give back
@@ -175,7 +175,7 @@ TEST(Refund, TokenBucketHalfATokenWhenHalfWasRefilled) {
   EXPECT_EQ(next_allowed_at(p, s, 10, 2), 10);
   EXPECT_EQ(next_allowed_at(p, s, 10, 3), 20);
   // Half a token: r3 at 15, then refund r2 (c·W − L·(15 − 10) = 5).
-  receipt r3 = take(p, s, 15, 2);  // 2.5 tokens at 15, 0.5 left
+  receipt r3 = take(p, s, 15, 2);                 // 2.5 tokens at 15, 0.5 left
   EXPECT_EQ(refund(p, s, std::move(r2), 15), 0);  // half a token is not a whole unit...
   EXPECT_EQ(next_allowed_at(p, s, 15, 1), 15);    // ...but it is back: 1 token now
   (void)r3;
@@ -213,13 +213,13 @@ TEST(Refund, LeakyQueueOnlyTheLastAndOnlyUnitsNotYetGone) {
   // One unit per 10 ticks, Q = 3.
   const auto p = test::ok(leaky_queue::make(rate{1, 10}, 3));
   leaky_queue::state s;
-  receipt r1 = take(p, s, 0, 1);  // leaves at 0
-  receipt r2 = take(p, s, 0, 1);  // leaves at 10
+  receipt r1 = take(p, s, 0, 1);                 // leaves at 0
+  receipt r2 = take(p, s, 0, 1);                 // leaves at 10
   EXPECT_EQ(refund(p, s, std::move(r1), 0), 0);  // not the last in the queue
   EXPECT_EQ(refund(p, s, std::move(r2), 0), 1);
   EXPECT_EQ(next_allowed_at(p, s, 0, 2), 0);  // only the unit at 0 is left
   leaky_queue::state t;
-  receipt r3 = take(p, t, 0, 3);  // units leave at 0, 10, 20
+  receipt r3 = take(p, t, 0, 3);                 // units leave at 0, 10, 20
   EXPECT_EQ(refund(p, t, std::move(r3), 5), 2);  // 10 and 20 come back, 0 has gone
   EXPECT_EQ(next_allowed_at(p, t, 5, 3), 5);
   const decision d = decide(p, t, 5, 1);

@@ -12,6 +12,7 @@
 
 #include "compare.hpp"
 #include "replay.hpp"
+#include "worst_case_cmd.hpp"
 
 namespace sluice::cli {
 
@@ -27,6 +28,8 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   CLI::App* replay_cmd = add_replay(app, replay);
   compare_flags compare;
   CLI::App* compare_cmd = add_compare(app, compare);
+  worst_case_flags worst;
+  CLI::App* worst_cmd = add_worst_case(app, worst);
   app.require_subcommand(0, 1);
 
   try {
@@ -45,6 +48,7 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
     return exit_usage;
   }
   if (replay_cmd->parsed()) return run_replay(replay, in, out, err);
+  if (worst_cmd->parsed()) return run_worst_case(worst, out, err);
   if (compare_cmd->parsed()) {
     // A progress bar only for a person watching a terminal.
     const bool progress = &err == &std::cerr && isatty(STDERR_FILENO) != 0;

@@ -16,7 +16,10 @@
 #include "input.hpp"
 #include "output.hpp"
 #include "plot.hpp"
+#include "policy_flag.hpp"
 #include "sluice/analysis.hpp"
+#include "sluice/policy_expr.hpp"
+#include "sluice/worst_case.hpp"
 #include "trace.hpp"
 #include "window_tracker.hpp"
 
@@ -24,11 +27,20 @@ namespace sluice::cli {
 
 CLI::App* add_compare(CLI::App& app, compare_flags& f) {
   CLI::App* sub = app.add_subcommand(
-      "compare", "One trace through several limiters set to the same limit: what each lets through, the most in any "
-                 "window, and the most it could ever let in");
+      "compare",
+      "One trace through several limiters set to the same limit: what each lets through, the most in any "
+      "window, and the most it could ever let in");
   add_limit_flags(*sub, f.limits);
   sub->add_option("--algorithms", f.algorithms,
-                  "comma-separated limiters (default fixed-window,sliding-log,token-bucket)");
+                  "comma-separated limiters (default fixed-window,sliding-log,token-bucket)")
+      ->each([&f](const std::string&) { f.algorithms_given = true; });
+  sub->add_option("--policy", f.policies,
+                  "a limiter as an expression, one lane each (repeat for more), instead of --algorithms and the "
+                  "limiter flags, e.g. 'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+      ->allow_extra_args(false);
+  sub->add_option("--window", f.window,
+                  "the window W of 'most in any W' and of the worst case (default: the limit's window, or the "
+                  "largest window in the policies)");
   sub->add_option("--format", f.format, "table (default), csv or json");
   sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file");
   sub->add_option("--granularity", f.granularity,
@@ -54,17 +66,17 @@ struct key_record {
   std::int64_t refused_total = 0;
 };
 
-/// The exact worst case of a policy, where sluice can derive it.
-std::optional<std::int64_t> worst_of(const any_policy& p, tick window, tick granularity) {
-  return std::visit(
-      [&](const auto& pol) -> std::optional<std::int64_t> {
-        if constexpr (requires { worst_case(pol, window, granularity); }) {
-          return worst_case(pol, window, granularity);
-        } else {
-          return std::nullopt;
-        }
-      },
-      p);
+/// The worst case of a policy: exact, or an upper bound where sluice cannot
+/// pin it down (worst_case.hpp).
+std::optional<worst_case_bound> worst_of(const any_policy& p, tick window, tick granularity) {
+  return worst_case(p, window, granularity);
+}
+
+/// A worst case as the table and CSV show it: "19", "<=40" (a bound), "unbounded".
+std::string worst_text(const std::optional<worst_case_bound>& w, std::string_view none) {
+  if (!w) return std::string(none);
+  if (w->value == never) return "unbounded";
+  return (w->exact ? "" : "<=") + std::to_string(w->value);
 }
 
 /// The flags one algorithm takes out of the shared ones.
@@ -109,8 +121,23 @@ class progress_bar {
 
 int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std::ostream& err, bool progress) {
   // ---- flags ----
+  const bool by_policy = !f.policies.empty();
   std::vector<algorithm> algos;
-  {
+  std::vector<any_policy> policies;
+  std::vector<std::string> names;  // of the lanes
+  const auto uses = [&](std::initializer_list<algorithm> users) {
+    return std::any_of(algos.begin(), algos.end(),
+                       [&](algorithm a) { return std::find(users.begin(), users.end(), a) != users.end(); });
+  };
+  if (by_policy) {
+    if (auto e = policy_excludes("--algorithms", f.algorithms_given, f.limits)) return usage_error(err, *e);
+    for (const auto& text : f.policies) {
+      auto p = parse_policy_flag(text);
+      if (!p) return usage_error(err, p.err());
+      names.push_back(format_policy(*p));
+      policies.push_back(std::move(p).value());
+    }
+  } else {
     std::string_view list = f.algorithms;
     while (!list.empty()) {
       const std::size_t comma = list.find(',');
@@ -127,33 +154,43 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       if (list.empty()) return usage_error(err, error{"--algorithms", "ends with a comma"});
     }
     if (algos.empty()) return usage_error(err, error{"--algorithms", "is empty"});
+    if (!f.limits.burst.empty() && !uses({algorithm::token_bucket, algorithm::gcra}))
+      return usage_error(err, error{"--burst", "applies only to token-bucket and gcra, and neither is compared"});
+    if (!f.limits.buckets.empty() && !uses({algorithm::sliding_buckets}))
+      return usage_error(err, error{"--buckets", "applies only to sliding-buckets, which is not compared"});
+    if (!f.limits.queue.empty() && !uses({algorithm::leaky_queue}))
+      return usage_error(err, error{"--queue", "applies only to leaky-queue, which is not compared"});
+    if (!f.limits.quota.empty() && !uses({algorithm::quota}))
+      return usage_error(err, error{"--quota", "applies only to quota, which is not compared"});
+    for (algorithm a : algos) {
+      auto p = build_policy(a, flags_for(a, f.limits));
+      if (!p) return usage_error(err, p.err());
+      policies.push_back(std::move(p).value());
+      names.emplace_back(name_of(a));
+    }
   }
-  const auto uses = [&](std::initializer_list<algorithm> users) {
-    return std::any_of(algos.begin(), algos.end(),
-                       [&](algorithm a) { return std::find(users.begin(), users.end(), a) != users.end(); });
-  };
-  if (!f.limits.burst.empty() && !uses({algorithm::token_bucket, algorithm::gcra}))
-    return usage_error(err, error{"--burst", "applies only to token-bucket and gcra, and neither is compared"});
-  if (!f.limits.buckets.empty() && !uses({algorithm::sliding_buckets}))
-    return usage_error(err, error{"--buckets", "applies only to sliding-buckets, which is not compared"});
-  if (!f.limits.queue.empty() && !uses({algorithm::leaky_queue}))
-    return usage_error(err, error{"--queue", "applies only to leaky-queue, which is not compared"});
-  if (!f.limits.quota.empty() && !uses({algorithm::quota}))
-    return usage_error(err, error{"--quota", "applies only to quota, which is not compared"});
-  std::vector<any_policy> policies;
-  for (algorithm a : algos) {
-    auto p = build_policy(a, flags_for(a, f.limits));
-    if (!p) return usage_error(err, p.err());
-    policies.push_back(std::move(p).value());
-  }
-  // The window every lane is measured over: the limit's.
+  // The window every lane is measured over: --window, else the limit's (or
+  // with policies, the largest window in them).
   rate limit{0, 1};
   bool has_limit = false;
   if (!f.limits.limit.empty()) {
     limit = *parse_rate(f.limits.limit);  // already validated by build_policy
     has_limit = true;
-  } else {
+  } else if (!by_policy) {
     return usage_error(err, error{"--limit", "is required: every limiter is measured over its window"});
+  }
+  tick window = limit.window;
+  if (!f.window.empty()) {
+    auto w = parse_duration(f.window, "--window");
+    if (!w) return usage_error(err, w.err());
+    if (*w <= 0) return usage_error(err, error{"--window", "must be positive"});
+    window = *w;
+  } else if (by_policy) {
+    std::optional<tick> most;
+    for (const auto& p : policies)
+      if (const auto w = largest_window(p); w && (!most || *w > *most)) most = w;
+    if (!most) return usage_error(err, error{"--window", "is required: no limiter in the policies has a window"});
+    window = *most;
   }
   auto granularity = parse_duration(f.granularity, "--granularity");
   if (!granularity) return usage_error(err, granularity.err());
@@ -162,7 +199,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   if (!top) return usage_error(err, top.err());
   if (*top < 0) return usage_error(err, error{"--top", "must not be negative"});
   const auto fmt_kind = format_named(f.format);
-  if (!fmt_kind) return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (table, csv or json)"});
+  if (!fmt_kind)
+    return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (table, csv or json)"});
   std::unique_ptr<std::ofstream> plot_file;
   if (!f.plot.empty()) {
     plot_file = std::make_unique<std::ofstream>(f.plot, std::ios::binary | std::ios::trunc);
@@ -173,7 +211,6 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
 
   // ---- the run ----
   const std::size_t n_lanes = policies.size();
-  const tick window = limit.window;
   const auto fresh_record = [&] {
     key_record r;
     for (const auto& p : policies) r.states.push_back(fresh_state(p));
@@ -235,7 +272,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});
 
   // ---- the report ----
-  std::vector<std::optional<std::int64_t>> worst;
+  std::vector<std::optional<worst_case_bound>> worst;
   for (const auto& p : policies) worst.push_back(worst_of(p, window, *granularity));
   // The keys refused most (by refusals over all limiters), then by name.
   std::vector<std::pair<const std::string*, const key_record*>> keys;
@@ -253,10 +290,14 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
                       });
     keys.resize(shown);
   }
-  const auto over = [&](std::int64_t most) { return has_limit && most > limit.limit; };
+  // Over the limit: only meaningful over the limit's own window.
+  const auto over = [&](std::int64_t most) { return has_limit && window == limit.window && most > limit.limit; };
   // With keys the limit is each key's: the sum over keys is not held to it.
   const auto over_total = [&](std::int64_t most) { return key_count == 0 && over(most); };
   const std::string wtext = format_seconds(window) + " s";
+  std::size_t name_width = 17;  // the longest algorithm name and two spaces; more for long expressions
+  for (const auto& name : names) name_width = std::max(name_width, name.size() + 2);
+  const std::size_t most_width = std::max<std::size_t>(18, wtext.size() + 14);  // "most in any W s" and two spaces
   fmt::memory_buffer b;
   auto o = std::back_inserter(b);
   switch (*fmt_kind) {
@@ -268,34 +309,43 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       std::string burst_note;
       if (uses({algorithm::token_bucket, algorithm::gcra}))
         burst_note = " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
-      fmt::format_to(o, "{} requests from {} to {}, {}; the limit is {} per {}{}{}:\n", n, seconds_text(first),
-                     seconds_text(last), key_count == 0 ? std::string("no keys") : fmt::format("{} keys", key_count),
-                     limit.limit, wtext, key_count == 0 ? "" : " for each key", burst_note);
-      fmt::format_to(o, "  {:<17}{:>9}{:>10}{:>18}{:>13}\n", "limiter", "through", "refused", "most in any " + wtext,
-                     "worst case");
+      const std::string keys_text = key_count == 0 ? std::string("no keys") : fmt::format("{} keys", key_count);
+      if (by_policy) {
+        fmt::format_to(o, "{} requests from {} to {}, {}; {} limiter{}{}:\n", n, seconds_text(first),
+                       seconds_text(last), keys_text, n_lanes, n_lanes == 1 ? "" : "s",
+                       key_count == 0 ? "" : ", each key its own");
+      } else {
+        fmt::format_to(o, "{} requests from {} to {}, {}; the limit is {} per {}{}{}:\n", n, seconds_text(first),
+                       seconds_text(last), keys_text, limit.limit, wtext, key_count == 0 ? "" : " for each key",
+                       burst_note);
+      }
+      fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}\n", "limiter", name_width, "through", "refused",
+                     "most in any " + wtext, most_width, "worst case");
       for (std::size_t l = 0; l < n_lanes; ++l) {
         const auto& t = total[l];
         std::string note;
         if (over_total(t.busiest.most())) note = "  over the limit, from " + seconds_text(t.busiest.start());
-        fmt::format_to(o, "  {:<17}{:>9}{:>10}{:>18}{:>13}{}\n", name_of(algos[l]), t.through, t.refused,
-                       t.busiest.most(), worst[l] ? std::to_string(*worst[l]) : std::string("-"), note);
+        fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}{}\n", names[l], name_width, t.through, t.refused,
+                       t.busiest.most(), most_width, worst_text(worst[l], "-"), note);
       }
       fmt::format_to(o, "Worst case: the most each limiter lets into any {}{}, whatever the trace{}.\n", wtext,
                      key_count == 0 ? "" : " for one key",
                      *granularity == 1 ? std::string("") : " (times on a " + seconds_text(*granularity) + " grid)");
       if (std::find(worst.begin(), worst.end(), std::nullopt) != worst.end())
         fmt::format_to(o, "(-: not derived yet for this algorithm.)\n");
+      if (std::any_of(worst.begin(), worst.end(), [](const auto& w) { return w && !w->exact; }))
+        fmt::format_to(o, "(<=: an upper bound; sluice could not pin the exact worst case down.)\n");
       if (!keys.empty()) {
         fmt::format_to(o, "\nPer key, the {} of {} refused most:\n", keys.size(), key_count);
-        fmt::format_to(o, "  {:<20}{:<17}{:>9}{:>10}{:>18}\n", "key", "limiter", "through", "refused",
-                       "most in any " + wtext);
+        fmt::format_to(o, "  {:<20}{:<{}}{:>9}{:>10}{:>{}}\n", "key", "limiter", name_width, "through", "refused",
+                       "most in any " + wtext, most_width);
         for (const auto& [k, rec] : keys) {
           for (std::size_t l = 0; l < n_lanes; ++l) {
             const auto& s = rec->lanes[l];
             std::string note;
             if (over(s.busiest.most())) note = "  over the limit, from " + seconds_text(s.busiest.start());
-            fmt::format_to(o, "  {:<20}{:<17}{:>9}{:>10}{:>18}{}\n", l == 0 ? (k->empty() ? "(no key)" : *k) : "",
-                           name_of(algos[l]), s.through, s.refused, s.busiest.most(), note);
+            fmt::format_to(o, "  {:<20}{:<{}}{:>9}{:>10}{:>{}}{}\n", l == 0 ? (k->empty() ? "(no key)" : *k) : "",
+                           names[l], name_width, s.through, s.refused, s.busiest.most(), most_width, note);
           }
         }
       }
@@ -308,9 +358,11 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
         fmt::format_to(o, "{},", scope);
         append_csv_field(b, key);
-        fmt::format_to(o, ",{},{},{},{},{},{},{}\n", name_of(algos[l]), s.through, s.refused, s.busiest.most(),
+        b.push_back(',');
+        append_csv_field(b, names[l]);
+        fmt::format_to(o, ",{},{},{},{},{},{}\n", s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "", is_over ? "yes" : "no",
-                       is_total && worst[l] ? std::to_string(*worst[l]) : "");
+                       is_total ? worst_text(worst[l], "") : "");
       };
       for (std::size_t l = 0; l < n_lanes; ++l) row("total", "", l, total[l], true);
       for (const auto& [k, rec] : keys)
@@ -320,17 +372,22 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     case format::json: {
       const auto lane_json = [&](std::size_t l, const lane_stats& s, bool is_total) {
         const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
-        fmt::format_to(o, "{{\"limiter\":\"{}\",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
-                          "\"over_limit\":{}",
-                       name_of(algos[l]), s.through, s.refused, s.busiest.most(),
-                       s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null",
-                       is_over ? "true" : "false");
-        if (is_total) fmt::format_to(o, ",\"worst_case\":{}", worst[l] ? std::to_string(*worst[l]) : "null");
+        fmt::format_to(o,
+                       "{{\"limiter\":\"{}\",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
+                       "\"over_limit\":{}",
+                       names[l], s.through, s.refused, s.busiest.most(),
+                       s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null", is_over ? "true" : "false");
+        if (is_total) {
+          const bool known = worst[l] && worst[l]->value != never;  // null: unbounded (or not derived)
+          fmt::format_to(o, ",\"worst_case\":{}", known ? std::to_string(worst[l]->value) : "null");
+          if (worst[l] && !worst[l]->exact) fmt::format_to(o, ",\"worst_case_exact\":false");
+        }
         b.push_back('}');
       };
-      fmt::format_to(o, "{{\"requests\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},\"limiters\":[",
-                     n, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count, limit.limit,
-                     format_seconds(window));
+      fmt::format_to(o,
+                     "{{\"requests\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},\"limiters\":[",
+                     n, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count,
+                     has_limit ? std::to_string(limit.limit) : "null", format_seconds(window));
       for (std::size_t l = 0; l < n_lanes; ++l) {
         if (l) b.push_back(',');
         lane_json(l, total[l], true);
@@ -357,13 +414,15 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   if (plot) {
     std::vector<plot_recorder::lane_info> info;
     for (std::size_t l = 0; l < n_lanes; ++l)
-      info.push_back({std::string(name_of(algos[l])), total[l].through, total[l].refused, total[l].busiest.most(),
-                      total[l].busiest.start(), over_total(total[l].busiest.most())});
-    std::string title = fmt::format("{} requests; the limit is {} per {}", n, limit.limit, wtext);
+      info.push_back({names[l], total[l].through, total[l].refused, total[l].busiest.most(), total[l].busiest.start(),
+                      over_total(total[l].busiest.most())});
+    std::string title = by_policy ? fmt::format("{} requests; most in any {}", n, wtext)
+                                  : fmt::format("{} requests; the limit is {} per {}", n, limit.limit, wtext);
     if (uses({algorithm::token_bucket, algorithm::gcra}))
       title += " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
-    const std::string svg = n == 0 ? std::string("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\">"
-                                                 "<text x=\"10\" y=\"25\">No requests in the trace.</text></svg>\n")
+    const std::string svg = n == 0 ? std::string(
+                                         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\">"
+                                         "<text x=\"10\" y=\"25\">No requests in the trace.</text></svg>\n")
                                    : plot->render(title, window, info);
     plot_file->write(svg.data(), static_cast<std::streamsize>(svg.size()));
     plot_file->close();

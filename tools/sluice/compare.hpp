@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "options.hpp"
 
@@ -12,6 +13,9 @@ namespace sluice::cli {
 
 struct compare_flags {
   std::string algorithms = "fixed-window,sliding-log,token-bucket";
+  bool algorithms_given = false;      ///< whether --algorithms was given
+  std::vector<std::string> policies;  ///< --policy EXPR, repeatable: one lane each, instead of --algorithms
+  std::string window;                 ///< --window W: default the limit's, or the largest in the policies
   limiter_flags limits;
   std::string format = "table";
   std::string plot;

@@ -1,34 +1,53 @@
 #include "replay.hpp"
 
-#include <absl/container/flat_hash_map.h>
-
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <istream>
+#include <limits>
 #include <memory>
 #include <ostream>
 
 #include "cli.hpp"
 #include "input.hpp"
 #include "output.hpp"
+#include "policy_flag.hpp"
+#include "sluice/keyed.hpp"
+#include "sluice/snapshot.hpp"
 #include "trace.hpp"
 
 namespace sluice::cli {
 
 CLI::App* add_replay(CLI::App& app, replay_flags& f) {
   CLI::App* sub = app.add_subcommand("replay", "Replay a trace through one limiter per key, one row per request");
-  sub->add_option("--algorithm", f.algorithm, "fixed-window, sliding-log, sliding-counter, sliding-buckets, "
-                                              "token-bucket, gcra, leaky-queue, quota")
-      ->required();
+  sub->add_option("--algorithm", f.algorithm,
+                  "fixed-window, sliding-log, sliding-counter, sliding-buckets, "
+                  "token-bucket, gcra, leaky-queue, quota");
+  sub->add_option("--policy", f.policy,
+                  "the limiter as an expression instead of --algorithm and its flags, e.g. "
+                  "'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+      ->each([&f](const std::string&) { f.policy_given = true; });
   add_limit_flags(*sub, f.limits);
   sub->add_option("--format", f.format, "csv (default), json (JSON Lines) or table");
+  sub->add_option("--load-state", f.load_state,
+                  "start from the states in this snapshot (saved by --save-state with the same limiter)");
+  sub->add_option("--save-state", f.save_state,
+                  "at the end, save every key's state to this snapshot (written atomically)");
   sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
   return sub;
 }
 
 int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::ostream& err) {
-  auto algo = parse_algorithm("--algorithm", f.algorithm);
-  if (!algo) return usage_error(err, algo.err());
-  auto policy = build_policy(*algo, f.limits);
+  result<any_policy> policy = error{};
+  if (f.policy_given) {
+    if (auto e = policy_excludes("--algorithm", !f.algorithm.empty(), f.limits)) return usage_error(err, *e);
+    policy = parse_policy_flag(f.policy);
+  } else {
+    if (f.algorithm.empty()) return usage_error(err, error{"", "--algorithm is required (or --policy EXPR)"});
+    auto algo = parse_algorithm("--algorithm", f.algorithm);
+    if (!algo) return usage_error(err, algo.err());
+    policy = build_policy(*algo, f.limits);
+  }
   if (!policy) return usage_error(err, policy.err());
   const auto fmt = format_named(f.format);
   if (!fmt) return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (csv, json or table)"});
@@ -36,27 +55,39 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
   const any_policy& p = *policy;
-  decision_writer writer(out, *fmt, *algo == algorithm::leaky_queue);
+  // One state per key in the keyed store (the empty key, lines without one,
+  // is a key like any other). No automatic purging: a trace whose clock
+  // steps back decides exactly as one limiter per key.
+  keyed_limiter store(p, keyed_options{.shards = 16, .auto_purge = false, .hash_seed = 1});
+  // The trace is the clock: the snapshot's moment is the latest time seen.
+  tick moment = std::numeric_limits<tick>::min();
+  if (!f.load_state.empty()) {
+    auto snap = read_snapshot(f.load_state, p);
+    if (!snap) return usage_error(err, error{"--load-state", snap.err().message});
+    auto states = snap->states_at(snap->info().taken_at);
+    if (!states) return usage_error(err, error{"--load-state", states.err().message});
+    store.restore(*states);
+    moment = snap->info().taken_at;
+  }
+  decision_writer writer(out, *fmt, has_leaky_queue(p));
   writer.header();
-  // One state per key; the empty key (lines without one) is kept apart so
-  // the common single-limiter case does no hashing.
-  any_state shared = fresh_state(p);
-  absl::flat_hash_map<std::string, any_state> keyed;
   trace_reader reader(trace.stream());
   request r;
   std::uint64_t n = 0;
   while (reader.next(r)) {
-    any_state* s = &shared;
-    if (!r.key.empty()) {
-      auto it = keyed.find(absl::string_view(r.key.data(), r.key.size()));
-      if (it == keyed.end()) it = keyed.emplace(std::string(r.key), fresh_state(p)).first;
-      s = &it->second;
-    }
-    const decision d = decide(p, *s, r.time, r.cost);
+    moment = std::max(moment, r.time);
+    const decision d = store.try_acquire_at(r.key, r.time, r.cost);
     writer.row(++n, r, d);
   }
   writer.flush();
   if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});
+  if (!f.save_state.empty()) {
+    const std::int64_t wall =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    auto saved = save_snapshot(store, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
+    if (!saved) return usage_error(err, error{"--save-state", saved.err().message});
+  }
   return exit_ok;
 }
 
