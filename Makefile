@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build run test asan tsan bench lint format clean fuzz
+.PHONY: all setup configure build run test asan tsan tsan-keyed bench lint format clean fuzz
 
 all: build
 
@@ -36,6 +36,12 @@ tsan: setup
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
+
+# The threaded tests (the keyed store) under ThreadSanitizer, as CI runs them.
+tsan-keyed: setup
+	cmake --preset tsan
+	cmake --build --preset tsan -j $(JOBS) --target sluice_keyed_tests
+	build/tsan/tests/keyed/sluice_keyed_tests
 
 # Google Benchmark programs (not part of `make test`); see bench/run.sh.
 bench:
