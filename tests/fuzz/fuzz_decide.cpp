@@ -60,7 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::int64_t step = shape(r, 15);
     sluice::tick next = 0;
     // Mostly forward, sometimes back; an extreme step that would overflow is a jump to the end.
-    if (__builtin_add_overflow(now, step - (step > INT64_MIN + 3 ? 3 : 0), &next)) next = step < 0 ? INT64_MIN : INT64_MAX;
+    if (__builtin_add_overflow(now, step - (step > INT64_MIN + 3 ? 3 : 0), &next))
+      next = step < 0 ? INT64_MIN : INT64_MAX;
     now = next;
     const std::int64_t cost = shape(r, 5);
     const sluice::any_state before = state;

@@ -21,6 +21,7 @@ namespace sluice::keyed_test {
 
 using model::config;
 using model::rng_t;
+using model::spec_of;
 
 inline std::string show(tick t) { return t == never ? std::string("never") : std::to_string(t); }
 
@@ -30,31 +31,6 @@ inline std::string show(const decision& d) {
          " release_after=" + show(d.release_after) + " part=" + std::to_string(d.part) + "}";
 }
 
-/// The spec a drawn config describes.
-inline spec spec_of(const config& c) {
-  spec sp;
-  sp.algo = c.algo;
-  sp.limit = c.r;
-  sp.origin = c.origin;
-  switch (c.algo) {
-    case algorithm::token_bucket:
-    case algorithm::gcra:
-      sp.burst = c.extra;
-      break;
-    case algorithm::sliding_buckets:
-      sp.buckets = c.extra;
-      break;
-    case algorithm::leaky_queue:
-      sp.queue = c.extra;
-      break;
-    case algorithm::quota:
-      sp.units = c.extra;
-      break;
-    default:
-      break;
-  }
-  return sp;
-}
 
 /// A policy and the config its trace is drawn from (a composite's first part).
 struct drawn_policy {

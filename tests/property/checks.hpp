@@ -64,31 +64,6 @@ testing::AssertionResult agrees_with_model(std::uint64_t seed) {
   return testing::AssertionSuccess();
 }
 
-/// The spec a config describes, for make_policy.
-inline spec spec_of(const config& c) {
-  spec sp;
-  sp.algo = c.algo;
-  sp.limit = c.r;
-  sp.origin = c.origin;
-  switch (c.algo) {
-    case algorithm::token_bucket:
-    case algorithm::gcra:
-      sp.burst = c.extra;
-      break;
-    case algorithm::sliding_buckets:
-      sp.buckets = c.extra;
-      break;
-    case algorithm::leaky_queue:
-      sp.queue = c.extra;
-      break;
-    case algorithm::quota:
-      sp.units = c.extra;
-      break;
-    default:
-      break;
-  }
-  return sp;
-}
 
 /// make_policy, fresh_state and decide over the variant answer exactly as
 /// the concrete policy and state.

@@ -575,4 +575,30 @@ inline std::uint64_t mix(std::uint64_t seed, algorithm a) {
   return z ^ (z >> 31);
 }
 
+/// The spec a config describes, for make_policy.
+inline spec spec_of(const config& c) {
+  spec sp;
+  sp.algo = c.algo;
+  sp.limit = c.r;
+  sp.origin = c.origin;
+  switch (c.algo) {
+    case algorithm::token_bucket:
+    case algorithm::gcra:
+      sp.burst = c.extra;
+      break;
+    case algorithm::sliding_buckets:
+      sp.buckets = c.extra;
+      break;
+    case algorithm::leaky_queue:
+      sp.queue = c.extra;
+      break;
+    case algorithm::quota:
+      sp.units = c.extra;
+      break;
+    default:
+      break;
+  }
+  return sp;
+}
+
 }  // namespace sluice::model
