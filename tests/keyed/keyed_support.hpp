@@ -31,7 +31,6 @@ inline std::string show(const decision& d) {
          " release_after=" + show(d.release_after) + " part=" + std::to_string(d.part) + "}";
 }
 
-
 /// A policy and the config its trace is drawn from (a composite's first part).
 struct drawn_policy {
   any_policy policy;

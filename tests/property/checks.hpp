@@ -64,7 +64,6 @@ testing::AssertionResult agrees_with_model(std::uint64_t seed) {
   return testing::AssertionSuccess();
 }
 
-
 /// make_policy, fresh_state and decide over the variant answer exactly as
 /// the concrete policy and state.
 template <typename Policy>
