@@ -331,4 +331,16 @@ inline testing::AssertionResult fixed_window_doubles_at_a_boundary(std::uint64_t
   return testing::AssertionSuccess();
 }
 
+/// Every algorithm, for typed test suites, and their names for the test list.
+using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
+                                        leaky_queue, quota, always_allow, always_deny>;
+
+class algorithm_test_names {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return std::string(name_of(algorithm_of_type<T>()));
+  }
+};
+
 }  // namespace sluice::model

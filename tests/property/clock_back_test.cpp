@@ -16,18 +16,7 @@ using namespace sluice::model;
 template <typename Policy>
 class ClockBack : public ::testing::Test {};
 
-using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
-                                        leaky_queue, quota, always_allow, always_deny>;
-
-class algorithm_names {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return std::string(name_of(algorithm_of_type<T>()));
-  }
-};
-
-TYPED_TEST_SUITE(ClockBack, all_algorithms, algorithm_names);
+TYPED_TEST_SUITE(ClockBack, all_algorithms, algorithm_test_names);
 
 TYPED_TEST(ClockBack, EarnsNoAdmit) {
   long stepped_back = 0;

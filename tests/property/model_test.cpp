@@ -18,18 +18,7 @@ constexpr std::uint64_t seeds = 600;
 template <typename Policy>
 class AgreesWithModel : public ::testing::Test {};
 
-using all_algorithms = ::testing::Types<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
-                                        leaky_queue, quota, always_allow, always_deny>;
-
-class algorithm_names {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return std::string(name_of(algorithm_of_type<T>()));
-  }
-};
-
-TYPED_TEST_SUITE(AgreesWithModel, all_algorithms, algorithm_names);
+TYPED_TEST_SUITE(AgreesWithModel, all_algorithms, algorithm_test_names);
 
 TYPED_TEST(AgreesWithModel, DecisionForDecision) {
   int failures = 0;
