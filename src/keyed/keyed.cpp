@@ -317,7 +317,15 @@ struct keyed_limiter::impl {
   mode m = mode::general;
   std::optional<gcra> gp;
   std::optional<token_bucket> tp;
-  std::int64_t limit = 0;  // L (compact modes)
+  // The compact modes' constants: L, W, S·W (GCRA's tolerance, the token
+  // bucket's capacity), S, and division by L and by W without a divide.
+  std::int64_t limit = 0;
+  std::int64_t c_w = 1;
+  std::int64_t c_sw = 0;
+  std::int64_t c_burst = 0;
+  detail::divisor c_by_l;
+  detail::divisor c_by_w;
+
   keyed_options opt;
   std::size_t nshards = 1;
   int shard_shift = 64;
@@ -334,11 +342,11 @@ struct keyed_limiter::impl {
     if (const auto* g = std::get_if<gcra>(&policy); g != nullptr && g->tolerance() <= detail::i64_max) {
       m = mode::gcra;
       gp = *g;
-      limit = g->limit().limit;
+      set_compact(g->limit(), static_cast<std::int64_t>(g->tolerance()), g->burst());
     } else if (const auto* t = std::get_if<token_bucket>(&policy); t != nullptr && t->capacity() <= detail::i64_max) {
       m = mode::token_bucket;
       tp = *t;
-      limit = t->limit().limit;
+      set_compact(t->limit(), static_cast<std::int64_t>(t->capacity()), t->burst());
     }
     std::size_t n = round_pow2(std::clamp<std::size_t>(o.shards == 0 ? 64 : o.shards, 1, 65536));
     if (o.max_keys != 0)
@@ -357,6 +365,15 @@ struct keyed_limiter::impl {
     }
     any_state probe = fresh;
     fresh_room = decide(policy, probe, 0, 0).remaining;
+  }
+
+  void set_compact(rate r, std::int64_t sw, std::int64_t burst) noexcept {
+    limit = r.limit;
+    c_w = r.window;
+    c_sw = sw;
+    c_burst = burst;
+    if (limit >= 1) c_by_l = detail::divisor(limit);
+    c_by_w = detail::divisor(c_w);
   }
 
   ~impl() {
@@ -414,52 +431,45 @@ struct keyed_limiter::impl {
     const auto last = static_cast<tick>(hi);
     const auto debt = static_cast<std::int64_t>(lo);
     const std::int64_t l = limit;
-    const rate r = m == mode::gcra ? gp->limit() : tp->limit();
-    const std::int64_t w = r.window;
-    const std::int64_t sw =
-        m == mode::gcra ? static_cast<std::int64_t>(gp->tolerance()) : static_cast<std::int64_t>(tp->capacity());
-    const std::int64_t burst = m == mode::gcra ? gp->burst() : tp->burst();
+    const std::int64_t sw = c_sw;
     const bool fresh_gcra = m == mode::gcra && last == t_min && debt == 0;
     // e = max(now, last); x = what is owed at e, in units of 1/L tick (GCRA:
     // b − e·L) or of 1/W token (token bucket: S·W − tokens held).
     const tick e = fresh_gcra ? eff : std::max(eff, last);
     std::int64_t x = 0;
     if (!fresh_gcra && debt > 0) {
-      const i128 paid = static_cast<i128>(static_cast<u128>(static_cast<u64>(e) - static_cast<u64>(last))) * l;
-      x = paid >= debt ? 0 : debt - static_cast<std::int64_t>(paid);
+      const u128 paid = static_cast<u128>(static_cast<u64>(e) - static_cast<u64>(last)) * static_cast<u64>(l);
+      x = paid >= static_cast<u64>(debt) ? 0 : debt - static_cast<std::int64_t>(paid);
     }
-    // e + ceil(y / L) as an instant, and its distance from eff.
-    auto at = [&](std::int64_t y) -> i128 { return static_cast<i128>(e) + (y / l + (y % l != 0 ? 1 : 0)); };
+    // Ticks from eff to the instant e + ceil(y / L), for 0 ≤ y ≤ S·W.
+    auto until_paid = [&](std::int64_t y) noexcept {
+      return detail::until_after(e, y == 0 ? 0 : c_by_l.ceil(static_cast<u64>(y)), eff);
+    };
+    auto room = [&](std::int64_t y) noexcept { return static_cast<std::int64_t>(c_by_w.div(static_cast<u64>(sw - y))); };
     decision d;
-    if (cost < 1 || cost > burst || l == 0) {
-      d.remaining = l == 0 ? 0 : (sw - x) / w;
+    if (cost < 1 || cost > c_burst || l == 0) {
+      d.remaining = l == 0 ? 0 : room(x);
       d.retry_after = never;
-      if (l == 0) {
+      if (l == 0 || (m == mode::gcra && x == 0)) {
         d.reset_after = 0;
-      } else if (m == mode::gcra) {
-        d.reset_after = x == 0 ? 0 : detail::until(at(x), eff);
       } else {
-        d.reset_after = detail::until(at(x), eff);
+        d.reset_after = until_paid(x);
       }
       return d;
     }
-    const std::int64_t need = cost * w;  // ≤ S·W
+    const std::int64_t need = cost * c_w;  // ≤ S·W
     if (need <= sw - x) {
       const std::int64_t y = x + need;  // the new debt, ≤ S·W
       nlo = static_cast<u64>(y);
       nhi = static_cast<u64>(e);
       d.allowed = true;
-      d.remaining = (sw - y) / w;
-      d.reset_after = detail::until(at(y), eff);
+      d.remaining = room(y);
+      d.reset_after = until_paid(y);
       return d;
     }
-    d.remaining = (sw - x) / w;
-    d.retry_after = detail::until(at(x - (sw - need)), eff);
-    if (m == mode::gcra) {
-      d.reset_after = x == 0 ? 0 : detail::until(at(x), eff);
-    } else {
-      d.reset_after = detail::until(at(x), eff);
-    }
+    d.remaining = room(x);
+    d.retry_after = until_paid(x - (sw - need));
+    d.reset_after = m == mode::gcra && x == 0 ? 0 : until_paid(x);
     return d;
   }
 
