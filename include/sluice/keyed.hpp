@@ -112,10 +112,10 @@ class keyed_limiter {
   decision try_acquire_at(std::string_view key, tick now, std::int64_t cost = 1);
 
   /// Decides a request of `cost` units for `key` now. The clock is read
-  /// once, after the key's state is loaded; when another thread's admit
-  /// wins the race, the retry reads `now` as at least that admit (the
-  /// core's max(now, last)), so a timestamp taken before it never earns an
-  /// admit the newer state refuses (golang/go#71360).
+  /// once, as the call begins; when the key's state holds a later admit
+  /// (another thread's, made meanwhile), `now` is read as that admit's time
+  /// (the core's max(now, last)), so a timestamp taken before it never
+  /// earns an admit the newer state refuses (golang/go#71360).
   decision try_acquire(std::string_view key, std::int64_t cost = 1);
 
   /// What `try_acquire_at` would answer, changing nothing. Never allocates.

@@ -509,17 +509,15 @@ struct keyed_limiter::impl {
   }
 
   /// The compare-and-swap loop on a found record. False when the record was
-  /// dropped meanwhile (the caller looks again under the shard lock). The
-  /// clock is read once, after the state: a retry decides against the newer
-  /// state at the same `now`, which `max(now, last)` reads as that state's
-  /// latest admit if it is earlier — never more permissive (go#71360).
-  template <typename NowFn>
-  bool cas_loop(record* r, std::int64_t cost, NowFn& now_fn, decision& out) const noexcept {
+  /// dropped meanwhile (the caller looks again under the shard lock). A
+  /// `now` read before another thread's admit is read as that admit's time
+  /// (the step's max(now, last)): a retry decides against the newer state
+  /// and is never more permissive than it (go#71360).
+  bool cas_loop(record* r, std::int64_t cost, tick now, decision& out) const noexcept {
     u64 lo;
     u64 hi;
     cell_load(r, lo, hi);
     if (lo == tomb_lo) return false;
-    const tick now = now_fn();
     const tick eff = effective(now);
     for (;;) {
       u64 nlo = 0;
@@ -540,8 +538,7 @@ struct keyed_limiter::impl {
     }
   }
 
-  template <typename NowFn>
-  decision acquire(std::string_view key, std::int64_t cost, NowFn now_fn) {
+  decision acquire(std::string_view key, std::int64_t cost, tick now) {
     const u64 h = hash(key);
     shard& s = shard_for(h);
     const u64 h21 = h21_for(h);
@@ -552,24 +549,22 @@ struct keyed_limiter::impl {
         if (t != nullptr) {
           if (record* r = find(t, h21, key); r != nullptr) {
             decision d;
-            if (cas_loop(r, cost, now_fn, d)) return d;
+            if (cas_loop(r, cost, now, d)) return d;
           }
         }
       }
-      return slow_compact(s, h21, key, cost, now_fn);
+      return slow_compact(s, h21, key, cost, now);
     }
-    return slow_general(s, h21, key, cost, now_fn);
+    return slow_general(s, h21, key, cost, now);
   }
 
-  template <typename NowFn>
-  decision slow_compact(shard& s, u64 h21, std::string_view key, std::int64_t cost, NowFn& now_fn) {
+  decision slow_compact(shard& s, u64 h21, std::string_view key, std::int64_t cost, tick now) {
     decision out;
     {
       std::lock_guard lock(s.mu);
       const table* t = s.tab.load(std::memory_order_relaxed);
       record* r = t != nullptr ? find(t, h21, key) : nullptr;
-      if (r != nullptr && cas_loop(r, cost, now_fn, out)) return out;  // live under the lock: always true
-      const tick now = now_fn();
+      if (r != nullptr && cas_loop(r, cost, now, out)) return out;  // live under the lock: always true
       const tick eff = effective(now);
       u64 nlo = 0;
       u64 nhi = 0;
@@ -581,12 +576,10 @@ struct keyed_limiter::impl {
     return out;
   }
 
-  template <typename NowFn>
-  decision slow_general(shard& s, u64 h21, std::string_view key, std::int64_t cost, NowFn& now_fn) {
+  decision slow_general(shard& s, u64 h21, std::string_view key, std::int64_t cost, tick now) {
     std::lock_guard lock(s.mu);
     const table* t = s.tab.load(std::memory_order_relaxed);
     record* r = t != nullptr ? find(t, h21, key) : nullptr;
-    const tick now = now_fn();
     const tick eff = effective(now);
     if (r != nullptr) return rebase(decide(policy, *reinterpret_cast<any_state*>(r->lo), eff, cost), now, eff);
     any_state st = fresh;
@@ -908,12 +901,15 @@ keyed_limiter::keyed_limiter(any_policy policy, keyed_options options, const man
 keyed_limiter::~keyed_limiter() = default;
 
 decision keyed_limiter::try_acquire_at(std::string_view key, tick now, std::int64_t cost) {
-  return impl_->acquire(key, cost, [now]() noexcept { return now; });
+  return impl_->acquire(key, cost, now);
 }
 
 decision keyed_limiter::try_acquire(std::string_view key, std::int64_t cost) {
-  const impl* p = impl_.get();
-  return impl_->acquire(key, cost, [p]() noexcept { return p->clock_fn(p->clock_ctx); });
+  // The clock is read first, before the key's memory is touched: reading
+  // it waits for every earlier instruction, so read after the lookup it
+  // would keep the next request's cache misses from overlapping this one's.
+  const tick now = impl_->clock_fn(impl_->clock_ctx);
+  return impl_->acquire(key, cost, now);
 }
 
 decision keyed_limiter::peek_at(std::string_view key, tick now, std::int64_t cost) const {
