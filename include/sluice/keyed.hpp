@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,6 +79,13 @@ struct keyed_stats {
   std::uint64_t units_forgiven = 0;  ///< units of cost the evicted states still counted
 };
 
+/// One request for `keyed_limiter::try_acquire_many_at`.
+struct keyed_request {
+  std::string_view key;
+  tick now = 0;
+  std::int64_t cost = 1;
+};
+
 /// One state per key under one policy; safe for any number of threads.
 ///
 /// Keys are byte strings of any length (up to 4 GiB), looked up without
@@ -117,6 +125,21 @@ class keyed_limiter {
   /// (the core's max(now, last)), so a timestamp taken before it never
   /// earns an admit the newer state refuses (golang/go#71360).
   decision try_acquire(std::string_view key, std::int64_t cost = 1);
+
+  /// Decides `requests` in order, exactly as that many `try_acquire_at`
+  /// calls one after another would (a key repeated in the batch sees its
+  /// earlier admits), writing `out[i]` for `requests[i]`. Faster per
+  /// decision on a store larger than the CPU's cache: the memory accesses
+  /// of up to 16 lookups at a time are overlapped (hashed and prefetched
+  /// together) instead of waiting for each in turn. Throws
+  /// std::invalid_argument when `out` is shorter than `requests` (before
+  /// deciding any), and as `try_acquire_at`; on a throw, the requests
+  /// before the one that threw are decided and their `out` written.
+  void try_acquire_many_at(std::span<const keyed_request> requests, std::span<decision> out);
+
+  /// `try_acquire_many_at` of `keys`, each with `cost`, at one reading of
+  /// the clock taken when the call begins (a batch is one instant).
+  void try_acquire_many(std::span<const std::string_view> keys, std::span<decision> out, std::int64_t cost = 1);
 
   /// What `try_acquire_at` would answer, changing nothing. Never allocates.
   [[nodiscard]] decision peek_at(std::string_view key, tick now, std::int64_t cost = 1) const;

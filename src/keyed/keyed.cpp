@@ -53,6 +53,7 @@ struct alignas(16) record {
   u64 hi;
 };
 constexpr u64 tomb_lo = ~u64{0};
+constexpr std::size_t batch_distance = 8;  // a batch's prefetch distance, in requests
 constexpr std::size_t max_small_units = 256;  // records up to 4 KiB come from the shard's arena
 
 unsigned char* tail_of(record* r) noexcept { return reinterpret_cast<unsigned char*>(r) + sizeof(record); }
@@ -325,7 +326,6 @@ struct keyed_limiter::impl {
   std::int64_t c_burst = 0;
   detail::divisor c_by_l;
   detail::divisor c_by_w;
-
   keyed_options opt;
   std::size_t nshards = 1;
   int shard_shift = 64;
@@ -539,7 +539,10 @@ struct keyed_limiter::impl {
   }
 
   decision acquire(std::string_view key, std::int64_t cost, tick now) {
-    const u64 h = hash(key);
+    return acquire_hashed(hash(key), key, cost, now);
+  }
+
+  decision acquire_hashed(u64 h, std::string_view key, std::int64_t cost, tick now) {
     shard& s = shard_for(h);
     const u64 h21 = h21_for(h);
     if (m != mode::general) {
@@ -556,6 +559,63 @@ struct keyed_limiter::impl {
       return slow_compact(s, h21, key, cost, now);
     }
     return slow_general(s, h21, key, cost, now);
+  }
+
+  /// Decides `n` requests in order, as `n` calls of `acquire` would, with
+  /// the memory accesses of neighbouring lookups overlapped by a software
+  /// pipeline: request i + 2D is hashed and its home slot prefetched, the
+  /// record named by request i + D's home slot is prefetched, and request i
+  /// decides, on lines that have had D steps to arrive. The prefetches are
+  /// hints: every decision still looks its key up from scratch, so a key
+  /// repeated in the batch, or a table that grows meanwhile, decides
+  /// exactly as one call after another. `at(i)` gives request i.
+  template <typename At>
+  void acquire_many(std::size_t n, At at, decision* out) {
+    constexpr std::size_t d = batch_distance;
+    u64 hs[4 * d];  // ring of the hashes of requests i … i + 2D
+    const std::size_t end = n + 2 * d;
+    for (std::size_t i = 0; i < end; ++i) {
+      if (i < n) {
+        const u64 h = hash(at(i).key);
+        hs[i % (4 * d)] = h;
+        if (m != mode::general) prefetch_slot(h);
+      }
+      if (i >= d && i - d < n && m != mode::general) prefetch_record(hs[(i - d) % (4 * d)]);
+      if (i >= 2 * d) {
+        const std::size_t k = i - 2 * d;
+        const keyed_request& r = at(k);
+        out[k] = acquire_hashed(hs[k % (4 * d)], r.key, r.cost, r.now);
+      }
+    }
+  }
+
+  void prefetch_slot(u64 h) const noexcept {
+    read_guard guard;
+    if (const table* t = shard_for(h).tab.load(std::memory_order_acquire); t != nullptr)
+      __builtin_prefetch(&t->slots[home_of(h21_for(h), t->cap)]);
+  }
+
+  /// Prefetches the record of the first slot from the home of `h` whose
+  /// hash bits match, looking at most 8 slots along the cluster (the rest
+  /// of a long cluster is found without help). The record may be freed
+  /// meanwhile, which a prefetch never minds.
+  void prefetch_record(u64 h) const noexcept {
+    read_guard guard;
+    const table* t = shard_for(h).tab.load(std::memory_order_acquire);
+    if (t == nullptr) return;
+    const u64 h21 = h21_for(h);
+    std::size_t i = home_of(h21, t->cap);
+    for (int n = 0; n < 8; ++n) {
+      const u64 v = t->slots[i].load(std::memory_order_relaxed);
+      if (v == 0) return;
+      if (h21_of_slot(v) == h21) {
+        const auto* rec = reinterpret_cast<const unsigned char*>(record_of(v));
+        __builtin_prefetch(rec, 1);       // the cell, which the decision swaps
+        __builtin_prefetch(rec + 31, 1);  // the key's bytes when the record crosses a line
+        return;
+      }
+      if (++i == t->cap) i = 0;
+    }
   }
 
   decision slow_compact(shard& s, u64 h21, std::string_view key, std::int64_t cost, tick now) {
@@ -910,6 +970,27 @@ decision keyed_limiter::try_acquire(std::string_view key, std::int64_t cost) {
   // would keep the next request's cache misses from overlapping this one's.
   const tick now = impl_->clock_fn(impl_->clock_ctx);
   return impl_->acquire(key, cost, now);
+}
+
+void keyed_limiter::try_acquire_many_at(std::span<const keyed_request> requests, std::span<decision> out) {
+  if (out.size() < requests.size())
+    throw std::invalid_argument("sluice::keyed_limiter::try_acquire_many_at: out is shorter than requests");
+  impl_->acquire_many(requests.size(), [&](std::size_t i) -> const keyed_request& { return requests[i]; }, out.data());
+}
+
+void keyed_limiter::try_acquire_many(std::span<const std::string_view> keys, std::span<decision> out,
+                                     std::int64_t cost) {
+  if (out.size() < keys.size())
+    throw std::invalid_argument("sluice::keyed_limiter::try_acquire_many: out is shorter than keys");
+  const tick now = impl_->clock_fn(impl_->clock_ctx);
+  keyed_request r{.key = {}, .now = now, .cost = cost};
+  impl_->acquire_many(
+      keys.size(),
+      [&](std::size_t i) -> const keyed_request& {
+        r.key = keys[i];
+        return r;
+      },
+      out.data());
 }
 
 decision keyed_limiter::peek_at(std::string_view key, tick now, std::int64_t cost) const {

@@ -30,7 +30,7 @@ testing::AssertionResult evicts_as_counted(std::uint64_t seed, std::uint64_t& ev
   std::uint64_t forgiven = 0;
   const auto trace = keyed_trace(dp.c, g, 200, 2 + g() % 30, /*back=*/false);
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    const keyed_request& q = trace[i];
+    const trace_request& q = trace[i];
     const tick floor = store.purge_floor();
     const tick eff = std::max(q.now, floor);
     // States the store drops during this request are dropped at `eff`.

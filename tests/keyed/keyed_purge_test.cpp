@@ -47,7 +47,7 @@ testing::AssertionResult agrees(std::uint64_t seed, bool purging, run_counts& co
     }
   };
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    const keyed_request& q = trace[i];
+    const trace_request& q = trace[i];
     if (purging && g() % 100 < 8) {
       // A purge at some instant near the trace's (behind, at or ahead of it).
       const tick w = std::min<tick>(dp.c.r.window, detail::i64_max / 4);

@@ -90,7 +90,7 @@ testing::AssertionResult round_trips(std::uint64_t seed, bool shifted, const tem
   const std::size_t cut = g() % trace.size();
   const std::string file = dir.file("s" + std::to_string(seed) + ".snap");
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    const keyed_request& q = trace[i];
+    const trace_request& q = trace[i];
     if (i == cut) {
       const tick at = static_cast<tick>(q.now + shift);
       std::uint64_t keys = 0;

@@ -78,7 +78,7 @@ inline drawn_policy random_policy(rng_t& g, bool composites = true, int depth = 
 }
 
 /// One request of a keyed trace.
-struct keyed_request {
+struct trace_request {
   std::string key;
   tick now;
   std::int64_t cost;
@@ -86,10 +86,10 @@ struct keyed_request {
 
 /// A trace over `keys` keys ("k0", "k1", ...) with the core generators'
 /// times and costs (clock steps back when `back`).
-inline std::vector<keyed_request> keyed_trace(const config& c, rng_t& g, std::size_t length, std::size_t keys,
+inline std::vector<trace_request> keyed_trace(const config& c, rng_t& g, std::size_t length, std::size_t keys,
                                               bool back) {
   const auto plain = model::random_trace(c, g, length, back);
-  std::vector<keyed_request> out;
+  std::vector<trace_request> out;
   out.reserve(plain.size());
   for (const auto& q : plain) out.push_back({"k" + std::to_string(g() % keys), q.now, q.cost});
   return out;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,25 @@ TEST(KeyedThreads, OneKeyTwoThreadsGcraAdmitsExactlyBurst) {
 
 TEST(KeyedThreads, OneKeyTwoThreadsTokenBucketAdmitsExactlyBurst) {
   one_key_admits_exactly_burst(token_bucket::make({10, 1'000'000'000}, 1000).value(), 1000);
+}
+
+TEST(KeyedThreads, OneKeyTwoThreadsInBatchesAdmitsExactlyBurst) {
+  // The batch path (prefetches, then the same lock-free decision) on a
+  // frozen clock: 2 threads × `attempts` in batches of 64 admit exactly B.
+  const manual_clock frozen(1'000'000);
+  keyed_limiter k(gcra::make({10, 1'000'000'000}, 9).value(), {.hash_seed = 1}, frozen);
+  std::atomic<std::int64_t> admitted{0};
+  on_threads(2, [&](int) {
+    const std::vector<std::string_view> keys(64, "the-key");
+    std::vector<decision> out(keys.size());
+    std::int64_t a = 0;
+    for (std::int64_t i = 0; i < attempts; i += 64) {
+      k.try_acquire_many(keys, out);
+      for (const decision& d : out) a += d.allowed ? 1 : 0;
+    }
+    admitted.fetch_add(a);
+  });
+  EXPECT_EQ(admitted.load(), 9);
 }
 
 TEST(KeyedThreads, OneKeyTwoThreadsLockedPolicyAdmitsExactlyLimit) {
