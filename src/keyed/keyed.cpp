@@ -53,7 +53,7 @@ struct alignas(16) record {
   u64 hi;
 };
 constexpr u64 tomb_lo = ~u64{0};
-constexpr std::size_t batch_distance = 8;  // a batch's prefetch distance, in requests
+constexpr std::size_t batch_distance = 8;     // a batch's prefetch distance, in requests
 constexpr std::size_t max_small_units = 256;  // records up to 4 KiB come from the shard's arena
 
 unsigned char* tail_of(record* r) noexcept { return reinterpret_cast<unsigned char*>(r) + sizeof(record); }
@@ -445,7 +445,9 @@ struct keyed_limiter::impl {
     auto until_paid = [&](std::int64_t y) noexcept {
       return detail::until_after(e, y == 0 ? 0 : c_by_l.ceil(static_cast<u64>(y)), eff);
     };
-    auto room = [&](std::int64_t y) noexcept { return static_cast<std::int64_t>(c_by_w.div(static_cast<u64>(sw - y))); };
+    auto room = [&](std::int64_t y) noexcept {
+      return static_cast<std::int64_t>(c_by_w.div(static_cast<u64>(sw - y)));
+    };
     decision d;
     if (cost < 1 || cost > c_burst || l == 0) {
       d.remaining = l == 0 ? 0 : room(x);
@@ -975,7 +977,8 @@ decision keyed_limiter::try_acquire(std::string_view key, std::int64_t cost) {
 void keyed_limiter::try_acquire_many_at(std::span<const keyed_request> requests, std::span<decision> out) {
   if (out.size() < requests.size())
     throw std::invalid_argument("sluice::keyed_limiter::try_acquire_many_at: out is shorter than requests");
-  impl_->acquire_many(requests.size(), [&](std::size_t i) -> const keyed_request& { return requests[i]; }, out.data());
+  impl_->acquire_many(
+      requests.size(), [&](std::size_t i) -> const keyed_request& { return requests[i]; }, out.data());
 }
 
 void keyed_limiter::try_acquire_many(std::span<const std::string_view> keys, std::span<decision> out,
