@@ -1,14 +1,18 @@
 // The keyed store at scale (issue 5), beside the peers: 1M keys first touch
 // and steady state with bytes per key from the allocator (mallinfo2) and the
 // kernel (RSS), 2 threads on distinct keys, 2 threads on one key, and a
-// 10M-key purge (longest slice and total). Prints the peers' RESULT lines
+// 10M-key purge (longest slice and total). The steady state is measured
+// three ways (try_acquire, try_acquire_at, try_acquire_many in batches) and
+// beside its floor on this machine (keyed_floor.hpp: the same keys through
+// the least a keyed store can do). Prints the peers' RESULT lines
 // (/work/shared/peers/README.md, "Output contract") after Google
 // Benchmark's own report.
 //
 //   keyed_bench                      all scenarios, RUNS=5 repetitions
 //   keyed_bench --benchmark_filter=1key   one group
 // Env: RUNS (repetitions), KEYS (default 1000000), PURGE_KEYS (default
-// 10000000), N (decisions per single-key run, default 10000000).
+// 10000000), N (decisions per single-key run, default 10000000), BATCH
+// (requests per try_acquire_many, default 64).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 #include <time.h>
@@ -28,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "keyed_floor.hpp"
 #include "sluice/keyed.hpp"
 
 namespace {
@@ -45,6 +50,7 @@ std::size_t env_size(const char* name, std::size_t dflt) {
 const std::size_t n_keys = env_size("KEYS", 1'000'000);
 const std::size_t n_purge = env_size("PURGE_KEYS", 10'000'000);
 const std::size_t n_single = env_size("N", 10'000'000);
+const std::size_t batch = std::max<std::size_t>(env_size("BATCH", 64), 1);
 
 /// "user:0" … as the Go and Java harnesses name them.
 const std::vector<std::string>& keys() {
@@ -121,6 +127,23 @@ void Keyed1M(benchmark::State& st) {
     for (const std::uint32_t i : p) allowed += store->try_acquire(k[i]).allowed ? 1 : 0;
     const double steady = seconds_since(t0);
     const double steady_cpu = thread_cpu() - c0;
+    // The same revisit with an explicit time (try_acquire_at): no clock read.
+    sluice::tick at = sluice::steady_clock::now();
+    t0 = clk::now();
+    for (const std::uint32_t i : p) allowed += store->try_acquire_at(k[i], at += 10).allowed ? 1 : 0;
+    const double steady_at = seconds_since(t0);
+    // The same revisit in batches of 64 (try_acquire_many: one clock reading
+    // per batch, lookups overlapped), the views built from the keys as we go.
+    std::vector<std::string_view> views(batch);
+    std::vector<decision> outs(batch);
+    t0 = clk::now();
+    for (std::size_t b = 0; b < p.size(); b += batch) {
+      const std::size_t m = std::min(batch, p.size() - b);
+      for (std::size_t j = 0; j < m; ++j) views[j] = k[p[b + j]];
+      store->try_acquire_many(std::span(views.data(), m), outs);
+      for (std::size_t j = 0; j < m; ++j) allowed += outs[j].allowed ? 1 : 0;
+    }
+    const double steady_many = seconds_since(t0);
     // Two threads, distinct keys: each revisits its half (even / odd positions of the shuffle).
     std::atomic<int> ready{0};
     std::atomic<std::int64_t> allowed2{0};
@@ -138,11 +161,31 @@ void Keyed1M(benchmark::State& st) {
     a.join();
     b.join();
     const double two = seconds_since(t0);
-    st.SetIterationTime(first + steady + two);
+    st.SetIterationTime(first + steady + steady_at + steady_many + two);
     const double n = static_cast<double>(k.size());
     st.counters["first_ns"] = first * 1e9 / n;
     st.counters["steady_ns"] = steady * 1e9 / n;
+    st.counters["steady_at_ns"] = steady_at * 1e9 / n;
+    st.counters["steady_many_ns"] = steady_many * 1e9 / n;
     st.counters["steady2_ns"] = two * 1e9 / n;
+    // The floor (keyed_floor.hpp): the same keys in the same order through
+    // the least a keyed store can do, one call at a time and in batches.
+    {
+      sluice_bench::floor_table floor(k.size());
+      for (const auto& key : k) floor.insert(key);
+      std::size_t found = 0;
+      t0 = clk::now();
+      for (const std::uint32_t i : p) found += floor.visit(k[i]) ? 1 : 0;
+      st.counters["floor_ns"] = seconds_since(t0) * 1e9 / n;
+      t0 = clk::now();
+      for (std::size_t from = 0; from < p.size(); from += batch) {
+        const std::size_t m = std::min(batch, p.size() - from);
+        for (std::size_t j = 0; j < m; ++j) views[j] = k[p[from + j]];
+        found += floor.visit_many(views.data(), m);
+      }
+      st.counters["floor_many_ns"] = seconds_since(t0) * 1e9 / n;
+      benchmark::DoNotOptimize(found);
+    }
     // The harness alone: fetch each key in the same shuffled order and read
     // its bytes (what any keyed store pays before its own lookup).
     t0 = clk::now();
@@ -353,6 +396,21 @@ int main(int argc, char** argv) {
              " ns); the harness alone (fetching each key's "
              "string in that order) " +
              fmt1(summarize(field(r, "fetch_ns")).median) + " ns");
+    const stats3 fl = summarize(field(r, "floor_ns"));
+    const stats3 fl_many = summarize(field(r, "floor_many_ns"));
+    emit("keyed-1M-steady-virtualtime", summarize(field(r, "steady_at_ns")), bytes,
+         "the same revisit with an explicit time (try_acquire_at): no clock read; the floor (keyed_floor.hpp: one "
+         "32-byte slot per key, key inline, one CAS, nothing else) " +
+             fmt1(fl.median) + " ns");
+    emit("keyed-1M-steady-batch", summarize(field(r, "steady_many_ns")), bytes,
+         "the same revisit in batches of " + std::to_string(batch) +
+             " (try_acquire_many: one clock reading a batch, lookups prefetched); the floor in batches " +
+             fmt1(fl_many.median) + " ns");
+    emit("floor-keyed-1M-steady", fl, "-",
+         "keyed_floor.hpp: 1M keys in one table of 32-byte slots (key inline, 16-byte cell, one CAS), the same "
+         "shuffled revisit, one call at a time: what memory latency alone costs on this machine");
+    emit("floor-keyed-1M-steady-batch", fl_many, "-",
+         "keyed_floor.hpp, the same revisit in batches of " + std::to_string(batch) + ", home slots prefetched");
     emit("keyed-1M-steady-2thr", two, bytes,
          "2 threads on distinct keys (halves of the shuffle); ns = wall/total; speed-up over 1 thread = " +
              fmt1(one.median / two.median) + "x");
