@@ -196,12 +196,16 @@ void place(table* t, u64 m) noexcept {
 
 /// Removes the slot at `i` by shifting the rest of its cluster back (no
 /// tombstones). Each slot is overwritten in one store, so a reader sees
-/// either entry, never a torn one. Requires the shard lock.
-void erase_at(table* t, std::size_t i) noexcept {
+/// either entry, never a torn one. Requires the shard lock. Returns how
+/// many slots it looked at: the rest of the cluster, which a sweep counts
+/// against its slice (dropping a long cluster key by key costs its length
+/// each time).
+std::size_t erase_at(table* t, std::size_t i) noexcept {
   const std::size_t cap = t->cap;
   std::size_t hole = i;
   std::size_t j = i;
-  for (;;) {
+  std::size_t looked = 1;
+  for (;; ++looked) {
     if (++j == cap) j = 0;
     const u64 m = t->slots[j].load(std::memory_order_relaxed);
     if (m == 0) break;
@@ -213,6 +217,7 @@ void erase_at(table* t, std::size_t i) noexcept {
     hole = j;
   }
   t->slots[hole].store(0, std::memory_order_release);
+  return looked;
 }
 
 std::size_t find_slot(const table* t, u64 m) noexcept {
@@ -739,7 +744,13 @@ struct keyed_limiter::impl {
     i128 best_at = 0;
     // `visited` counts the slots left behind; a drop stays on its slot (the
     // next entry of the cluster has shifted into it) and counts as examined.
-    while (examined < max_examine && out.visited < max_visit && s.size.load(std::memory_order_relaxed) > 0) {
+    // `work` counts every slot read, the clusters that drops shift back
+    // included, so that no slice runs much longer than its bounds say.
+    std::size_t work = 0;
+    const std::size_t max_work = max_examine + 2 * max_visit;
+    while (examined < max_examine && out.visited < max_visit && work < max_work &&
+           s.size.load(std::memory_order_relaxed) > 0) {
+      ++work;
       const u64 v = t->slots[i].load(std::memory_order_relaxed);
       if (v == 0) {
         ++out.visited;
@@ -749,7 +760,7 @@ struct keyed_limiter::impl {
       ++examined;
       record* r = record_of(v);
       if (try_drop_fresh(r, eff)) {
-        erase_at(t, i);  // slot i now holds the next entry of the cluster: look at it again
+        work += erase_at(t, i);  // slot i now holds the next entry of the cluster: look at it again
         retire(s, r);
         s.size.fetch_sub(1, std::memory_order_relaxed);
         s.purged.fetch_add(1, std::memory_order_relaxed);
@@ -830,7 +841,7 @@ struct keyed_limiter::impl {
         hi = static_cast<u64>(before >> 64);
       }
     }
-    erase_at(t, find_slot(t, v));
+    (void)erase_at(t, find_slot(t, v));
     retire(s, r);
     s.size.fetch_sub(1, std::memory_order_relaxed);
     s.evicted.fetch_add(1, std::memory_order_relaxed);
