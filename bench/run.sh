@@ -6,6 +6,10 @@
 #   bench/run.sh                 sluice alone: decide_bench (+ callgrind IR lines)
 #   bench/run.sh --with-peers    then cpp-floor and go-xtime in the same invocation,
 #                                and one combined table with the x-CAS-floor ratio
+#   bench/run.sh --keyed         the keyed store instead (keyed_bench: 1M keys first
+#                                touch and steady state, its floor, threads, 10M purge);
+#                                with --with-peers, beside go-xtime, java-guava and
+#                                node-rlflex-memory (their keyed-1M rows)
 #   bench/run.sh --no-build      use the binaries already in build-bench/
 #   bench/run.sh --md            print the table as markdown
 #
@@ -32,11 +36,12 @@ peers=${PEERS_DIR:-/work/shared/peers}
 RUNS=${RUNS:-5}
 MIN_TIME=${MIN_TIME:-0.2}
 FILTER=${FILTER:-}
-with_peers=0 do_build=1 fmt=text
+with_peers=0 do_build=1 fmt=text keyed=0
 
 while [ $# -gt 0 ]; do
   case $1 in
     --with-peers) with_peers=1 ;;
+    --keyed) keyed=1 ;;
     --no-build) do_build=0 ;;
     --md) fmt=md ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -50,6 +55,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # ---- build -------------------------------------------------------------------
 bench_targets=(decide_bench decide_ir)
+[ "$keyed" = 1 ] && bench_targets=(keyed_bench)
 if [ "$do_build" = 1 ]; then
   say "configure + build (Release) in $build"
   mkdir -p "$build"
@@ -173,8 +179,18 @@ table() {  # table FILE [CAS_NS]
 }
 
 # ---- sluice ----------------------------------------------------------------------
-gbench "$build/bench/decide_bench"
-[ -z "${NO_CALLGRIND:-}" ] && ir_lines
+if [ "$keyed" = 1 ]; then
+  # keyed_bench prints its own RESULT lines (medians over RUNS repetitions).
+  say "running keyed_bench (RUNS=$RUNS)"
+  RUNS=$RUNS "$build/bench/keyed_bench" ${FILTER:+--benchmark_filter="$FILTER"} >"$out/keyed_bench.log" \
+    2>"$out/keyed_bench.err" || { cat "$out/keyed_bench.err" >&2; say "ERROR: keyed_bench failed"; exit 1; }
+  grep -E $'^RESULT\t' "$out/keyed_bench.log" | tee -a "$tsv"
+  peer_steps=go-xtime,java-guava,node-rlflex-memory
+else
+  gbench "$build/bench/decide_bench"
+  [ -z "${NO_CALLGRIND:-}" ] && ir_lines
+  peer_steps=cpp-floor,go-xtime
+fi
 
 # ---- peers -----------------------------------------------------------------------
 if [ "$with_peers" = 1 ]; then
@@ -184,8 +200,8 @@ if [ "$with_peers" = 1 ]; then
   work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-peers.XXXXXX")
   tar -C "$peers" --exclude=./node_modules --exclude='*/node_modules' --exclude=./results --exclude='*/build' -cf - . |
     tar -C "$work" -xf - && chmod -R u+w "$work"
-  say "peers: $peers/run-all.sh --no-setup --only cpp-floor,go-xtime (running from the copy $work)"
-  RUNS=$RUNS "$work/run-all.sh" --no-setup --only cpp-floor,go-xtime >"$out/peers.log" 2>"$out/peers.err"
+  say "peers: $peers/run-all.sh --no-setup --only $peer_steps (running from the copy $work)"
+  RUNS=$RUNS "$work/run-all.sh" --no-setup --only "$peer_steps" >"$out/peers.log" 2>"$out/peers.err"
   rc=$?
   sed 's/^/# /' "$out/peers.err" >&2
   peer_tsv=$(ls -1d "$work"/results/*/results.tsv 2>/dev/null | tail -n 1)
