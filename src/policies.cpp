@@ -194,4 +194,15 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   return d;
 }
 
+std::int64_t sliding_buckets::give_back(state& s, std::int64_t sub, std::int64_t units) const noexcept {
+  if (s.total_ == 0 || units < 1 || sub > s.newest_ ||
+      static_cast<detail::i128>(sub) <= static_cast<detail::i128>(s.newest_) - n_)
+    return 0;
+  std::int64_t& count = s.counts_[static_cast<std::size_t>(detail::floor_mod(sub, n_))];
+  const std::int64_t back = units < count ? units : count;
+  count -= back;
+  s.total_ -= back;
+  return back;
+}
+
 }  // namespace sluice

@@ -143,6 +143,7 @@ void after(receipt& r, const sliding_counter&, const sliding_counter::state& s) 
   ra::key(r) = s.window;
   ra::at(r) = s.last;
 }
+void after(receipt& r, const sliding_buckets&, const sliding_buckets::state& s) noexcept { ra::key(r) = s.newest(); }
 void after(receipt& r, const token_bucket& p, const token_bucket::state& s) noexcept {
   ra::after(r) = tat_of(p, s);
   ra::at(r) = s.last;
@@ -363,9 +364,10 @@ std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt
   return back < 0 ? 0 : back;
 }
 
-std::int64_t refund(const sliding_buckets&, sliding_buckets::state&, receipt&& rc, tick) noexcept {
+std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
-  return 0;
+  if (!matches(r, p)) return 0;
+  return p.give_back(s, ra::key(r), ra::cost(r));
 }
 
 std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& rc, tick /*now*/) noexcept {

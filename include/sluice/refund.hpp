@@ -15,10 +15,9 @@
 // - sliding log: the c units at t are removed from the log (exact).
 // - sliding window counter: c back from t's window while the counter still
 //   holds it (as `curr`, or as `prev` one window later).
-// - sliding window with buckets: nothing. Its sub-window counts are private
-//   to sliding_buckets::state, so a count cannot be lowered from outside;
-//   giving back exactly (the units, from their sub-window, while it is in
-//   the window) needs an accessor there.
+// - sliding window with buckets: c back from t's sub-window while the ring
+//   still holds it (within N sub-windows of the latest admit); exact, as
+//   for the sliding log.
 // - token bucket and GCRA (the same rule, on the tokens or the theoretical
 //   arrival time, so the two still decide alike): if this admit is still the
 //   latest one (no admit since), the tokens go back to what they were before

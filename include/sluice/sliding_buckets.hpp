@@ -22,7 +22,14 @@ class sliding_buckets {
   /// counts), so copyable but not trivially; fresh is `state{}`.
   class state {
    public:
+    /// Units in the ring: the N sub-windows ending with `newest()`.
     [[nodiscard]] std::int64_t total() const noexcept { return total_; }
+    /// The sub-window (floor(t / (W/N))) of the latest admit; meaningless
+    /// while `total()` is 0.
+    [[nodiscard]] std::int64_t newest() const noexcept { return newest_; }
+    /// The ring: slot `j mod N` holds the units of sub-window j, for the N
+    /// sub-windows ending with `newest()`. Empty until the first admit.
+    [[nodiscard]] const std::vector<std::int64_t>& counts() const noexcept { return counts_; }
     friend bool operator==(const state& a, const state& b) noexcept {
       return a.total_ == b.total_ && (a.total_ == 0 || (a.newest_ == b.newest_ && a.counts_ == b.counts_));
     }
@@ -43,6 +50,12 @@ class sliding_buckets {
 
   /// Decides one request of `cost` units at `now`.
   decision decide(state& s, tick now, std::int64_t cost) const noexcept;
+
+  /// Takes back up to `units` from sub-window `sub` while the ring still
+  /// holds it (newest − N < sub ≤ newest), as if they had never been
+  /// admitted; returns how many it took back (0 otherwise). What `refund`
+  /// does with a receipt of this policy.
+  std::int64_t give_back(state& s, std::int64_t sub, std::int64_t units) const noexcept;
 
  private:
   constexpr sliding_buckets(rate r, std::int64_t n) noexcept : r_(r), n_(n), width_(r.window / n) {}

@@ -14,28 +14,6 @@
 
 namespace sluice {
 
-// ---- reading sliding_buckets' ring ----
-// sliding_buckets::state has no accessor for its ring, and its header is not
-// ours to change; its counts are reached through the rule that access is not
-// checked on the names of an explicit instantiation ([temp.spec.general]).
-// Read-only. (A public `newest()` / `counts()` there would retire this.)
-namespace {
-template <typename Tag, typename Tag::type Member>
-struct expose {
-  friend typename Tag::type member_of(Tag) { return Member; }
-};
-struct counts_tag {
-  using type = std::vector<std::int64_t> sliding_buckets::state::*;
-  friend type member_of(counts_tag);
-};
-struct newest_tag {
-  using type = std::int64_t sliding_buckets::state::*;
-  friend type member_of(newest_tag);
-};
-template struct expose<counts_tag, &sliding_buckets::state::counts_>;
-template struct expose<newest_tag, &sliding_buckets::state::newest_>;
-}  // namespace
-
 namespace {
 
 using detail::i128;
@@ -174,8 +152,8 @@ struct state_encoder {
   }
   void operator()(const sliding_buckets& p, const sliding_buckets::state& s) {
     if (s.total() == 0) return w.u8(0);
-    const std::vector<std::int64_t>& counts = s.*member_of(counts_tag{});
-    const std::int64_t newest = s.*member_of(newest_tag{});
+    const std::vector<std::int64_t>& counts = s.counts();
+    const std::int64_t newest = s.newest();
     const std::int64_t n = p.buckets();
     const i128 width = p.limit().window / n;
     w.u8(1);

@@ -133,12 +133,26 @@ TEST(Refund, SlidingCounterFromCurrOrPrev) {
   EXPECT_EQ(next_allowed_at(p, s, 12, 3), 12);
 }
 
-TEST(Refund, SlidingBucketsGivesNothing) {
-  const auto p = test::ok(sliding_buckets::make(rate{2, 10}, 5));
+TEST(Refund, SlidingBucketsFromItsSubWindowWhileTheRingHoldsIt) {
+  // L = 3 per 10 ticks in 5 sub-windows of 2.
+  const auto p = test::ok(sliding_buckets::make(rate{3, 10}, 5));
   sliding_buckets::state s;
-  receipt r = take(p, s, 3, 1);
-  EXPECT_EQ(refund(p, s, std::move(r), 3), 0);
+  receipt r1 = take(p, s, 3, 2);  // sub-window 1
+  receipt r2 = take(p, s, 6, 1);  // sub-window 3: full
+  EXPECT_EQ(next_allowed_at(p, s, 6, 1), 12);
+  EXPECT_EQ(refund(p, s, std::move(r1), 7), 2);
   EXPECT_EQ(s.total(), 1);
+  EXPECT_EQ(s.counts()[1], 0);
+  EXPECT_EQ(next_allowed_at(p, s, 7, 2), 7);  // as if the 2 units at 3 had never been admitted
+  EXPECT_EQ(next_allowed_at(p, s, 7, 3), 16);
+  // A receipt whose sub-window has left the ring gives nothing back.
+  receipt r3 = take(p, s, 17, 1);  // sub-window 8: sub-window 3 (r2) is out of 4 … 8
+  EXPECT_EQ(s.newest(), 8);
+  EXPECT_EQ(refund(p, s, std::move(r2), 17), 0);
+  EXPECT_EQ(s.total(), 1);
+  EXPECT_EQ(refund(p, s, std::move(r3), 17), 1);
+  EXPECT_EQ(s.total(), 0);
+  EXPECT_TRUE(s == sliding_buckets::state{});
 }
 
 TEST(Refund, TokenBucketLatestAdmitGoesBackExactly) {
@@ -257,12 +271,13 @@ TEST(Refund, AllOfEveryPartAndTheFewestUnitsReported) {
   EXPECT_EQ(refund(p, s, std::move(r), 2), 2);
   EXPECT_EQ(next_allowed_at(p, s, 2, 2), 2);
   EXPECT_EQ(std::get<quota::state>(s.parts[1]).used, 0);
-  // With a part that cannot give back, the others still do.
-  const auto p2 = test::ok(all_of::make({q, sb}));
+  // With a part that has nothing to give back, the others still do.
+  const auto p2 = test::ok(all_of::make({q, sb, any_policy{always_allow{}}}));
   auto s2 = std::get<all_of_state>(fresh_state(any_policy{p2}));
   receipt r2 = take(p2, s2, 1, 2);
   EXPECT_EQ(refund(p2, s2, std::move(r2), 1), 0);
   EXPECT_EQ(std::get<quota::state>(s2.parts[0]).used, 0);
+  EXPECT_EQ(std::get<sliding_buckets::state>(s2.parts[1]).total(), 0);
 }
 
 TEST(Refund, AnyOfThePartThatConsumed) {
