@@ -32,8 +32,19 @@ class sliding_counter {
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
 
  private:
-  constexpr explicit sliding_counter(rate r) noexcept : r_(r) {}
+  constexpr explicit sliding_counter(rate r) noexcept
+      : r_(r),
+        per_window_(r.window),
+        q0_((std::uint64_t{1} << 63) / static_cast<std::uint64_t>(r.window)),
+        r0_((std::uint64_t{1} << 63) % static_cast<std::uint64_t>(r.window)),
+        narrow_(r.limit >= 1 && static_cast<detail::i128>(r.limit) * r.window <= (detail::i128{1} << 61)) {}
+  friend constexpr decision decide(const sliding_counter& p, state& s, tick now, std::int64_t cost) noexcept;
+
   rate r_;
+  detail::divisor per_window_;  // W
+  std::uint64_t q0_;            // floor(2^63 / W) and 2^63 mod W: floor(t / W) from t + 2^63
+  std::uint64_t r0_;
+  bool narrow_;  // L >= 1 and L·W <= 2^61: decide() can work in 64 bits
 };
 
 namespace detail {
@@ -46,10 +57,10 @@ constexpr i128 counter_offset(i128 prev, i128 room, i128 w, i128 from) noexcept 
   if (o < from) o = from;
   return o;
 }
-}  // namespace detail
 
-/// Decides one request of `cost` units at `now`.
-constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept {
+/// decide() for any policy and any state, in 128-bit arithmetic.
+constexpr decision decide_wide(const sliding_counter& p, sliding_counter::state& s, tick now,
+                               std::int64_t cost) noexcept {
   using detail::i128;
   const rate r = p.limit();
   const i128 w = r.window;
@@ -95,6 +106,82 @@ constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, t
     if (next < w) at = (k + 1) * w + next;
   }
   d.retry_after = detail::until(at, now);
+  return d;
+}
+
+/// counter_offset in 64 bits, for 0 ≤ prev ≤ L, room ≤ L and L·W ≤ 2^61.
+constexpr std::uint64_t counter_offset64(std::int64_t prev, std::int64_t room, std::uint64_t w,
+                                         std::uint64_t from) noexcept {
+  if (room < 0) return w;
+  if (prev == 0) return from;
+  const std::uint64_t q = static_cast<std::uint64_t>(room) * w / static_cast<std::uint64_t>(prev);
+  return q >= w || w - q < from ? from : w - q;
+}
+}  // namespace detail
+
+/// Decides one request of `cost` units at `now`.
+constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept {
+  // The common case in 64 bits: L·W ≤ 2^61, a cost the limit allows, and a
+  // state decide() can reach (counts in [0, L], an estimate within L·W).
+  // The window and offset of e come from e + 2^63 (unsigned) by one
+  // reciprocal division; every instant is e plus an offset below 2W.
+  // Anything else, and every decision's reference, is decide_wide().
+  const rate r = p.limit();
+  const std::int64_t l = r.limit;
+  if (!p.narrow_ || cost < 1 || cost > l) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const tick e = detail::max64(now, s.last);
+  const auto w = static_cast<std::uint64_t>(r.window);
+  const std::uint64_t u = static_cast<std::uint64_t>(e) ^ (std::uint64_t{1} << 63);  // e + 2^63
+  std::int64_t k;
+  std::uint64_t off;
+  if (u >= p.r0_) {
+    const std::uint64_t q = p.per_window_.div(u - p.r0_);
+    k = static_cast<std::int64_t>(q - p.q0_);
+    off = u - p.r0_ - q * w;
+  } else {  // e is within W of INT64_MIN: window −1 − floor(2^63 / W)
+    k = static_cast<std::int64_t>(~p.q0_);
+    off = u + w - p.r0_;
+  }
+  std::int64_t prev = 0;
+  std::int64_t curr = 0;
+  if (k == s.window) {
+    prev = s.prev;
+    curr = s.curr;
+  } else if (k != detail::i64_min && k - 1 == s.window) {
+    prev = s.curr;
+  }
+  if (prev < 0 || prev > l || curr < 0 || curr > l) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const std::uint64_t lw = static_cast<std::uint64_t>(l) * w;
+  const std::uint64_t used = static_cast<std::uint64_t>(prev) * (w - off) + static_cast<std::uint64_t>(curr) * w;
+  if (used > lw) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  decision d;
+  const std::uint64_t after = used + static_cast<std::uint64_t>(cost) * w;
+  if (after <= lw) {
+    s.window = k;
+    s.prev = prev;
+    s.curr = curr + cost;
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>(p.per_window_.div(lw - after));
+    d.reset_after = detail::until_after(e, 2 * w - off, now);  // the end of window k + 1
+    return d;
+  }
+  d.remaining = static_cast<std::int64_t>(p.per_window_.div(lw - used));
+  d.reset_after = curr > 0   ? detail::until_after(e, 2 * w - off, now)
+                  : prev > 0 ? detail::until_after(e, w - off, now)
+                             : 0;
+  // The earliest instant the estimate leaves room for `cost`: later in this
+  // window, in the next (prev = curr), or at the start of the one after.
+  std::uint64_t at = 2 * w - off;  // from e
+  if (const std::uint64_t here = detail::counter_offset64(prev, l - curr - cost, w, off); here < w) {
+    at = here - off;
+  } else if (const std::uint64_t next = detail::counter_offset64(curr, l - cost, w, 0); next < w) {
+    at = w - off + next;
+  }
+  d.retry_after = detail::until_after(e, at, now);
   return d;
 }
 
