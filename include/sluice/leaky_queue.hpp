@@ -38,14 +38,24 @@ class leaky_queue {
   }
 
  private:
-  constexpr leaky_queue(rate r, std::int64_t queue) noexcept : r_(r), queue_(queue) {}
+  constexpr leaky_queue(rate r, std::int64_t queue) noexcept
+      : r_(r),
+        queue_(queue),
+        per_window_(r.window),
+        per_limit_(r.limit > 0 ? r.limit : 1),
+        narrow_(r.limit > 0 && (static_cast<detail::i128>(queue) + 1) * r.window <= (detail::i128{1} << 62)) {}
+  friend constexpr decision decide(const leaky_queue& p, state& s, tick now, std::int64_t cost) noexcept;
+
   rate r_;
   std::int64_t queue_;
+  detail::divisor per_window_;  // W
+  detail::divisor per_limit_;   // L (1 when L = 0, unused then)
+  bool narrow_;                 // L >= 1 and (Q + 1)·W <= 2^62: decide() can work in 64 bits
 };
 
-/// Decides one request: admits iff in_queue + cost ≤ Q, then
-/// R = max(now·L, R + W) + (cost − 1)·W.
-constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
+namespace detail {
+/// decide() for any policy and any state, in 128-bit arithmetic.
+constexpr decision decide_wide(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
   using detail::i128;
   const rate r = p.limit();
   const tick e = detail::max64(now, s.last);
@@ -76,6 +86,46 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
   }
   const i128 room = static_cast<i128>(p.queue() - cost) * r.window;
   d.retry_after = detail::until(detail::floor_div(s.release - room, r.limit) + 1, now);
+  return d;
+}
+}  // namespace detail
+
+/// Decides one request: admits iff in_queue + cost ≤ Q, then
+/// R = max(now·L, R + W) + (cost − 1)·W.
+constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
+  // The common case in 64 bits, as for GCRA: a policy with (Q + 1)·W ≤
+  // 2^62, a cost the queue can hold, and a last release at most Q·W ahead
+  // of e·L. Every quantity is then an offset a = R − e·L from e·L (a queue
+  // drained for a unit's time or more, or fresh, counts as a = −W), and
+  // every instant is e plus ceil or floor of an offset over L. Anything
+  // else is decide_wide().
+  const rate r = p.limit();
+  const tick e = detail::max64(now, s.last);
+  const detail::i128 el = static_cast<detail::i128>(e) * r.limit;
+  const detail::i128 ahead = s.release - el;
+  if (!p.narrow_ || cost < 1 || cost > p.queue_ || ahead > static_cast<detail::i128>(p.queue_) * r.window) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const auto w = static_cast<std::uint64_t>(r.window);
+  const auto q = static_cast<std::uint64_t>(p.queue_);
+  // R + W − e·L, when the next unit would leave after e: in (0, (Q + 1)·W].
+  const std::uint64_t aw =
+      ahead <= -r.window ? 0 : static_cast<std::uint64_t>(static_cast<std::int64_t>(ahead) + r.window);
+  const std::uint64_t held = aw < w ? 0 : p.per_window_.div(aw - w) + 1;  // floor(a / W) + 1 for a ≥ 0
+  decision d;
+  if (held + static_cast<std::uint64_t>(cost) <= q) {
+    const std::uint64_t after = aw + static_cast<std::uint64_t>(cost - 1) * w;  // R' − e·L
+    s.release = el + static_cast<detail::i128>(after);
+    s.last = e;
+    d.allowed = true;
+    d.remaining = static_cast<std::int64_t>(q - (p.per_window_.div(after) + 1));
+    d.reset_after = detail::until_after(e, p.per_limit_.ceil(after + w), now);  // ceil((R' + W) / L) − now
+    d.release_after = detail::until_after(e, after == 0 ? 0 : p.per_limit_.ceil(after), now);  // ceil(R' / L) − now
+    return d;
+  }
+  d.remaining = held >= q ? 0 : static_cast<std::int64_t>(q - held);      // a = Q·W holds Q + 1
+  d.reset_after = detail::until_after(e, p.per_limit_.ceil(aw), now);     // ceil((R + W) / L) − now
+  const std::uint64_t room = (q - static_cast<std::uint64_t>(cost)) * w;  // a − room ≥ 0: the queue is too full
+  d.retry_after = detail::until_after(e, p.per_limit_.div(aw - w - room) + 1, now);
   return d;
 }
 

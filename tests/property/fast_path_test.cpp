@@ -1,10 +1,10 @@
-// The 64-bit fast paths of GCRA and the sliding window counter decide bit
-// for bit as their 128-bit references (detail::decide_wide), field for field
-// and state for state: on the models' random configs and traces (extremes,
-// clocks that step back, bad costs), on configs drawn near the fast paths'
-// bounds (L·W around 2^61, S·W around 2^63), and from states no trace
-// reaches (counts out of range, a `tat` far ahead), where the fast path must
-// hand over to the reference.
+// The 64-bit fast paths of GCRA, the sliding window counter and the leaky
+// queue decide bit for bit as their 128-bit references (detail::decide_wide),
+// field for field and state for state: on the models' random configs and
+// traces (extremes, clocks that step back, bad costs), on configs drawn near
+// the fast paths' bounds (L·W around 2^61, S·W around 2^63, (Q + 1)·W around
+// 2^62), and from states no trace reaches (counts out of range, a `tat` or
+// a release far ahead), where the fast path must hand over to the reference.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 
 #include "property/models.hpp"
 #include "sluice/gcra.hpp"
+#include "sluice/leaky_queue.hpp"
 #include "sluice/sliding_counter.hpp"
 
 namespace sluice {
@@ -32,18 +33,19 @@ config near_bound(algorithm a, rng_t& g) {
   c.algo = a;
   const int roll = static_cast<int>(g() % 4);
   c.r.limit = roll == 0 ? uniform(g, 1, 3) : uniform(g, 1, 1000);
-  const std::int64_t bound_bits = a == algorithm::gcra ? 63 : 61;
+  const std::int64_t bound_bits = a == algorithm::gcra ? 63 : a == algorithm::leaky_queue ? 62 : 61;
   if (roll == 3) {
     c.r.window = uniform(g, 1, 1'000'000);
   } else {
     // W about 2^bound / (L or S), give or take a little.
-    const std::int64_t per = a == algorithm::gcra ? (c.extra = uniform(g, 1, 1000)) : c.r.limit;
+    const bool by_extra = a == algorithm::gcra || a == algorithm::leaky_queue;
+    const std::int64_t per = by_extra ? (c.extra = uniform(g, 1, 1000)) : c.r.limit;
     const detail::i128 target = (detail::i128{1} << bound_bits) / per;
     const std::int64_t w =
         static_cast<std::int64_t>(target > (detail::i128{1} << 62) ? (detail::i128{1} << 62) : target);
     c.r.window = std::clamp<std::int64_t>(w + uniform(g, -2, 2), 1, std::int64_t{1} << 62);
   }
-  if (a == algorithm::gcra && roll == 3) c.extra = uniform(g, 1, 1000);
+  if (a != algorithm::sliding_counter && roll == 3) c.extra = uniform(g, 1, 1000);
   return c;
 }
 
@@ -97,12 +99,31 @@ testing::AssertionResult gcra_agrees(std::uint64_t seed) {
   return same_path(*p, s, c, trace, seed);
 }
 
+testing::AssertionResult queue_agrees(std::uint64_t seed) {
+  rng_t g(seed * 0x94D049BB133111EBULL + 7);
+  const config c = seed % 2 == 0 ? random_config(algorithm::leaky_queue, g) : near_bound(algorithm::leaky_queue, g);
+  const auto p = leaky_queue::make(c.r, c.extra);
+  if (!p) return testing::AssertionSuccess();
+  const auto trace = random_trace(c, g, 60, /*back=*/true);
+  leaky_queue::state s;
+  if (seed % 5 == 0) {  // a release anywhere around the first request, even past the queue's end
+    s.last = trace[0].now;
+    s.release = static_cast<detail::i128>(trace[0].now) * c.r.limit +
+                static_cast<detail::i128>(uniform(g, -3, 3)) * c.extra * c.r.window / 2 + uniform(g, -2, 2);
+  }
+  return same_path(*p, s, c, trace, seed);
+}
+
 TEST(FastPath, SlidingCounterDecidesAsItsReference) {
   for (std::uint64_t seed = 1; seed <= 20000; ++seed) ASSERT_TRUE(counter_agrees(seed));
 }
 
 TEST(FastPath, GcraDecidesAsItsReference) {
   for (std::uint64_t seed = 1; seed <= 20000; ++seed) ASSERT_TRUE(gcra_agrees(seed));
+}
+
+TEST(FastPath, LeakyQueueDecidesAsItsReference) {
+  for (std::uint64_t seed = 1; seed <= 20000; ++seed) ASSERT_TRUE(queue_agrees(seed));
 }
 
 }  // namespace
