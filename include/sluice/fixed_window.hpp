@@ -40,14 +40,26 @@ class fixed_window {
   [[nodiscard]] constexpr detail::i128 start_of(detail::i128 k) const noexcept { return k * r_.window + origin_; }
 
  private:
-  constexpr fixed_window(rate r, tick origin) noexcept : r_(r), origin_(origin) {}
+  constexpr fixed_window(rate r, tick origin) noexcept
+      : r_(r),
+        origin_(origin),
+        per_window_(r.window),
+        q0_(static_cast<std::uint64_t>(((detail::u128{1} << 63) + static_cast<std::uint64_t>(origin)) /
+                                       static_cast<std::uint64_t>(r.window))),
+        r0_(static_cast<std::uint64_t>(((detail::u128{1} << 63) + static_cast<std::uint64_t>(origin)) %
+                                       static_cast<std::uint64_t>(r.window))) {}
+  friend constexpr decision decide(const fixed_window& p, state& s, tick now, std::int64_t cost) noexcept;
+
   rate r_;
-  tick origin_;  // normalised to [0, W): the same windows, and k fits in int64
+  tick origin_;                 // normalised to [0, W): the same windows, and k fits in int64
+  detail::divisor per_window_;  // W
+  std::uint64_t q0_;            // floor((2^63 + origin) / W) and (2^63 + origin) mod W:
+  std::uint64_t r0_;            // k from now + 2^63 by one unsigned division
 };
 
-/// Decides one request of `cost` units at `now`; admits iff the window's
-/// count plus `cost` stays within L. Pure except for `s` on admit.
-constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
+namespace detail {
+/// decide() for any state, in 128-bit arithmetic.
+constexpr decision decide_wide(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
   const std::int64_t limit = p.limit().limit;
   std::int64_t k = p.window_of(now);
   if (s.count > 0 && k < s.window) k = s.window;  // a clock that steps back is read as the latest admit
@@ -71,6 +83,47 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
   d.remaining = detail::max64(0, limit - count);
   d.retry_after = detail::until(next, now);
   d.reset_after = d.retry_after;
+  return d;
+}
+}  // namespace detail
+
+/// Decides one request of `cost` units at `now`; admits iff the window's
+/// count plus `cost` stays within L. Pure except for `s` on admit.
+constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
+  // The common case without a 128-bit division: now's window k and offset
+  // come from now + 2^63 by one reciprocal division, and the next window
+  // starts W − offset after now. A clock that stepped back behind the
+  // latest admit's window, and a cost out of range, go to decide_wide().
+  const std::int64_t limit = p.r_.limit;
+  const auto w = static_cast<std::uint64_t>(p.r_.window);
+  const std::uint64_t u = static_cast<std::uint64_t>(now) ^ (std::uint64_t{1} << 63);  // now + 2^63
+  std::int64_t k;
+  std::uint64_t off;
+  if (u >= p.r0_) {
+    const std::uint64_t q = p.per_window_.div(u - p.r0_);
+    k = static_cast<std::int64_t>(q - p.q0_);
+    off = u - p.r0_ - q * w;
+  } else {  // now − origin is within W of INT64_MIN
+    k = static_cast<std::int64_t>(~p.q0_);
+    off = u + w - p.r0_;
+  }
+  if (cost < 1 || cost > limit || (s.count > 0 && k < s.window)) [[unlikely]]
+    return detail::decide_wide(p, s, now, cost);
+  const std::int64_t count = (s.count > 0 && k == s.window) ? s.count : 0;
+  const std::int64_t next =
+      detail::until_after(now, w - off, now);  // until the next window (never past the end of time)
+  decision d;
+  if (cost <= limit - count) {  // not count + cost: both may be 2^62
+    s.window = k;
+    s.count = count + cost;
+    d.allowed = true;
+    d.remaining = limit - s.count;
+    d.reset_after = next;
+    return d;
+  }
+  d.remaining = detail::max64(0, limit - count);
+  d.retry_after = next;
+  d.reset_after = next;
   return d;
 }
 

@@ -1,5 +1,5 @@
-// The 64-bit fast paths of GCRA, the sliding window counter and the leaky
-// queue decide bit for bit as their 128-bit references (detail::decide_wide),
+// The 64-bit fast paths of GCRA, the sliding window counter, the leaky
+// queue and the fixed window decide bit for bit as their 128-bit references (detail::decide_wide),
 // field for field and state for state: on the models' random configs and
 // traces (extremes, clocks that step back, bad costs), on configs drawn near
 // the fast paths' bounds (L·W around 2^61, S·W around 2^63, (Q + 1)·W around
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "property/models.hpp"
+#include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
 #include "sluice/leaky_queue.hpp"
 #include "sluice/sliding_counter.hpp"
@@ -112,6 +113,24 @@ testing::AssertionResult queue_agrees(std::uint64_t seed) {
                 static_cast<detail::i128>(uniform(g, -3, 3)) * c.extra * c.r.window / 2 + uniform(g, -2, 2);
   }
   return same_path(*p, s, c, trace, seed);
+}
+
+testing::AssertionResult window_agrees(std::uint64_t seed) {
+  rng_t g(seed * 0xD6E8FEB86659FD93ULL + 9);
+  const config c = random_config(algorithm::fixed_window, g);
+  const auto p = fixed_window::make(c.r, c.origin);
+  if (!p) return testing::AssertionSuccess();
+  const auto trace = random_trace(c, g, 60, /*back=*/true);
+  fixed_window::state s;
+  if (seed % 5 == 0) {  // a count out of range in a window near the first request's
+    s.window = p->window_of(trace[0].now) + uniform(g, -1, 1);
+    s.count = uniform(g, 0, c.r.limit < detail::i64_max ? c.r.limit + 1 : c.r.limit);
+  }
+  return same_path(*p, s, c, trace, seed);
+}
+
+TEST(FastPath, FixedWindowDecidesAsItsReference) {
+  for (std::uint64_t seed = 1; seed <= 20000; ++seed) ASSERT_TRUE(window_agrees(seed));
 }
 
 TEST(FastPath, SlidingCounterDecidesAsItsReference) {
