@@ -51,6 +51,11 @@ class sliding_buckets {
   /// Decides one request of `cost` units at `now`.
   decision decide(state& s, tick now, std::int64_t cost) const noexcept;
 
+  /// The same decision computed the plain way, in 128-bit arithmetic with a
+  /// division for every sub-window it visits: the reference the tests hold
+  /// `decide` to.
+  decision decide_wide(state& s, tick now, std::int64_t cost) const noexcept;
+
   /// Takes back up to `units` from sub-window `sub` while the ring still
   /// holds it (newest − N < sub ≤ newest), as if they had never been
   /// admitted; returns how many it took back (0 otherwise). What `refund`
@@ -58,14 +63,29 @@ class sliding_buckets {
   std::int64_t give_back(state& s, std::int64_t sub, std::int64_t units) const noexcept;
 
  private:
-  constexpr sliding_buckets(rate r, std::int64_t n) noexcept : r_(r), n_(n), width_(r.window / n) {}
+  constexpr sliding_buckets(rate r, std::int64_t n) noexcept
+      : r_(r),
+        n_(n),
+        width_(r.window / n),
+        per_width_(r.window / n),
+        q0_((std::uint64_t{1} << 63) / static_cast<std::uint64_t>(r.window / n)),
+        r0_((std::uint64_t{1} << 63) % static_cast<std::uint64_t>(r.window / n)) {}
   rate r_;
   std::int64_t n_;
   tick width_;
+  detail::divisor per_width_;  // W/N
+  std::uint64_t q0_;           // floor(2^63 / (W/N)) and 2^63 mod (W/N): the sub-window
+  std::uint64_t r0_;           // of t from t + 2^63 by one unsigned division
 };
 
 inline decision decide(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
   return p.decide(s, now, cost);
 }
+
+namespace detail {
+inline decision decide_wide(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
+  return p.decide_wide(s, now, cost);
+}
+}  // namespace detail
 
 }  // namespace sluice

@@ -1,5 +1,6 @@
 // The 64-bit fast paths of GCRA, the sliding window counter, the leaky
-// queue and the fixed window decide bit for bit as their 128-bit references (detail::decide_wide),
+// queue, the fixed window and the sliding window with buckets decide bit
+// for bit as their 128-bit references (detail::decide_wide),
 // field for field and state for state: on the models' random configs and
 // traces (extremes, clocks that step back, bad costs), on configs drawn near
 // the fast paths' bounds (L·W around 2^61, S·W around 2^63, (Q + 1)·W around
@@ -15,6 +16,7 @@
 #include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
 #include "sluice/leaky_queue.hpp"
+#include "sluice/sliding_buckets.hpp"
 #include "sluice/sliding_counter.hpp"
 
 namespace sluice {
@@ -127,6 +129,18 @@ testing::AssertionResult window_agrees(std::uint64_t seed) {
     s.count = uniform(g, 0, c.r.limit < detail::i64_max ? c.r.limit + 1 : c.r.limit);
   }
   return same_path(*p, s, c, trace, seed);
+}
+
+testing::AssertionResult buckets_agree(std::uint64_t seed) {
+  rng_t g(seed * 0xA0761D6478BD642FULL + 11);
+  const config c = random_config(algorithm::sliding_buckets, g);
+  const auto p = sliding_buckets::make(c.r, c.extra);
+  if (!p) return testing::AssertionSuccess();
+  return same_path(*p, sliding_buckets::state{}, c, random_trace(c, g, 60, /*back=*/true), seed);
+}
+
+TEST(FastPath, SlidingBucketsDecidesAsItsReference) {
+  for (std::uint64_t seed = 1; seed <= 5000; ++seed) ASSERT_TRUE(buckets_agree(seed));  // rings up to 65536
 }
 
 TEST(FastPath, FixedWindowDecidesAsItsReference) {
