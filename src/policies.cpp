@@ -153,9 +153,7 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   // 2^63 by one reciprocal division, one remainder for the slot of the
   // newest sub-window, and the ring walked slot by slot from there.
   using detail::i128;
-  const std::uint64_t u = static_cast<std::uint64_t>(now) ^ (std::uint64_t{1} << 63);  // now + 2^63
-  std::int64_t j =
-      u >= r0_ ? static_cast<std::int64_t>(per_width_.div(u - r0_) - q0_) : static_cast<std::int64_t>(~q0_);
+  std::int64_t j = split_(now).k;
   if (s.total_ > 0 && j < s.newest_) j = s.newest_;  // a clock that steps back is read as the latest admit
   const auto n = static_cast<std::size_t>(n_);
   const auto slot_of = [&](std::int64_t sub) {

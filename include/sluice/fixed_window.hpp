@@ -40,21 +40,12 @@ class fixed_window {
   [[nodiscard]] constexpr detail::i128 start_of(detail::i128 k) const noexcept { return k * r_.window + origin_; }
 
  private:
-  constexpr fixed_window(rate r, tick origin) noexcept
-      : r_(r),
-        origin_(origin),
-        per_window_(r.window),
-        q0_(static_cast<std::uint64_t>(((detail::u128{1} << 63) + static_cast<std::uint64_t>(origin)) /
-                                       static_cast<std::uint64_t>(r.window))),
-        r0_(static_cast<std::uint64_t>(((detail::u128{1} << 63) + static_cast<std::uint64_t>(origin)) %
-                                       static_cast<std::uint64_t>(r.window))) {}
+  constexpr fixed_window(rate r, tick origin) noexcept : r_(r), origin_(origin), split_(r.window, origin) {}
   friend constexpr decision decide(const fixed_window& p, state& s, tick now, std::int64_t cost) noexcept;
 
   rate r_;
   tick origin_;                 // normalised to [0, W): the same windows, and k fits in int64
-  detail::divisor per_window_;  // W
-  std::uint64_t q0_;            // floor((2^63 + origin) / W) and (2^63 + origin) mod W:
-  std::uint64_t r0_;            // k from now + 2^63 by one unsigned division
+  detail::window_split split_;  // now's window without a 128-bit division
 };
 
 namespace detail {
@@ -96,17 +87,7 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
   // latest admit's window, and a cost out of range, go to decide_wide().
   const std::int64_t limit = p.r_.limit;
   const auto w = static_cast<std::uint64_t>(p.r_.window);
-  const std::uint64_t u = static_cast<std::uint64_t>(now) ^ (std::uint64_t{1} << 63);  // now + 2^63
-  std::int64_t k;
-  std::uint64_t off;
-  if (u >= p.r0_) {
-    const std::uint64_t q = p.per_window_.div(u - p.r0_);
-    k = static_cast<std::int64_t>(q - p.q0_);
-    off = u - p.r0_ - q * w;
-  } else {  // now − origin is within W of INT64_MIN
-    k = static_cast<std::int64_t>(~p.q0_);
-    off = u + w - p.r0_;
-  }
+  const auto [k, off] = p.split_(now);
   if (cost < 1 || cost > limit || (s.count > 0 && k < s.window)) [[unlikely]]
     return detail::decide_wide(p, s, now, cost);
   const std::int64_t count = (s.count > 0 && k == s.window) ? s.count : 0;

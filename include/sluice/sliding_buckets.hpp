@@ -64,18 +64,11 @@ class sliding_buckets {
 
  private:
   constexpr sliding_buckets(rate r, std::int64_t n) noexcept
-      : r_(r),
-        n_(n),
-        width_(r.window / n),
-        per_width_(r.window / n),
-        q0_((std::uint64_t{1} << 63) / static_cast<std::uint64_t>(r.window / n)),
-        r0_((std::uint64_t{1} << 63) % static_cast<std::uint64_t>(r.window / n)) {}
+      : r_(r), n_(n), width_(r.window / n), split_(r.window / n) {}
   rate r_;
   std::int64_t n_;
   tick width_;
-  detail::divisor per_width_;  // W/N
-  std::uint64_t q0_;           // floor(2^63 / (W/N)) and 2^63 mod (W/N): the sub-window
-  std::uint64_t r0_;           // of t from t + 2^63 by one unsigned division
+  detail::window_split split_;  // sub-windows of W/N without a 128-bit division
 };
 
 inline decision decide(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {

@@ -35,16 +35,14 @@ class sliding_counter {
   constexpr explicit sliding_counter(rate r) noexcept
       : r_(r),
         per_window_(r.window),
-        q0_((std::uint64_t{1} << 63) / static_cast<std::uint64_t>(r.window)),
-        r0_((std::uint64_t{1} << 63) % static_cast<std::uint64_t>(r.window)),
+        split_(r.window),
         narrow_(r.limit >= 1 && static_cast<detail::i128>(r.limit) * r.window <= (detail::i128{1} << 61)) {}
   friend constexpr decision decide(const sliding_counter& p, state& s, tick now, std::int64_t cost) noexcept;
 
   rate r_;
   detail::divisor per_window_;  // W
-  std::uint64_t q0_;            // floor(2^63 / W) and 2^63 mod W: floor(t / W) from t + 2^63
-  std::uint64_t r0_;
-  bool narrow_;  // L >= 1 and L·W <= 2^61: decide() can work in 64 bits
+  detail::window_split split_;  // e's window without a 128-bit division
+  bool narrow_;                 // L >= 1 and L·W <= 2^61: decide() can work in 64 bits
 };
 
 namespace detail {
@@ -132,17 +130,7 @@ constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, t
     return detail::decide_wide(p, s, now, cost);
   const tick e = detail::max64(now, s.last);
   const auto w = static_cast<std::uint64_t>(r.window);
-  const std::uint64_t u = static_cast<std::uint64_t>(e) ^ (std::uint64_t{1} << 63);  // e + 2^63
-  std::int64_t k;
-  std::uint64_t off;
-  if (u >= p.r0_) {
-    const std::uint64_t q = p.per_window_.div(u - p.r0_);
-    k = static_cast<std::int64_t>(q - p.q0_);
-    off = u - p.r0_ - q * w;
-  } else {  // e is within W of INT64_MIN: window −1 − floor(2^63 / W)
-    k = static_cast<std::int64_t>(~p.q0_);
-    off = u + w - p.r0_;
-  }
+  const auto [k, off] = p.split_(e);
   std::int64_t prev = 0;
   std::int64_t curr = 0;
   if (k == s.window) {

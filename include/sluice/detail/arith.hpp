@@ -93,6 +93,38 @@ class divisor {
   int sh2_ = 0;
 };
 
+/// Splits instants into windows of W ticks starting at origin + kW (0 ≤
+/// origin < W ≤ 2^62) without a 128-bit division: t + 2^63 is unsigned, so
+/// floor((t − origin) / W) = floor((t + 2^63 − r0) / W) − q0 with
+/// 2^63 + origin = q0·W + r0, one reciprocal division. Immutable.
+class window_split {
+ public:
+  constexpr window_split() noexcept = default;
+  constexpr explicit window_split(std::int64_t w, std::int64_t origin = 0) noexcept
+      : per_(w),
+        w_(static_cast<std::uint64_t>(w)),
+        q0_(static_cast<std::uint64_t>(((u128{1} << 63) + static_cast<std::uint64_t>(origin)) / w_)),
+        r0_(static_cast<std::uint64_t>(((u128{1} << 63) + static_cast<std::uint64_t>(origin)) % w_)) {}
+
+  /// The window of an instant and the offset in it.
+  struct at {
+    std::int64_t k;        ///< floor((t − origin) / W)
+    std::uint64_t offset;  ///< t − origin − kW, in [0, W)
+  };
+  [[nodiscard]] constexpr at operator()(std::int64_t t) const noexcept {
+    const std::uint64_t u = static_cast<std::uint64_t>(t) ^ (std::uint64_t{1} << 63);  // t + 2^63
+    if (u < r0_) return {static_cast<std::int64_t>(~q0_), u + w_ - r0_};               // within W of INT64_MIN
+    const std::uint64_t q = per_.div(u - r0_);
+    return {static_cast<std::int64_t>(q - q0_), u - r0_ - q * w_};
+  }
+
+ private:
+  divisor per_;
+  std::uint64_t w_ = 1;
+  std::uint64_t q0_ = std::uint64_t{1} << 63;
+  std::uint64_t r0_ = 0;
+};
+
 /// until(e + c, now) in 64-bit arithmetic, the same value, for c <= INT64_MAX.
 constexpr std::int64_t until_after(std::int64_t e, std::uint64_t c, std::int64_t now) noexcept {
   std::int64_t at;
