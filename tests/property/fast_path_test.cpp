@@ -79,10 +79,10 @@ testing::AssertionResult counter_agrees(std::uint64_t seed) {
   sliding_counter::state s;
   if (seed % 5 == 0) {  // a state no trace reaches: counts out of range, a window near the first request's
     const std::int64_t l = c.r.limit;
-    s.window = static_cast<std::int64_t>(detail::floor_div(trace[0].now, c.r.window)) - uniform(g, 0, 2);
+    s.window = saturating_add(static_cast<tick>(detail::floor_div(trace[0].now, c.r.window)), -uniform(g, 0, 2));
     s.prev = uniform(g, -1, l < detail::i64_max ? l + 1 : l);
     s.curr = uniform(g, -1, l < detail::i64_max ? l + 1 : l);
-    s.last = trace[0].now - uniform(g, 0, 3);
+    s.last = saturating_add(trace[0].now, -uniform(g, 0, 3));
   }
   return same_path(*p, s, c, trace, seed);
 }
@@ -125,7 +125,7 @@ testing::AssertionResult window_agrees(std::uint64_t seed) {
   const auto trace = random_trace(c, g, 60, /*back=*/true);
   fixed_window::state s;
   if (seed % 5 == 0) {  // a count out of range in a window near the first request's
-    s.window = p->window_of(trace[0].now) + uniform(g, -1, 1);
+    s.window = saturating_add(p->window_of(trace[0].now), uniform(g, -1, 1));
     s.count = uniform(g, 0, c.r.limit < detail::i64_max ? c.r.limit + 1 : c.r.limit);
   }
   return same_path(*p, s, c, trace, seed);
