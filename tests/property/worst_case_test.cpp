@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "property/exhaustive_any.hpp"
 #include "sluice/analysis.hpp"
 #include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
@@ -21,56 +22,13 @@ namespace {
 
 constexpr int max_window2 = 8;  // W′ from 1 to 8 ticks
 
-/// Exhaustive search: every trace with requests at grid points 0, g, …,
-/// (horizon − 1)·g, any number of requests at each point. A denial changes
-/// no state and every later request at the same instant is denied too, so
-/// "k requests at a point" only matters up to the first refusal: the search
-/// branches on k = 0, 1, … until the real limiter refuses. At every point it
-/// scores, for every W′, the window of W′ ticks that ends there.
+/// The most any trace on the grid 0, g, …, (horizon − 1)·g gets admitted in
+/// W′ ticks, for W′ = 1 … max_window2 (index W′): exhaustive_any.hpp's search.
 template <typename Policy>
-class exhaustive {
- public:
-  exhaustive(const Policy& p, tick g, int horizon) : p_(p), g_(g), admitted_(static_cast<std::size_t>(horizon), 0) {
-    for (int v = 1; v <= max_window2; ++v) points_[static_cast<std::size_t>(v)] = (v - 1) / g + 1;
-  }
-
-  /// The most admitted in W′ ticks, for W′ = 1 … max_window2 (index W′).
-  std::array<std::int64_t, max_window2 + 1> run() {
-    best_.fill(0);
-    dfs(0, typename Policy::state{});
-    return best_;
-  }
-
-  std::int64_t nodes() const { return nodes_; }
-
- private:
-  void dfs(std::size_t i, typename Policy::state st) {
-    if (i == admitted_.size()) return;
-    const tick now = static_cast<tick>(i) * g_;
-    for (std::int64_t k = 0;; ++k) {
-      ++nodes_;
-      admitted_[i] = k;
-      for (int v = 1; v <= max_window2; ++v) {
-        const std::int64_t pts = points_[static_cast<std::size_t>(v)];
-        std::int64_t sum = 0;
-        for (std::int64_t back = 0; back < pts && back <= static_cast<std::int64_t>(i); ++back)
-          sum += admitted_[i - static_cast<std::size_t>(back)];
-        auto& b = best_[static_cast<std::size_t>(v)];
-        b = std::max(b, sum);
-      }
-      dfs(i + 1, st);
-      if (!decide(p_, st, now, 1).allowed) break;
-    }
-    admitted_[i] = 0;
-  }
-
-  const Policy& p_;
-  tick g_;
-  std::vector<std::int64_t> admitted_;
-  std::array<std::int64_t, max_window2 + 1> points_{};
-  std::array<std::int64_t, max_window2 + 1> best_{};
-  std::int64_t nodes_ = 0;
-};
+std::array<std::int64_t, max_window2 + 1> search(const Policy& p, tick g, int horizon) {
+  const any_policy held{p};
+  return test::exhaustive_any<max_window2>(held, g, horizon).run();
+}
 
 /// Grid points in the longest W′, plus `extra` before it.
 int horizon(tick g, int extra) { return static_cast<int>((max_window2 - 1) / g + 1) + extra; }
@@ -84,8 +42,7 @@ TEST(WorstCaseExhaustive, FixedWindowEveryOriginMatchesSearch) {
           ASSERT_TRUE(p.ok());
           // Enough points before the window for every phase of the grid
           // against the windows: W / gcd(g, W) of them.
-          exhaustive<fixed_window> ex(*p, g, horizon(g, static_cast<int>(w / std::gcd(g, w))));
-          const auto best = ex.run();
+          const auto best = search(*p, g, horizon(g, static_cast<int>(w / std::gcd(g, w))));
           for (tick v = 1; v <= max_window2; ++v) {
             SCOPED_TRACE(::testing::Message()
                          << "L=" << l << " W=" << w << " origin=" << origin << " g=" << g << " W'=" << v);
@@ -100,8 +57,7 @@ TEST(WorstCaseExhaustive, SlidingLogMatchesSearch) {
       for (tick g = 1; g <= 3; ++g) {
         auto p = sliding_log::make({l, w});
         ASSERT_TRUE(p.ok());
-        exhaustive<sliding_log> ex(*p, g, horizon(g, 2));
-        const auto best = ex.run();
+        const auto best = search(*p, g, horizon(g, 2));
         for (tick v = 1; v <= max_window2; ++v) {
           SCOPED_TRACE(::testing::Message() << "L=" << l << " W=" << w << " g=" << g << " W'=" << v);
           EXPECT_EQ(worst_case(*p, v, g), best[static_cast<std::size_t>(v)]);
@@ -117,8 +73,7 @@ void bucket_matches_search() {
         for (tick g = 1; g <= 3; ++g) {
           auto p = Policy::make({l, w}, s);
           ASSERT_TRUE(p.ok());
-          exhaustive<Policy> ex(*p, g, horizon(g, 2));
-          const auto best = ex.run();
+          const auto best = search(*p, g, horizon(g, 2));
           for (tick v = 1; v <= max_window2; ++v) {
             SCOPED_TRACE(::testing::Message() << "L=" << l << " S=" << s << " W=" << w << " g=" << g << " W'=" << v);
             EXPECT_EQ(worst_case(*p, v, g), best[static_cast<std::size_t>(v)]);
