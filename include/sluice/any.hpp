@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -123,6 +124,32 @@ inline algorithm algorithm_of(const any_policy& p) noexcept { return static_cast
 
 /// The fresh state for `p` (a full bucket, an empty log, ...).
 any_state fresh_state(const any_policy& p);
+
+namespace detail {
+/// The state type of a policy; any_state for any_policy. (A trait, not
+/// std::conditional_t, which would name the variant's nonexistent ::state.)
+template <typename Policy>
+struct state_of {
+  using type = typename Policy::state;
+};
+template <>
+struct state_of<any_policy> {
+  using type = any_state;
+};
+
+/// The fresh state of a policy of any type: a composite's holds a fresh
+/// state for each of its parts (its default-constructed state has none).
+template <typename Policy>
+typename state_of<Policy>::type fresh_state_of(const Policy& p) {
+  if constexpr (std::is_same_v<Policy, any_policy>) {
+    return fresh_state(p);
+  } else if constexpr (std::is_same_v<Policy, all_of> || std::is_same_v<Policy, any_of>) {
+    return std::get<typename Policy::state>(fresh_state(any_policy{p}));
+  } else {
+    return typename Policy::state{};
+  }
+}
+}  // namespace detail
 
 namespace detail {
 /// decide() of the alternative `p` holds, from the I-th on. Not std::visit:

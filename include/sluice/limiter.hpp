@@ -13,19 +13,6 @@
 
 namespace sluice {
 
-namespace detail {
-/// The state type of a policy; any_state for any_policy. (A trait, not
-/// std::conditional_t, which would name the variant's nonexistent ::state.)
-template <typename Policy>
-struct state_of {
-  using type = typename Policy::state;
-};
-template <>
-struct state_of<any_policy> {
-  using type = any_state;
-};
-}  // namespace detail
-
 /// One limiter: an immutable policy, its state, and the clock it reads.
 ///
 /// `Policy` is any algorithm (`token_bucket`, `gcra`, ...) or `any_policy`.
@@ -54,20 +41,8 @@ class limiter {
   void reset() { state_ = fresh(); }
 
  private:
-  state_type fresh() const {
-    if constexpr (std::is_same_v<Policy, any_policy>) {
-      return fresh_state(policy_);
-    } else {
-      return state_type{};
-    }
-  }
-  tick read_clock() const noexcept {
-    if constexpr (std::is_empty_v<Clock>) {
-      return Clock{}.now();
-    } else {
-      return clock_->now();
-    }
-  }
+  state_type fresh() const { return detail::fresh_state_of(policy_); }
+  tick read_clock() const noexcept { return detail::read_clock(clock_); }
 
   Policy policy_;
   state_type state_;

@@ -59,16 +59,6 @@ template <typename Policy, typename Clock>
 class live_limiter;
 
 namespace detail {
-/// The state type of a policy; any_state for any_policy.
-template <typename Policy>
-struct live_state {
-  using type = typename Policy::state;
-};
-template <>
-struct live_state<any_policy> {
-  using type = any_state;
-};
-
 /// A number no other live_limiter in this process has: tells a reservation
 /// from another limiter apart. Thread-safe.
 inline std::uint64_t next_owner_id() noexcept {
@@ -150,7 +140,7 @@ template <typename Policy, typename Clock = steady_clock>
 class live_limiter {
  public:
   /// The algorithm's state type (any_state for any_policy).
-  using state_type = typename detail::live_state<Policy>::type;
+  using state_type = typename detail::state_of<Policy>::type;
 
   /// A fresh limiter on an empty clock type.
   explicit live_limiter(Policy p) requires std::is_empty_v<Clock>
@@ -297,22 +287,8 @@ class live_limiter {
     bool cancelled;
   };
 
-  state_type fresh() const {
-    if constexpr (std::is_same_v<Policy, any_policy>) {
-      return fresh_state(policy_);
-    } else if constexpr (std::is_same_v<Policy, all_of> || std::is_same_v<Policy, any_of>) {
-      return std::get<state_type>(fresh_state(any_policy{policy_}));
-    } else {
-      return state_type{};
-    }
-  }
-  tick read_clock() const noexcept {
-    if constexpr (std::is_empty_v<Clock>) {
-      return Clock{}.now();
-    } else {
-      return clock_->now();
-    }
-  }
+  state_type fresh() const { return detail::fresh_state_of(policy_); }
+  tick read_clock() const noexcept { return detail::read_clock(clock_); }
 
   /// Moves every reservation whose slot has come into the state, at its
   /// slot, in order (each is admitted there: nothing else was let in ahead

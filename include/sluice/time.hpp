@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace sluice {
 
@@ -49,5 +50,18 @@ struct steady_clock {
         .count();
   }
 };
+
+namespace detail {
+/// Reads a clock as the limiters hold it: an empty clock type (steady_clock)
+/// is default-constructed, any other is read through the pointer.
+template <typename Clock>
+tick read_clock(const Clock* clock) noexcept {
+  if constexpr (std::is_empty_v<Clock>) {
+    return Clock{}.now();
+  } else {
+    return clock->now();
+  }
+}
+}  // namespace detail
 
 }  // namespace sluice

@@ -94,6 +94,27 @@ TEST(Limiter, OfAnyPolicyCompilesAndStartsFresh) {
   EXPECT_TRUE(lim.try_acquire().allowed);
 }
 
+TEST(Limiter, OfACompositeStartsWithEveryPartFresh) {
+  // limiter<all_of> once started from a state with no parts and crashed on
+  // its first decision; it must decide as the same composite in any_policy.
+  manual_clock clock;
+  const any_policy window = test::ok(fixed_window::make(rate{2, 10}));
+  const any_policy bucket = test::ok(gcra::make(rate{1, 10}, 3));
+  const all_of both = test::ok(all_of::make({window, bucket}));
+  const any_of either = test::ok(any_of::make({window, bucket}));
+  limiter<all_of, manual_clock> a(both, clock);
+  limiter<any_of, manual_clock> b(either, clock);
+  limiter<any_policy, manual_clock> a_any(any_policy{both}, clock);
+  limiter<any_policy, manual_clock> b_any(any_policy{either}, clock);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(a.try_acquire(), a_any.try_acquire()) << "all_of, request " << i;
+    EXPECT_EQ(b.try_acquire(), b_any.try_acquire()) << "any_of, request " << i;
+    if (i % 4 == 3) clock.advance(5);
+  }
+  a.reset();
+  EXPECT_TRUE(a.try_acquire().allowed);
+}
+
 TEST(Limiter, SteadyClockByDefault) {
   // One token per 10^15 ns (11.6 days): the second request is denied however
   // slowly the test runs, and its wait is at most that.

@@ -31,23 +31,11 @@ struct admit_at {
   std::int64_t cost;
 };
 
-/// The fresh state of any policy type (composites need their parts').
-template <typename Policy>
-typename detail::live_state<Policy>::type fresh_of(const Policy& p) {
-  if constexpr (std::is_same_v<Policy, any_policy>) {
-    return fresh_state(p);
-  } else if constexpr (std::is_same_v<Policy, all_of> || std::is_same_v<Policy, any_of>) {
-    return std::get<typename Policy::state>(fresh_state(any_policy{p}));
-  } else {
-    return typename Policy::state{};
-  }
-}
-
 /// Admits `history` (each must be allowed), then checks every ask and that
 /// asking took nothing.
 template <typename Policy>
 void check(const Policy& p, const std::vector<admit_at>& history, const std::vector<ask>& asks) {
-  auto s = fresh_of(p);
+  auto s = detail::fresh_state_of(p);
   for (const admit_at& a : history) ASSERT_TRUE(decide(p, s, a.now, a.cost).allowed) << "history admit at " << a.now;
   const auto before = s;
   for (const ask& q : asks) {
