@@ -299,31 +299,31 @@ result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, con
   return snapshot(std::move(d));
 }
 
-result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path, tick at) {
-  auto snap = read_snapshot(path, store.policy());
-  if (!snap) return snap.err();
-  auto states = snap->states_at(at);
+namespace {
+/// Replaces the store's states with the snapshot's as of `at`; the store is
+/// untouched when that fails.
+result<snapshot_info> restore_from(keyed_limiter& store, const std::string& path, const snapshot& snap, tick at) {
+  auto states = snap.states_at(at);
   if (!states) return states.err();
   try {
     store.restore(*states);
   } catch (const std::exception& e) {
     return snap_error(quoted(path) + " does not fit this store: " + e.what());
   }
-  return snap->info();
+  return snap.info();
+}
+}  // namespace
+
+result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path, tick at) {
+  auto snap = read_snapshot(path, store.policy());
+  if (!snap) return snap.err();
+  return restore_from(store, path, *snap, at);
 }
 
 result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path) {
   auto snap = read_snapshot(path, store.policy());
   if (!snap) return snap.err();
-  const tick at = restore_instant(snap->info(), steady_clock::now(), wall_now_ns());
-  auto states = snap->states_at(at);
-  if (!states) return states.err();
-  try {
-    store.restore(*states);
-  } catch (const std::exception& e) {
-    return snap_error(quoted(path) + " does not fit this store: " + e.what());
-  }
-  return snap->info();
+  return restore_from(store, path, *snap, restore_instant(snap->info(), steady_clock::now(), wall_now_ns()));
 }
 
 tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept {
