@@ -15,7 +15,8 @@ namespace sluice {
 
 /// One limiter: an immutable policy, its state, and the clock it reads.
 ///
-/// `Policy` is any algorithm (`token_bucket`, `gcra`, ...) or `any_policy`.
+/// `Policy` is any algorithm (`token_bucket`, `gcra`, ...), composite
+/// (`all_of`, `any_of`) or `any_policy`.
 /// `Clock` has `tick now()`; an empty clock type (`steady_clock`) is
 /// default-constructed, any other (`manual_clock`) is held by reference and
 /// must outlive the limiter. Not thread-safe: one thread at a time.
