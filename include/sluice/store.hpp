@@ -1,0 +1,158 @@
+// A store: where the states of many keys, under named policies, live — in
+// this process (`memory_store`, store/memory.hpp) or in Redis
+// (`redis_store`, redis.hpp) — and the one call every front end (the
+// command, the HTTP service, the Envoy protocol) makes to decide.
+//
+// A request names one or more checks, each a (policy, key) pair, and a cost.
+// It is decided atomically as `all_of` over its checks (semantics.md,
+// "Composition" and "Remote stores"): it is admitted iff every check admits,
+// and only then does every check consume; a denied request charges no check.
+// Each check's own figures (`remaining`, `reset_after`, ...) are read on its
+// state after the decision, so a front end can answer with one RateLimit
+// list member per check.
+//
+// Every store decides exactly as the core `decide` on each key's own state
+// (one conformance suite runs the same traces through every store). A store
+// that cannot answer (Redis down, slow, full) decides by its configured
+// failure mode, and says so in `store_decision::from`.
+//
+// Thread safety: every member function of a store may be called from any
+// number of threads at once, `define` included: a decision that overlaps a
+// redefinition of its policy is decided wholly under the old policy or
+// wholly under the new one, and no admit is lost by the change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sluice/any.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// A policy registered in a store by `store::define`; an index, cheap to copy.
+using policy_id = std::uint32_t;
+
+/// One check of a request: a registered policy and the key it limits. The
+/// key's bytes must stay valid for the duration of the call.
+struct check {
+  policy_id policy = 0;
+  std::string_view key;
+};
+
+/// The most checks one request may name. A longer request is answered as
+/// `source::error` (and counted) without deciding any check.
+inline constexpr std::size_t max_checks = 16;
+
+/// Where a decision came from.
+enum class source : std::uint8_t {
+  store,        ///< the store decided (in process, or Redis answered)
+  deny_cache,   ///< the exact local deny cache answered (a denial only)
+  replayed,     ///< a repeated request id: the first decision, not charged again
+  fallback,     ///< the store failed: the local in-process limiter decided
+  fail_open,    ///< the store failed: admitted by the configured mode
+  fail_closed,  ///< the store failed: denied by the configured mode
+  error,        ///< a bad state at a key, or a bad request: denied, counted
+};
+
+/// The name of a source, for logs, metrics and the command's output:
+/// "store", "deny-cache", "replayed", "fallback", "fail-open",
+/// "fail-closed", "error".
+std::string_view name_of(source s) noexcept;
+
+/// One request: its checks, decided atomically as all_of, at `now`.
+struct store_request {
+  std::span<const check> checks;
+  /// The instant, in the store's ticks.
+  tick now = 0;
+  /// Units of cost (≥ 1), charged to every check when admitted.
+  std::int64_t cost = 1;
+  /// An optional idempotency id (empty: none). A repeat of an id already
+  /// decided within the store's idempotency window gets the first decision
+  /// again (`source::replayed`) and is not charged twice.
+  std::string_view id;
+};
+
+/// A store's answer to one request.
+struct store_decision {
+  /// The request's decision: all_of over its checks (`allowed` iff every
+  /// check admits; `retry_after` the largest of the checks', `remaining` the
+  /// smallest, `reset_after` the largest, read after the decision).
+  /// `d.part` is the index of the check that binds (on a denial the one with
+  /// the longest wait, on an admit the one with the least room left).
+  decision d;
+  /// Where the decision came from.
+  source from = source::store;
+};
+
+/// Counts every store keeps (a store may keep more of its own). Each is a
+/// recent value while other threads decide.
+struct store_stats {
+  std::uint64_t decisions = 0;        ///< requests answered, from any source
+  std::uint64_t from_store = 0;       ///< ... by the store itself
+  std::uint64_t deny_cache_hits = 0;  ///< ... by the deny cache
+  std::uint64_t replayed = 0;         ///< ... as a repeat of a request id
+  std::uint64_t fallbacks = 0;        ///< ... by the failure mode (fallback, fail-open, fail-closed)
+  std::uint64_t errors = 0;           ///< ... as an error (bad state, bad request)
+  std::uint64_t store_failures = 0;   ///< calls to the store that failed (timeout, refused, ...)
+  std::uint64_t clock_skew = 0;       ///< requests behind a key's latest admit by more than the tolerance
+  std::uint64_t keys = 0;             ///< states held (memory store; 0 where unknown)
+};
+
+/// The interface every store implements.
+class store {
+ public:
+  virtual ~store() = default;
+
+  /// Registers `policy` under `name` and returns its id. Defining a name
+  /// again replaces its policy and keeps its id: every state it holds is
+  /// carried over by `reconfigure` (a throttled client never gets a fresh
+  /// limit), and the deny cache forgets that policy. The error names the
+  /// field when the store cannot decide the policy exactly (Redis: a
+  /// quantity past 2^52, ...), or "algorithm" when the new policy cannot
+  /// continue the old one's states.
+  virtual result<policy_id> define(std::string_view name, const any_policy& policy) = 0;
+
+  /// Decides `r` (see store_request). Writes each check's own decision to
+  /// `per_check[i]` when `per_check` is not empty (it must then hold at
+  /// least `r.checks.size()` elements). Never throws for a store failure:
+  /// the failure mode answers (std::bad_alloc may still escape).
+  virtual store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+
+  /// Decides `requests` in order, as that many `decide_at` calls would
+  /// (a key repeated in the batch sees its earlier admits), writing
+  /// `out[i]` for `requests[i]`; a remote store sends them in one pipeline.
+  /// Requires `out.size() >= requests.size()`.
+  virtual void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) = 0;
+
+  /// What `decide_at` would answer, changing nothing (and charging no
+  /// request id).
+  virtual store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+
+  /// The instant now on the store's clock, in its ticks (the memory store:
+  /// the steady clock, ns; the Redis store: the realtime clock, ns since
+  /// 1970, which machines of a fleet share).
+  [[nodiscard]] virtual tick now() const noexcept = 0;
+
+  /// The clock-reading twin of `decide_at`: `r.now` is replaced by `now()`.
+  store_decision decide(store_request r, std::span<decision> per_check = {}) {
+    r.now = now();
+    return decide_at(r, per_check);
+  }
+
+  /// The clock-reading twin of `peek_at`.
+  store_decision peek(store_request r, std::span<decision> per_check = {}) {
+    r.now = now();
+    return peek_at(r, per_check);
+  }
+
+  /// The store's counts.
+  [[nodiscard]] virtual store_stats stats() const = 0;
+};
+
+}  // namespace sluice
