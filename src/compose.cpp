@@ -10,9 +10,14 @@ namespace sluice {
 namespace detail {
 namespace {
 
-bool is_composite(const any_policy& p) noexcept {
-  return std::holds_alternative<all_of>(p) || std::holds_alternative<any_of>(p);
-}
+constexpr std::size_t first_composite = static_cast<std::size_t>(algorithm::all_of);
+static_assert(first_composite + 2 == std::variant_size_v<any_policy>, "all_of and any_of come last");
+
+bool is_composite(const any_policy& p) noexcept { return p.index() >= first_composite; }
+
+/// The scratch slots part `p` takes (choices_of, without a call for a
+/// plain limiter).
+std::size_t slots_of(const any_policy& p) noexcept { return is_composite(p) ? choices_of(p) : 0; }
 
 /// A plain limiter's outcome. A state that owns memory is read in place
 /// (its `peek`); every other is small and trivially copyable, and is
@@ -49,25 +54,33 @@ outcome evaluate_leaf(const Policy& p, const typename Policy::state& s, tick now
 
 }  // namespace
 
-std::size_t choices_of(const any_policy& p) noexcept {
-  if (const auto* a = std::get_if<all_of>(&p)) return a->choices();
-  if (const auto* a = std::get_if<any_of>(&p)) return a->choices();
-  return 0;
+namespace {
+/// evaluate() of the alternative `p` holds, from the I-th on: a compare
+/// chain, as decide_from in any.hpp, so that every plain limiter's step
+/// inlines here (std::visit would call through a table).
+template <std::size_t I>
+outcome evaluate_from(const any_policy& p, const any_state& s, tick now, std::int64_t cost, std::int32_t* choices,
+                      bool want_before) noexcept {
+  if constexpr (I == 0) {  // composites first: the chain is for the plain limiters
+    if (const auto* a = std::get_if<all_of>(&p))
+      return evaluate(*a, *std::get_if<all_of_state>(&s), now, cost, choices, want_before);
+    if (const auto* o = std::get_if<any_of>(&p))
+      return evaluate(*o, *std::get_if<any_of_state>(&s), now, cost, choices, want_before);
+  }
+  if constexpr (I + 1 < first_composite) {
+    if (p.index() != I) return evaluate_from<I + 1>(p, s, now, cost, choices, want_before);
+  }
+  using policy_t = std::variant_alternative_t<I, any_policy>;
+  const policy_t& pol = *std::get_if<I>(&p);
+  (void)choices;
+  const auto& st = *std::get_if<typename policy_t::state>(&s);
+  return evaluate_leaf(pol, st, now, cost, want_before);
 }
+}  // namespace
 
 outcome evaluate(const any_policy& p, const any_state& s, tick now, std::int64_t cost, std::int32_t* choices,
                  bool want_before) noexcept {
-  return std::visit(
-      [&](const auto& pol) -> outcome {
-        using policy_t = std::decay_t<decltype(pol)>;
-        const auto& st = *std::get_if<typename policy_t::state>(&s);
-        if constexpr (std::is_same_v<policy_t, all_of> || std::is_same_v<policy_t, any_of>) {
-          return evaluate(pol, st, now, cost, choices, want_before);
-        } else {
-          return evaluate_leaf(pol, st, now, cost, want_before);
-        }
-      },
-      p);
+  return evaluate_from<0>(p, s, now, cost, choices, want_before);
 }
 
 outcome evaluate(const all_of& p, const all_of_state& s, tick now, std::int64_t cost, std::int32_t* choices,
@@ -87,7 +100,7 @@ outcome evaluate(const all_of& p, const all_of_state& s, tick now, std::int64_t 
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const any_policy& part = parts[i];
     const outcome o = evaluate(part, s.parts[i], now, cost, choices + offset, want || is_composite(part));
-    offset += choices_of(part);
+    offset += slots_of(part);
     if (o.before_known) fold(o);
     if (o.d.allowed) {
       if (!out.allowed) continue;
@@ -147,7 +160,7 @@ outcome evaluate(const any_of& p, const any_of_state& s, tick now, std::int64_t 
     // to consume.
     const outcome o =
         evaluate(part, s.parts[i], now, cost, choices + offset, want_before || k >= 0 || is_composite(part));
-    offset += choices_of(part);
+    offset += slots_of(part);
     if (k < 0 && o.d.allowed) {
       k = static_cast<std::int32_t>(i);
       choices[0] = k;
@@ -185,24 +198,20 @@ outcome evaluate(const any_of& p, const any_of_state& s, tick now, std::int64_t 
 }
 
 void commit(const any_policy& p, any_state& s, tick now, std::int64_t cost, const std::int32_t* choices) noexcept {
-  std::visit(
-      [&](const auto& pol) {
-        using policy_t = std::decay_t<decltype(pol)>;
-        auto& st = *std::get_if<typename policy_t::state>(&s);
-        if constexpr (std::is_same_v<policy_t, all_of> || std::is_same_v<policy_t, any_of>) {
-          commit(pol, st, now, cost, choices);
-        } else {
-          (void)decide(pol, st, now, cost);  // admits: evaluate found so, on this same state
-        }
-      },
-      p);
+  if (const auto* a = std::get_if<all_of>(&p)) {
+    commit(*a, *std::get_if<all_of_state>(&s), now, cost, choices);
+  } else if (const auto* o = std::get_if<any_of>(&p)) {
+    commit(*o, *std::get_if<any_of_state>(&s), now, cost, choices);
+  } else {
+    (void)decide(p, s, now, cost);  // admits: evaluate found so, on this same state
+  }
 }
 
 void commit(const all_of& p, all_of_state& s, tick now, std::int64_t cost, const std::int32_t* choices) noexcept {
   std::size_t offset = 0;
   for (std::size_t i = 0; i < p.parts().size(); ++i) {
     commit(p.parts()[i], s.parts[i], now, cost, choices + offset);
-    offset += choices_of(p.parts()[i]);
+    offset += slots_of(p.parts()[i]);
   }
 }
 

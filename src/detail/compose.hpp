@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <variant>
 
 #include "sluice/any.hpp"
 
@@ -53,7 +54,11 @@ class choice_buffer {
 
 /// The number of any_of composites in `p`, at any depth (0 for a plain
 /// limiter): the scratch slots its evaluation writes.
-std::size_t choices_of(const any_policy& p) noexcept;
+inline std::size_t choices_of(const any_policy& p) noexcept {
+  if (const auto* a = std::get_if<all_of>(&p)) return a->choices();
+  if (const auto* a = std::get_if<any_of>(&p)) return a->choices();
+  return 0;
+}
 
 /// What `p` would answer, without changing `s`; records the choices of its
 /// any_of composites in `choices` (choices_of(p) slots). With `want_before`
