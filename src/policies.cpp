@@ -213,18 +213,63 @@ inline decision sliding_buckets::answer(const state& s, const scan& sc, tick now
 }
 
 decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const noexcept {
-  const scan sc = scan_of(s, now);
-  const decision d = answer(s, sc, now, cost);
-  if (!d.allowed) return d;
-  if (s.counts_.empty()) s.counts_.assign(static_cast<std::size_t>(n_), 0);
-  if (sc.in_window == 0) {
-    std::fill(s.counts_.begin(), s.counts_.end(), 0);
-  } else {
-    for (std::size_t k = sc.after_newest, i = 0; i < sc.gap; ++i, k = next_slot(k)) s.counts_[k] = 0;
+  // scan_of and answer, then the change, written out in one piece: the
+  // compiler keeps N and the ring in registers across all three (peek, the
+  // same without the change, is held to it by the composites' tests).
+  // decide_wide without its divisions: the sub-window of now from now +
+  // 2^63 by one reciprocal division, one remainder for the slot of the
+  // newest sub-window, and the ring walked slot by slot from there.
+  using detail::i128;
+  std::int64_t j = split_(now).k;
+  if (s.total_ > 0 && j < s.newest_) j = s.newest_;  // a clock that steps back is read as the latest admit
+  const auto n = static_cast<std::size_t>(n_);
+  const auto slot_at = [&](std::int64_t sub) {
+    const std::int64_t r = sub % n_;
+    return static_cast<std::size_t>(r < 0 ? r + n_ : r);
+  };
+  const auto next_at = [&](std::size_t k) { return k + 1 == n ? 0 : k + 1; };
+  // The sub-windows newest + 1 … j have pushed as many out of the window:
+  // their slots hold the units that left. gap ≥ 0, as j ≥ newest.
+  const std::uint64_t gap = static_cast<std::uint64_t>(j) - static_cast<std::uint64_t>(s.newest_);
+  std::int64_t in_window = 0;
+  std::size_t after_newest = 0;  // the slot of sub-window newest + 1
+  if (s.total_ > 0 && gap < static_cast<std::uint64_t>(n_)) {
+    in_window = s.total_;
+    after_newest = next_at(slot_at(s.newest_));
+    for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) in_window -= s.counts_[k];
   }
-  s.newest_ = sc.j;
-  s.counts_[slot_of(sc.j)] += cost;
-  s.total_ = sc.in_window + cost;
+  decision d;
+  d.remaining = detail::max64(0, r_.limit - in_window);
+  d.reset_after = in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
+  if (cost < 1 || cost > r_.limit) {
+    d.retry_after = never;
+    return d;
+  }
+  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
+    if (s.counts_.empty()) s.counts_.assign(n, 0);
+    if (in_window == 0) {
+      std::fill(s.counts_.begin(), s.counts_.end(), 0);
+    } else {
+      for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) s.counts_[k] = 0;
+    }
+    s.newest_ = j;
+    s.counts_[slot_at(j)] += cost;
+    s.total_ = in_window + cost;
+    d.allowed = true;
+    d.remaining = detail::max64(0, r_.limit - s.total_);
+    d.reset_after = detail::until((static_cast<i128>(j) + n_) * width_, now);
+    return d;
+  }
+  // Walk forward sub-window by sub-window as the oldest ones leave: at
+  // sub-window j + m, the slot of j + m (it held j + m − N) is out.
+  std::int64_t held = in_window;
+  std::size_t k = next_at(slot_at(j));
+  std::int64_t m = 1;
+  for (;; ++m, k = next_at(k)) {
+    held -= s.counts_[k];
+    if (cost <= r_.limit - held) break;
+  }
+  d.retry_after = detail::until((static_cast<i128>(j) + m) * width_, now);
   return d;
 }
 
