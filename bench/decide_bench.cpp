@@ -51,6 +51,12 @@ BENCHMARK(virtual_time<&any_token_bucket_deny>)->Name("any-token-bucket-deny-vir
 BENCHMARK(virtual_time<&any_gcra_allow>)->Name("any-gcra-allow-virtualtime");
 BENCHMARK(virtual_time<&any_gcra_deny>)->Name("any-gcra-deny-virtualtime");
 
+// Composites: three parts, and 32 levels of all(...) around one GCRA.
+BENCHMARK(virtual_time<&all3_allow>)->Name("all3-allow-virtualtime");
+BENCHMARK(virtual_time<&all3_deny>)->Name("all3-deny-virtualtime");
+BENCHMARK(virtual_time<&nest32_allow>)->Name("nest32-allow-virtualtime");
+BENCHMARK(virtual_time<&nest32_deny>)->Name("nest32-deny-virtualtime");
+
 // Calibration: the clock alone, and the loop with the cheapest decision.
 BENCHMARK(clock_now)->Name("calib-steady-clock-now");
 BENCHMARK(virtual_time<&always_allow_calib>)->Name("calib-always-allow-virtualtime");

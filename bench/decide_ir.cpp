@@ -45,6 +45,10 @@ constexpr entry scenarios[] = {
     {"any-token-bucket-deny-virtualtime", run_n<&any_token_bucket_deny>},
     {"any-gcra-allow-virtualtime", run_n<&any_gcra_allow>},
     {"any-gcra-deny-virtualtime", run_n<&any_gcra_deny>},
+    {"all3-allow-virtualtime", run_n<&all3_allow>},
+    {"all3-deny-virtualtime", run_n<&all3_deny>},
+    {"nest32-allow-virtualtime", run_n<&nest32_allow>},
+    {"nest32-deny-virtualtime", run_n<&nest32_deny>},
     {"calib-always-allow-virtualtime", run_n<&always_allow_calib>},
 };
 

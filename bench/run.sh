@@ -125,6 +125,10 @@ note_for() {
     any-token-bucket-deny-virtualtime) n="any_policy (std::visit) holding the token bucket of token-bucket-deny" ;;
     any-gcra-allow-virtualtime) n="any_policy (std::visit) holding the GCRA of 1key-allow" ;;
     any-gcra-deny-virtualtime) n="any_policy (std::visit) holding the GCRA of 1key-deny" ;;
+    all3-allow-virtualtime) n="all(gcra 1e6/s burst 1000, fixed-window 1e6/s, sliding-counter 2e6/s), now += 1 us" ;;
+    all3-deny-virtualtime) n="all(gcra, fixed-window, sliding-counter) at 1000/h, drained, now += 1 ns" ;;
+    nest32-allow-virtualtime) n="all(...) nested 32 deep around GCRA 1e6/s burst 1000, now += 1 us" ;;
+    nest32-deny-virtualtime) n="all(...) nested 32 deep around GCRA 1000/h burst 1000, drained, now += 1 ns" ;;
     calib-steady-clock-now) n="sluice::steady_clock::now() alone" ;;
     calib-always-allow-virtualtime) n="the loop and the decision's stores alone (decide(always_allow))" ;;
     *) n="" ;;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sluice/sluice.hpp"
 
@@ -148,6 +149,42 @@ inline scenario<sluice::any_policy, sluice::any_state> any_deny(sluice::algorith
   sluice::any_policy p = must(sluice::make_policy(sp));
   sluice::any_state s = sluice::fresh_state(p);
   return drained(std::move(p), std::move(s), 1000);
+}
+
+// ---- composites: every part decides each request ------------------------
+
+/// all(gcra, fixed-window, sliding-counter) at `limit` per `window`, burst
+/// 1000, with a fresh state.
+inline scenario<sluice::all_of> all3(std::int64_t limit, tick window) {
+  std::vector<sluice::any_policy> parts;
+  parts.emplace_back(must(sluice::gcra::make({limit, window}, 1000)));
+  parts.emplace_back(must(sluice::fixed_window::make({limit, window})));
+  parts.emplace_back(must(sluice::sliding_counter::make({2 * limit, window})));
+  sluice::all_of p = must(sluice::all_of::make(std::move(parts)));
+  sluice::all_of_state s = sluice::detail::fresh_state_of(p);
+  return {std::move(p), std::move(s), 0, 1000};
+}
+/// `depth` levels of all(...) around one GCRA of `limit` per `window`,
+/// burst 1000, with a fresh state.
+inline scenario<sluice::all_of> nested(int depth, std::int64_t limit, tick window) {
+  sluice::any_policy p = must(sluice::gcra::make({limit, window}, 1000));
+  for (int i = 1; i < depth; ++i) p = must(sluice::all_of::make({std::move(p)}));
+  sluice::all_of top = must(sluice::all_of::make({std::move(p)}));
+  sluice::all_of_state s = sluice::detail::fresh_state_of(top);
+  return {std::move(top), std::move(s), 0, 1000};
+}
+// The allow scenarios' limits (1e6/s, one request every microsecond; the
+// sliding counter at 2e6/s, as in sliding_counter_allow); the deny ones
+// drained as the single algorithms' (1000/h, 1000 admits).
+inline scenario<sluice::all_of> all3_allow() { return all3(1'000'000, second); }
+inline scenario<sluice::all_of> all3_deny() {
+  auto sc = all3(1000, hour);
+  return drained(std::move(sc.policy), std::move(sc.state), 1000);
+}
+inline scenario<sluice::all_of> nest32_allow() { return nested(32, 1'000'000, second); }
+inline scenario<sluice::all_of> nest32_deny() {
+  auto sc = nested(32, 1000, hour);
+  return drained(std::move(sc.policy), std::move(sc.state), 1000);
 }
 
 // ---- real time: the instant read from sluice::steady_clock each call -------

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 
+#include "detail/compose.hpp"
+
 namespace sluice {
 namespace {
 
@@ -49,13 +51,12 @@ any_state fresh_state(const any_policy& p) {
       p);
 }
 
-decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t cost) {
-  any_state copy = s;
-  return decide(p, copy, now, cost);
+all_of::all_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {
+  for (const auto& part : parts_) choices_ += detail::choices_of(part);
 }
-
-all_of::all_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
-any_of::any_of(std::vector<any_policy> parts) : parts_(std::move(parts)) {}
+any_of::any_of(std::vector<any_policy> parts) : parts_(std::move(parts)), choices_(1) {
+  for (const auto& part : parts_) choices_ += detail::choices_of(part);
+}
 
 result<all_of> all_of::make(std::vector<any_policy> parts) {
   if (parts.empty()) return error{"parts", "all(...) needs at least one limiter"};
@@ -65,74 +66,6 @@ result<all_of> all_of::make(std::vector<any_policy> parts) {
 result<any_of> any_of::make(std::vector<any_policy> parts) {
   if (parts.empty()) return error{"parts", "any(...) needs at least one limiter"};
   return any_of(std::move(parts));
-}
-
-decision decide(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept {
-  const auto& parts = p.parts();
-  decision out;
-  out.allowed = true;
-  out.remaining = detail::i64_max;
-  // First every part's answer without consuming; only if all admit does any consume.
-  std::size_t i = 0;
-  for (; i < parts.size(); ++i) {
-    const decision d = peek(parts[i], s.parts[i], now, cost);
-    if (!d.allowed) break;
-  }
-  if (i < parts.size()) {
-    out.allowed = false;
-    out.retry_after = 0;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      const decision d = peek(parts[k], s.parts[k], now, cost);
-      if (d.remaining < out.remaining) out.remaining = d.remaining;
-      if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
-      if (!d.allowed && (out.part < 0 || d.retry_after > out.retry_after)) {
-        out.retry_after = d.retry_after;
-        out.part = static_cast<std::int32_t>(k);
-      }
-    }
-    return out;
-  }
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    const decision d = decide(parts[k], s.parts[k], now, cost);
-    if (out.part < 0 || d.remaining < out.remaining) {
-      out.remaining = d.remaining;
-      out.part = static_cast<std::int32_t>(k);
-    }
-    if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
-    if (d.release_after > out.release_after) out.release_after = d.release_after;
-  }
-  return out;
-}
-
-decision decide(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept {
-  const auto& parts = p.parts();
-  decision out;
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    if (peek(parts[k], s.parts[k], now, cost).allowed) {
-      const decision d = decide(parts[k], s.parts[k], now, cost);
-      out = d;
-      out.part = static_cast<std::int32_t>(k);
-      // Room and freshness now: the largest over every part after the admit.
-      for (std::size_t j = 0; j < parts.size(); ++j) {
-        if (j == k) continue;
-        const decision o = peek(parts[j], s.parts[j], now, cost);
-        out.remaining = std::max(out.remaining, o.remaining);
-        out.reset_after = std::max(out.reset_after, o.reset_after);
-      }
-      return out;
-    }
-  }
-  out.retry_after = never;
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    const decision d = peek(parts[k], s.parts[k], now, cost);
-    out.remaining = std::max(out.remaining, d.remaining);
-    out.reset_after = std::max(out.reset_after, d.reset_after);
-    if (out.part < 0 || d.retry_after < out.retry_after) {
-      out.retry_after = d.retry_after;
-      out.part = static_cast<std::int32_t>(k);
-    }
-  }
-  return out;
 }
 
 namespace {

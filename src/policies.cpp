@@ -106,7 +106,7 @@ void sliding_log::state::push_back(entry e) {
   units_ += e.units;
 }
 
-decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexcept {
+inline sliding_log::scan sliding_log::scan_of(const state& s, tick now) const noexcept {
   const tick e = detail::max64(now, s.last_);
   // Units at t ≤ e − W have left the window; count them without touching
   // the state, so that a denial changes nothing.
@@ -114,41 +114,108 @@ decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexce
   std::size_t first = 0;
   std::int64_t expired = 0;
   while (first < s.size_ && s.at(first).at <= horizon) expired += s.at(first++).units;
-  const std::int64_t in_window = s.units_ - expired;
+  return {e, first, s.units_ - expired};
+}
+
+inline decision sliding_log::answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept {
   decision d;
-  d.remaining = detail::max64(0, r_.limit - in_window);
-  d.reset_after = in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
+  d.remaining = detail::max64(0, r_.limit - sc.in_window);
+  d.reset_after =
+      sc.in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
   if (cost < 1 || cost > r_.limit) {
     d.retry_after = never;
     return d;
   }
-  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
-    for (std::size_t i = 0; i < first; ++i) s.pop_front();
-    if (s.size_ > 0 && s.at(s.size_ - 1).at == e) {
-      s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += cost;
-      s.units_ += cost;
-    } else {
-      s.push_back(entry{e, cost});
-    }
-    s.last_ = e;
+  if (cost <= r_.limit - sc.in_window) {  // not in_window + cost: both may be 2^62
+    // After the admit the log holds exactly the units in the window plus these.
     d.allowed = true;
-    d.remaining = detail::max64(0, r_.limit - s.units_);
-    d.reset_after = detail::until(static_cast<detail::i128>(e) + r_.window, now);
+    d.remaining = r_.limit - sc.in_window - cost;
+    d.reset_after = detail::until(static_cast<detail::i128>(sc.e) + r_.window, now);
     return d;
   }
   // The request fits once the oldest `need` units have left; the entry that
   // completes them leaves at its instant + W.
-  const std::int64_t need = in_window - (r_.limit - cost);
+  const std::int64_t need = sc.in_window - (r_.limit - cost);
   std::int64_t freed = 0;
-  std::size_t i = first;
+  std::size_t i = sc.first;
   while (freed + s.at(i).units < need) freed += s.at(i++).units;
   d.retry_after = detail::until(static_cast<detail::i128>(s.at(i).at) + r_.window, now);
   return d;
 }
 
+decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexcept {
+  const scan sc = scan_of(s, now);
+  const decision d = answer(s, sc, now, cost);
+  if (!d.allowed) return d;
+  for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
+  if (s.size_ > 0 && s.at(s.size_ - 1).at == sc.e) {
+    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += cost;
+    s.units_ += cost;
+  } else {
+    s.push_back(entry{sc.e, cost});
+  }
+  s.last_ = sc.e;
+  return d;
+}
+
+decision sliding_log::peek(const state& s, tick now, std::int64_t cost) const noexcept {
+  return answer(s, scan_of(s, now), now, cost);
+}
+
 // ---- sliding window with buckets ----
 
+// decide_wide without its divisions: the sub-window of now from now + 2^63
+// by one reciprocal division, one remainder for the slot of the newest
+// sub-window, and the ring walked slot by slot from there.
+inline sliding_buckets::scan sliding_buckets::scan_of(const state& s, tick now) const noexcept {
+  std::int64_t j = split_(now).k;
+  if (s.total_ > 0 && j < s.newest_) j = s.newest_;  // a clock that steps back is read as the latest admit
+  // The sub-windows newest + 1 … j have pushed as many out of the window:
+  // their slots hold the units that left. gap ≥ 0, as j ≥ newest.
+  const std::uint64_t gap = static_cast<std::uint64_t>(j) - static_cast<std::uint64_t>(s.newest_);
+  std::int64_t in_window = 0;
+  std::size_t after_newest = 0;
+  if (s.total_ > 0 && gap < static_cast<std::uint64_t>(n_)) {
+    in_window = s.total_;
+    after_newest = next_slot(slot_of(s.newest_));
+    for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_slot(k)) in_window -= s.counts_[k];
+  }
+  return {j, gap, in_window, after_newest};
+}
+
+inline decision sliding_buckets::answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept {
+  using detail::i128;
+  decision d;
+  d.remaining = detail::max64(0, r_.limit - sc.in_window);
+  d.reset_after = sc.in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
+  if (cost < 1 || cost > r_.limit) {
+    d.retry_after = never;
+    return d;
+  }
+  if (cost <= r_.limit - sc.in_window) {  // not in_window + cost: both may be 2^62
+    // After the admit the ring holds the units in the window plus these.
+    d.allowed = true;
+    d.remaining = r_.limit - sc.in_window - cost;
+    d.reset_after = detail::until((static_cast<i128>(sc.j) + n_) * width_, now);
+    return d;
+  }
+  // Walk forward sub-window by sub-window as the oldest ones leave: at
+  // sub-window j + m, the slot of j + m (it held j + m − N) is out.
+  std::int64_t held = sc.in_window;
+  std::size_t k = next_slot(slot_of(sc.j));
+  std::int64_t m = 1;
+  for (;; ++m, k = next_slot(k)) {
+    held -= s.counts_[k];
+    if (cost <= r_.limit - held) break;
+  }
+  d.retry_after = detail::until((static_cast<i128>(sc.j) + m) * width_, now);
+  return d;
+}
+
 decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const noexcept {
+  // scan_of and answer, then the change, written out in one piece: the
+  // compiler keeps N and the ring in registers across all three (peek, the
+  // same without the change, is held to it by the composites' tests).
   // decide_wide without its divisions: the sub-window of now from now +
   // 2^63 by one reciprocal division, one remainder for the slot of the
   // newest sub-window, and the ring walked slot by slot from there.
@@ -156,11 +223,11 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   std::int64_t j = split_(now).k;
   if (s.total_ > 0 && j < s.newest_) j = s.newest_;  // a clock that steps back is read as the latest admit
   const auto n = static_cast<std::size_t>(n_);
-  const auto slot_of = [&](std::int64_t sub) {
+  const auto slot_at = [&](std::int64_t sub) {
     const std::int64_t r = sub % n_;
     return static_cast<std::size_t>(r < 0 ? r + n_ : r);
   };
-  const auto next_slot = [&](std::size_t k) { return k + 1 == n ? 0 : k + 1; };
+  const auto next_at = [&](std::size_t k) { return k + 1 == n ? 0 : k + 1; };
   // The sub-windows newest + 1 … j have pushed as many out of the window:
   // their slots hold the units that left. gap ≥ 0, as j ≥ newest.
   const std::uint64_t gap = static_cast<std::uint64_t>(j) - static_cast<std::uint64_t>(s.newest_);
@@ -168,8 +235,8 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   std::size_t after_newest = 0;  // the slot of sub-window newest + 1
   if (s.total_ > 0 && gap < static_cast<std::uint64_t>(n_)) {
     in_window = s.total_;
-    after_newest = next_slot(slot_of(s.newest_));
-    for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_slot(k)) in_window -= s.counts_[k];
+    after_newest = next_at(slot_at(s.newest_));
+    for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) in_window -= s.counts_[k];
   }
   decision d;
   d.remaining = detail::max64(0, r_.limit - in_window);
@@ -183,10 +250,10 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
     if (in_window == 0) {
       std::fill(s.counts_.begin(), s.counts_.end(), 0);
     } else {
-      for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_slot(k)) s.counts_[k] = 0;
+      for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) s.counts_[k] = 0;
     }
     s.newest_ = j;
-    s.counts_[slot_of(j)] += cost;
+    s.counts_[slot_at(j)] += cost;
     s.total_ = in_window + cost;
     d.allowed = true;
     d.remaining = detail::max64(0, r_.limit - s.total_);
@@ -196,14 +263,18 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
   // Walk forward sub-window by sub-window as the oldest ones leave: at
   // sub-window j + m, the slot of j + m (it held j + m − N) is out.
   std::int64_t held = in_window;
-  std::size_t k = next_slot(slot_of(j));
+  std::size_t k = next_at(slot_at(j));
   std::int64_t m = 1;
-  for (;; ++m, k = next_slot(k)) {
+  for (;; ++m, k = next_at(k)) {
     held -= s.counts_[k];
     if (cost <= r_.limit - held) break;
   }
   d.retry_after = detail::until((static_cast<i128>(j) + m) * width_, now);
   return d;
+}
+
+decision sliding_buckets::peek(const state& s, tick now, std::int64_t cost) const noexcept {
+  return answer(s, scan_of(s, now), now, cost);
 }
 
 decision sliding_buckets::decide_wide(state& s, tick now, std::int64_t cost) const noexcept {

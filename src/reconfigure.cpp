@@ -108,8 +108,7 @@ sliding_counter::state reconfigure(const sliding_counter& from, const sliding_co
 sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
                                    const sliding_buckets& to, tick now) {
   if (from.limit().window == to.limit().window && from.buckets() == to.buckets()) return s;
-  sliding_buckets::state probe = s;
-  const decision d = decide(from, probe, now, 0);  // cost 0: a pure read of what is in the window
+  const decision d = from.peek(s, now, 0);  // cost 0: what is in the window
   const i128 in_window = static_cast<i128>(from.limit().limit) - d.remaining;
   if (in_window <= 0) return {};
   // reset_after runs to the end of the window of the latest sub-window that

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/compose.hpp"
 #include "detail/log_rebuild.hpp"
 
 namespace sluice {
@@ -169,35 +170,35 @@ admission admit_leaf(const Policy& p, State& s, tick now, std::int64_t cost) noe
   return out;
 }
 
-// Composites: `before` is taken recursively before the composite decides
-// (an any_of records the part that will consume: the first that admits, by
-// the same rule as its decide), `after` recursively once it has admitted.
+// Composites: `before` is taken recursively once the composite has been
+// evaluated and found to admit (an any_of records the part that will
+// consume, read from the choices the evaluation recorded), `after`
+// recursively once it has consumed.
 
-receipt before_any(const any_policy& p, const any_state& s, tick now, std::int64_t cost);
+receipt before_any(const any_policy& p, const any_state& s, tick now, std::int64_t cost, const std::int32_t* choices);
 void after_any(receipt& r, const any_policy& p, const any_state& s);
 
-receipt before(const all_of& p, const all_of_state& s, tick now, std::int64_t cost) {
+receipt before(const all_of& p, const all_of_state& s, tick now, std::int64_t cost, const std::int32_t* choices) {
   receipt r;
   stamp(r, p);
   ra::at(r) = now;
   ra::cost(r) = cost;
   ra::parts(r).reserve(p.parts().size());
-  for (std::size_t i = 0; i < p.parts().size(); ++i)
-    ra::parts(r).push_back(before_any(p.parts()[i], s.parts[i], now, cost));
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < p.parts().size(); ++i) {
+    ra::parts(r).push_back(before_any(p.parts()[i], s.parts[i], now, cost, choices + offset));
+    offset += detail::choices_of(p.parts()[i]);
+  }
   return r;
 }
-receipt before(const any_of& p, const any_of_state& s, tick now, std::int64_t cost) {
+receipt before(const any_of& p, const any_of_state& s, tick now, std::int64_t cost, const std::int32_t* choices) {
   receipt r;
   stamp(r, p);
   ra::at(r) = now;
   ra::cost(r) = cost;
-  for (std::size_t i = 0; i < p.parts().size(); ++i) {
-    if (peek(p.parts()[i], s.parts[i], now, cost).allowed) {
-      ra::part(r) = static_cast<std::int32_t>(i);
-      ra::parts(r).push_back(before_any(p.parts()[i], s.parts[i], now, cost));
-      break;
-    }
-  }
+  const auto k = static_cast<std::size_t>(choices[0]);
+  ra::part(r) = choices[0];
+  ra::parts(r).push_back(before_any(p.parts()[k], s.parts[k], now, cost, choices + detail::choice_offset(p, k)));
   return r;
 }
 void after(receipt& r, const all_of& p, const all_of_state& s) {
@@ -208,11 +209,16 @@ void after(receipt& r, const any_of& p, const any_of_state& s) {
   after_any(ra::parts(r)[0], p.parts()[k], s.parts[k]);
 }
 
-receipt before_any(const any_policy& p, const any_state& s, tick now, std::int64_t cost) {
+receipt before_any(const any_policy& p, const any_state& s, tick now, std::int64_t cost, const std::int32_t* choices) {
   return std::visit(
       [&](const auto& pol) -> receipt {
         using policy_t = std::decay_t<decltype(pol)>;
-        return before(pol, *std::get_if<typename policy_t::state>(&s), now, cost);
+        const auto& st = *std::get_if<typename policy_t::state>(&s);
+        if constexpr (std::is_same_v<policy_t, all_of> || std::is_same_v<policy_t, any_of>) {
+          return before(pol, st, now, cost, choices);
+        } else {
+          return before(pol, st, now, cost);
+        }
       },
       p);
 }
@@ -225,15 +231,19 @@ void after_any(receipt& r, const any_policy& p, const any_state& s) {
       p);
 }
 
+/// A composite's admit: one evaluation (which also says which part of each
+/// any_of will consume), then the receipt, the consumption and what it left.
 template <typename Policy, typename State>
 admission admit_composite(const Policy& p, State& s, tick now, std::int64_t cost) {
   admission out;
-  receipt r = before(p, s, now, cost);
-  out.result = decide(p, s, now, cost);
-  if (out.result.allowed) {
-    after(r, p, s);
-    out.ticket = std::move(r);
-  }
+  detail::choice_buffer choices(p.choices());
+  const detail::outcome o = detail::evaluate(p, s, now, cost, choices.data(), false);
+  out.result = o.d;
+  if (!o.d.allowed) return out;
+  receipt r = before(p, s, now, cost, choices.data());
+  detail::commit(p, s, now, cost, choices.data());
+  after(r, p, s);
+  out.ticket = std::move(r);
   return out;
 }
 

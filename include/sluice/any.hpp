@@ -5,7 +5,10 @@
 // Composition lives here too, because a composite is itself any policy and
 // holds any policies: `all_of` admits iff every part admits (and only then
 // does every part consume), `any_of` admits iff some part admits and
-// consumes from the first part, in order, that does.
+// consumes from the first part, in order, that does. A composite decides in
+// time proportional to its number of parts (nested ones included), however
+// deep it is nested: every part is first asked, without changing it, what
+// it would answer, and only then do the parts that consume decide.
 #pragma once
 
 #include <cstddef>
@@ -83,40 +86,59 @@ bool operator==(const any_of_state& a, const any_of_state& b);
 
 /// Every part must admit; only then does every part consume (no partial
 /// consumption, ever). `retry_after` is the largest of the parts' (exact,
-/// since each part only gets more permissive as time passes), `remaining`
-/// the smallest, `reset_after` and `release_after` the largest. The
-/// decision's `part` is the part that binds: on a denial the one with the
-/// longest wait, on an admit the one with the least room left. Nestable.
+/// since each part only gets more permissive as time passes). `remaining`
+/// and `reset_after` are read on the parts' states after the decision (a
+/// denial leaves every part as it was, so a part that would have admitted
+/// reports its room before consuming): `remaining` is the smallest of the
+/// parts', `reset_after` the largest; on an admit `release_after` is the
+/// largest of the parts' (a denial has none: 0). The decision's `part` is
+/// the part that binds: on a denial the first of those with the longest
+/// wait, on an admit the first of those with the least room left. Nestable.
 class all_of {
  public:
   using state = all_of_state;
   /// Builds the composite; the error names "parts" when there are none.
   static result<all_of> make(std::vector<any_policy> parts);
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
+  /// How many any_of composites it holds, at any depth: the size of the
+  /// scratch a decision records their choices in.
+  [[nodiscard]] std::size_t choices() const noexcept { return choices_; }
 
  private:
   explicit all_of(std::vector<any_policy> parts);
   std::vector<any_policy> parts_;
+  std::size_t choices_ = 0;
 };
 
 /// Some part must admit: the first part, in order, that admits consumes,
-/// and no other. `retry_after` is the smallest of the parts'; `remaining`
-/// the largest after the decision; `reset_after` the largest. The
-/// decision's `part` is the part that admitted, or on a denial the one that
-/// frees up first. Nestable.
+/// and no other. `retry_after` is the smallest of the parts'. `remaining`
+/// and `reset_after` are read on the parts' states after the decision (the
+/// consuming part after its admit, every other part as it was): `remaining`
+/// is the largest of the parts', `reset_after` the largest; `release_after`
+/// is the consuming part's (a denial has none: 0). The decision's `part` is
+/// the part that admitted, or on a denial the first of those that free up
+/// first. Nestable.
 class any_of {
  public:
   using state = any_of_state;
   /// Builds the composite; the error names "parts" when there are none.
   static result<any_of> make(std::vector<any_policy> parts);
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
+  /// How many any_of composites it holds, itself included, at any depth.
+  [[nodiscard]] std::size_t choices() const noexcept { return choices_; }
 
  private:
   explicit any_of(std::vector<any_policy> parts);
   std::vector<any_policy> parts_;
+  std::size_t choices_ = 0;
 };
 
+/// Decides one request with every part of `p` (see all_of). Time
+/// proportional to the number of parts, nested ones included; allocates
+/// only for a composite holding more than 64 any_of composites.
 decision decide(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept;
+/// Decides one request with the first part of `p` that admits it (see
+/// any_of). Time and allocation as for all_of.
 decision decide(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept;
 
 /// Which algorithm a policy is.
@@ -189,7 +211,8 @@ struct spec {
 result<any_policy> make_policy(const spec& s);
 
 /// What `decide` would answer, without changing `s`: the peek that
-/// composites and schedulers build on.
+/// schedulers and stores build on. Copies no state that owns memory (a
+/// sliding log's or buckets' ring); pure, safe for concurrent readers.
 decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t cost);
 
 /// The window W of a policy, in ticks (1 for quota and always-*: they have

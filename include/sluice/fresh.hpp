@@ -60,10 +60,9 @@ constexpr bool is_fresh(const sliding_counter& p, const sliding_counter::state& 
 /// the worst case; no allocation. Pure.
 inline bool is_fresh(const sliding_buckets& p, const sliding_buckets::state& s, tick now) noexcept {
   if (s.total() == 0) return true;
-  // A request of cost 0 is denied `never` before any change, and its
-  // `remaining` is L minus the units in the window at `now`: a pure read.
-  sliding_buckets::state& probe = const_cast<sliding_buckets::state&>(s);  // NOLINT: read-only use
-  return p.decide(probe, now, 0).remaining == p.limit().limit;
+  // A request of cost 0 is denied `never`, and its `remaining` is L minus
+  // the units in the window at `now`.
+  return p.peek(s, now, 0).remaining == p.limit().limit;
 }
 
 /// Whether a token-bucket state answers as a fresh one from `now` on: `now`

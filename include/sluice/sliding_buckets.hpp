@@ -51,6 +51,10 @@ class sliding_buckets {
   /// Decides one request of `cost` units at `now`.
   decision decide(state& s, tick now, std::int64_t cost) const noexcept;
 
+  /// What `decide` would answer for the same request, without changing `s`
+  /// (no copy, no allocation). Pure; thread-safe for concurrent readers.
+  decision peek(const state& s, tick now, std::int64_t cost) const noexcept;
+
   /// The same decision computed the plain way, in 128-bit arithmetic with a
   /// division for every sub-window it visits: the reference the tests hold
   /// `decide` to.
@@ -63,6 +67,21 @@ class sliding_buckets {
   std::int64_t give_back(state& s, std::int64_t sub, std::int64_t units) const noexcept;
 
  private:
+  /// What a decision reads from a state before it changes anything.
+  struct scan {
+    std::int64_t j;            // now's sub-window, or the latest admit's if the clock stepped back
+    std::uint64_t gap;         // j − newest: sub-windows that have pushed as many out
+    std::int64_t in_window;    // units in the N sub-windows ending with j
+    std::size_t after_newest;  // the slot of sub-window newest + 1 (when in_window > 0)
+  };
+  scan scan_of(const state& s, tick now) const noexcept;
+  decision answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept;
+  std::size_t slot_of(std::int64_t sub) const noexcept {
+    const std::int64_t r = sub % n_;
+    return static_cast<std::size_t>(r < 0 ? r + n_ : r);
+  }
+  std::size_t next_slot(std::size_t k) const noexcept { return k + 1 == static_cast<std::size_t>(n_) ? 0 : k + 1; }
+
   constexpr sliding_buckets(rate r, std::int64_t n) noexcept
       : r_(r), n_(n), width_(r.window / n), split_(r.window / n) {}
   rate r_;

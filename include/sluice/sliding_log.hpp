@@ -73,7 +73,20 @@ class sliding_log {
   /// log grows past its current capacity.
   decision decide(state& s, tick now, std::int64_t cost) const noexcept;
 
+  /// What `decide` would answer for the same request, without changing `s`
+  /// (no copy, no allocation). Pure; thread-safe for concurrent readers.
+  decision peek(const state& s, tick now, std::int64_t cost) const noexcept;
+
  private:
+  /// What a decision reads from a state before it changes anything.
+  struct scan {
+    tick e;                  // now, or the latest admit if the clock stepped back
+    std::size_t first;       // entries at or before e − W (they have left the window)
+    std::int64_t in_window;  // units still in the window at e
+  };
+  scan scan_of(const state& s, tick now) const noexcept;
+  decision answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept;
+
   constexpr explicit sliding_log(rate r) noexcept : r_(r) {}
   rate r_;
 };

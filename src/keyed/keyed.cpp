@@ -690,9 +690,9 @@ struct keyed_limiter::impl {
     std::lock_guard lock(s.mu);
     const table* t = s.tab.load(std::memory_order_relaxed);
     const record* r = t != nullptr ? find(t, h21, key) : nullptr;
-    any_state st = r != nullptr ? *reinterpret_cast<const any_state*>(r->lo) : fresh;
+    const any_state& st = r != nullptr ? *reinterpret_cast<const any_state*>(r->lo) : fresh;
     const tick eff = effective(now);
-    return rebase(decide(policy, st, eff, cost), now, eff);
+    return rebase(sluice::peek(policy, st, eff, cost), now, eff);
   }
 
   // ---- insert, room, sweep, evict, grow (all require the shard lock) ----

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "property/checks.hpp"
+#include "property/definitions.hpp"
 
 namespace sluice {
 namespace {
@@ -46,7 +47,11 @@ TEST(Regressions, EverySeedThroughEveryProperty) {
       EXPECT_TRUE(denials_are_exact_and_pure<P>(seed, counts));
       long stepped_back = 0;
       EXPECT_TRUE(clock_back_earns_nothing<P>(seed, stepped_back));
+      definitions::tally figures;
+      EXPECT_TRUE(definitions::leaf_figures_hold<P>(seed, figures));
     });
+    definitions::tally figures;
+    EXPECT_TRUE(definitions::composite_figures_hold(seed, figures));
     EXPECT_TRUE(gcra_is_token_bucket(seed));
     EXPECT_TRUE(log_never_exceeds_limit(seed));
     EXPECT_TRUE(fixed_window_doubles_at_a_boundary(seed));
