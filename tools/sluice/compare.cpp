@@ -226,7 +226,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   std::vector<bool> verdicts(n_lanes);
   progress_bar bar(err, progress && trace.is_file(), trace.size());
 
-  trace_reader reader(trace.stream());
+  trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
   tick first = 0;
@@ -408,8 +408,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       break;
     }
   }
-  out.write(b.data(), static_cast<std::streamsize>(b.size()));
-  out.flush();
+  if (auto why = write_and_flush(out, std::string_view(b.data(), b.size())))
+    return output_error(err, stdout_name, *why);
 
   if (plot) {
     std::vector<plot_recorder::lane_info> info;

@@ -26,6 +26,7 @@ std::optional<error> opened_input::open(const std::string& path, std::istream& s
   if (ec) return error{"", "cannot open trace " + quote_input(path) + ": " + ec.message()};
   if (std::filesystem::is_directory(status))
     return error{"", "cannot open trace " + quote_input(path) + ": it is a directory"};
+  name_ = "trace " + quote_input(path);
   file_ = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*file_) return error{"", "cannot open trace " + quote_input(path) + ": " + std::strerror(errno)};
   if (std::filesystem::is_regular_file(status)) size_ = std::filesystem::file_size(path, ec);

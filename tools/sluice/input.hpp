@@ -21,6 +21,8 @@ class opened_input {
   /// Opens `path`; on failure returns an error naming the path and the reason.
   std::optional<error> open(const std::string& path, std::istream& stdin_stream);
   [[nodiscard]] std::istream& stream() const { return *stream_; }
+  /// What the trace is called in messages: "standard input" or "trace 'x.txt'".
+  [[nodiscard]] const std::string& name() const { return name_; }
   /// Whether the trace is a regular file (its size is known), and the size.
   [[nodiscard]] bool is_file() const { return file_ != nullptr; }
   [[nodiscard]] std::uint64_t size() const { return size_; }
@@ -28,6 +30,7 @@ class opened_input {
  private:
   std::unique_ptr<std::ifstream> file_;
   std::istream* stream_ = nullptr;
+  std::string name_ = "standard input";
   std::uint64_t size_ = 0;
 };
 

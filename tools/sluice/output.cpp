@@ -1,7 +1,10 @@
 #include "output.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 
+#include "cli.hpp"
 #include "sluice/rate.hpp"
 
 namespace sluice::cli {
@@ -47,12 +50,30 @@ void append_json_string(fmt::memory_buffer& out, std::string_view s) {
 decision_writer::decision_writer(std::ostream& out, format f, bool with_release)
     : out_(out), format_(f), with_release_(with_release) {}
 
-decision_writer::~decision_writer() { flush(); }
+std::optional<std::string> write_and_flush(std::ostream& out, std::string_view bytes) {
+  if (!out) return std::string("write error");
+  errno = 0;
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (out) return std::nullopt;
+  return std::string(errno != 0 ? std::strerror(errno) : "write error");
+}
 
-void decision_writer::flush() {
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-  out_.flush();
+int output_error(std::ostream& err, std::string_view name, std::string_view why) {
+  err << "sluice: " << name << ": " << why << '\n';
+  err.flush();
+  return exit_output;
+}
+
+decision_writer::~decision_writer() {
+  if (failure_.empty()) flush();
+}
+
+bool decision_writer::flush() {
+  if (!failure_.empty()) return false;
+  if (auto why = write_and_flush(out_, std::string_view(buf_.data(), buf_.size()))) failure_ = std::move(*why);
   buf_.clear();
+  return failure_.empty();
 }
 
 namespace {
@@ -77,7 +98,7 @@ void decision_writer::header() {
   }
 }
 
-void decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
+bool decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
   auto it = std::back_inserter(buf_);
   const std::string time = format_seconds(r.time);
   const std::string retry = seconds_or_never(d.retry_after);
@@ -107,7 +128,8 @@ void decision_writer::row(std::uint64_t index, const request& r, const decision&
       buf_.push_back('\n');
       break;
   }
-  if (buf_.size() > (1 << 16)) flush();
+  if (buf_.size() > (1 << 16)) return flush();
+  return true;
 }
 
 }  // namespace sluice::cli

@@ -71,15 +71,15 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   }
   decision_writer writer(out, *fmt, has_leaky_queue(p));
   writer.header();
-  trace_reader reader(trace.stream());
+  trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
   while (reader.next(r)) {
     moment = std::max(moment, r.time);
     const decision d = store.try_acquire_at(r.key, r.time, r.cost);
-    writer.row(++n, r, d);
+    if (!writer.row(++n, r, d)) break;  // the output is lost: stop (and save no state)
   }
-  writer.flush();
+  if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
   if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});
   if (!f.save_state.empty()) {
     const std::int64_t wall =

@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -68,12 +69,14 @@ bool trace_reader::fill() {
     begin_ = 0;
   }
   if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+  errno = 0;
   in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+  const int why = errno;
   const auto got = static_cast<std::size_t>(in_.gcount());
   end_ += got;
   if (got == 0) {
     eof_ = true;
-    if (in_.bad()) error_ = "cannot read the trace";
+    if (in_.bad()) error_ = "cannot read " + name_ + ": " + (why != 0 ? std::strerror(why) : "read error");
     return false;
   }
   return true;

@@ -120,8 +120,8 @@ int run_worst_case(const worst_case_flags& f, std::ostream& out, std::ostream& e
       break;
     }
   }
-  out.write(b.data(), static_cast<std::streamsize>(b.size()));
-  out.flush();
+  if (auto why = write_and_flush(out, std::string_view(b.data(), b.size())))
+    return output_error(err, stdout_name, *why);
   return exit_ok;
 }
 
