@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <string>
 
 #include "cli_support.hpp"
@@ -55,6 +56,8 @@ const output_case cases[] = {
     {"help", "--help", ""},
     {"version", "--version", ""},
 };
+
+void PrintTo(const output_case& c, std::ostream* os) { *os << c.name; }
 
 class OutputLost : public ::testing::TestWithParam<output_case> {};
 

@@ -33,20 +33,27 @@ CLI::App* add_compare(CLI::App& app, compare_flags& f) {
   add_limit_flags(*sub, f.limits);
   sub->add_option("--algorithms", f.algorithms,
                   "comma-separated limiters (default fixed-window,sliding-log,token-bucket)")
+      ->check(non_empty())
       ->each([&f](const std::string&) { f.algorithms_given = true; });
+  // No non_empty() here: the expression parser refuses an empty one, naming the flag.
   sub->add_option("--policy", f.policies,
                   "a limiter as an expression, one lane each (repeat for more), instead of --algorithms and the "
                   "limiter flags, e.g. 'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+
       ->allow_extra_args(false);
   sub->add_option("--window", f.window,
                   "the window W of 'most in any W' and of the worst case (default: the limit's window, or the "
-                  "largest window in the policies)");
-  sub->add_option("--format", f.format, "table (default), csv or json");
-  sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file");
+                  "largest window in the policies)")
+      ->check(non_empty());
+  sub->add_option("--format", f.format, "table (default), csv or json")->check(non_empty());
+  sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file")->check(non_empty());
   sub->add_option("--granularity", f.granularity,
-                  "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)");
-  sub->add_option("--top", f.top, "with keys: how many of the keys refused most to list (default 10)");
-  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
+                  "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)")
+      ->check(non_empty());
+  sub->add_option("--top", f.top, "with keys: how many of the keys refused most to list (default 10)")
+      ->check(non_empty());
+  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin")
+      ->check(non_empty());
   return sub;
 }
 

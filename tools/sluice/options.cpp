@@ -6,12 +6,20 @@
 
 namespace sluice::cli {
 
+const CLI::Validator& non_empty() {
+  static const CLI::Validator check(
+      [](const std::string& value) { return value.empty() ? std::string("is empty; give it a value") : std::string(); },
+      "", "non-empty");
+  return check;
+}
+
 void add_limit_flags(CLI::App& app, limiter_flags& f) {
-  app.add_option("--limit", f.limit, "L/W: at most L units per window W, e.g. 10/60s, 100/min, '10 per minute'");
-  app.add_option("--burst", f.burst, "token-bucket, gcra: the largest burst S (default L)");
-  app.add_option("--buckets", f.buckets, "sliding-buckets: sub-windows N, dividing W");
-  app.add_option("--queue", f.queue, "leaky-queue: the most units waiting Q (default L)");
-  app.add_option("--quota", f.quota, "quota: N units in all, never refilled");
+  app.add_option("--limit", f.limit, "L/W: at most L units per window W, e.g. 10/60s, 100/min, '10 per minute'")
+      ->check(non_empty());
+  app.add_option("--burst", f.burst, "token-bucket, gcra: the largest burst S (default L)")->check(non_empty());
+  app.add_option("--buckets", f.buckets, "sliding-buckets: sub-windows N, dividing W")->check(non_empty());
+  app.add_option("--queue", f.queue, "leaky-queue: the most units waiting Q (default L)")->check(non_empty());
+  app.add_option("--quota", f.quota, "quota: N units in all, never refilled")->check(non_empty());
 }
 
 result<std::int64_t> parse_count(std::string_view flag, std::string_view text) {

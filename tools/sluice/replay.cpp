@@ -22,18 +22,24 @@ CLI::App* add_replay(CLI::App& app, replay_flags& f) {
   CLI::App* sub = app.add_subcommand("replay", "Replay a trace through one limiter per key, one row per request");
   sub->add_option("--algorithm", f.algorithm,
                   "fixed-window, sliding-log, sliding-counter, sliding-buckets, "
-                  "token-bucket, gcra, leaky-queue, quota");
+                  "token-bucket, gcra, leaky-queue, quota")
+      ->check(non_empty());
+  // No non_empty() here: the expression parser refuses an empty one, naming the flag.
   sub->add_option("--policy", f.policy,
                   "the limiter as an expression instead of --algorithm and its flags, e.g. "
                   "'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+
       ->each([&f](const std::string&) { f.policy_given = true; });
   add_limit_flags(*sub, f.limits);
-  sub->add_option("--format", f.format, "csv (default), json (JSON Lines) or table");
+  sub->add_option("--format", f.format, "csv (default), json (JSON Lines) or table")->check(non_empty());
   sub->add_option("--load-state", f.load_state,
-                  "start from the states in this snapshot (saved by --save-state with the same limiter)");
+                  "start from the states in this snapshot (saved by --save-state with the same limiter)")
+      ->check(non_empty());
   sub->add_option("--save-state", f.save_state,
-                  "at the end, save every key's state to this snapshot (written atomically)");
-  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
+                  "at the end, save every key's state to this snapshot (written atomically)")
+      ->check(non_empty());
+  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin")
+      ->check(non_empty());
   return sub;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "input.hpp"
+#include "options.hpp"
 #include "output.hpp"
 #include "policy_flag.hpp"
 #include "sluice/policy_expr.hpp"
@@ -25,13 +26,17 @@ constexpr std::int64_t most_lines = 1'000'000;
 CLI::App* add_worst_case(CLI::App& app, worst_case_flags& f) {
   CLI::App* sub = app.add_subcommand(
       "worst-case", "The most a limiter lets into any window, whatever the trace, and a trace that gets there");
+  // No non_empty() here: the expression parser refuses an empty one, naming the flag.
   sub->add_option("--policy", f.policy, "the limiter, e.g. 'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+
       ->each([&f](const std::string&) { f.policy_given = true; });
-  sub->add_option("--window", f.window, "the window W′, e.g. 1h (default: the largest window in the policy)");
-  sub->add_option("--granularity", f.granularity,
-                  "request times on multiples of this, e.g. 1s (default 1ns: any time)");
+  sub->add_option("--window", f.window, "the window W′, e.g. 1h (default: the largest window in the policy)")
+      ->check(non_empty());
+  sub->add_option("--granularity", f.granularity, "request times on multiples of this, e.g. 1s (default 1ns: any time)")
+      ->check(non_empty());
   sub->add_option("--format", f.format,
-                  "table (default: the witness as a trace for 'sluice replay', under # comments), csv or json");
+                  "table (default: the witness as a trace for 'sluice replay', under # comments), csv or json")
+      ->check(non_empty());
   return sub;
 }
 
