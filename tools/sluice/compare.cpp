@@ -45,7 +45,10 @@ CLI::App* add_compare(CLI::App& app, compare_flags& f) {
                   "the window W of 'most in any W' and of the worst case (default: the limit's window, or the "
                   "largest window in the policies)")
       ->check(non_empty());
-  sub->add_option("--format", f.format, "table (default), csv or json")->check(non_empty());
+  sub->add_option(
+         "--format", f.format,
+         "table (default), csv or json (a key that is not UTF-8 is written as \"key\":null,\"key_hex\":\"...\")")
+      ->check(non_empty());
   sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file")->check(non_empty());
   sub->add_option("--granularity", f.granularity,
                   "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)")
@@ -379,10 +382,12 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     case format::json: {
       const auto lane_json = [&](std::size_t l, const lane_stats& s, bool is_total) {
         const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
+        fmt::format_to(o, "{{\"limiter\":");
+        append_json_string(b, names[l]);  // an algorithm's name or a canonical expression: ASCII
         fmt::format_to(o,
-                       "{{\"limiter\":\"{}\",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
+                       ",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
                        "\"over_limit\":{}",
-                       names[l], s.through, s.refused, s.busiest.most(),
+                       s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null", is_over ? "true" : "false");
         if (is_total) {
           const bool known = worst[l] && worst[l]->value != never;  // null: unbounded (or not derived)
@@ -402,8 +407,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       fmt::format_to(o, "],\"top_keys\":[");
       for (std::size_t i = 0; i < keys.size(); ++i) {
         if (i) b.push_back(',');
-        fmt::format_to(o, "{{\"key\":");
-        append_json_string(b, *keys[i].first);
+        b.push_back('{');
+        append_json_key(b, *keys[i].first);
         fmt::format_to(o, ",\"limiters\":[");
         for (std::size_t l = 0; l < n_lanes; ++l) {
           if (l) b.push_back(',');

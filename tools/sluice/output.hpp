@@ -25,8 +25,15 @@ std::string seconds_or_never(tick ns);
 
 /// CSV field: quoted (RFC 4180) only when it has a comma, quote or line break.
 void append_csv_field(fmt::memory_buffer& out, std::string_view field);
-/// JSON string literal, with quotes and escapes.
+/// JSON string literal, with quotes and escapes; requires valid UTF-8 (JSON
+/// text is UTF-8), see append_json_key for bytes that may not be.
 void append_json_string(fmt::memory_buffer& out, std::string_view s);
+/// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates,
+/// nothing above U+10FFFF).
+bool is_utf8(std::string_view s) noexcept;
+/// A key as JSON members, losslessly: `"key":"..."` when the key is valid
+/// UTF-8, else `"key":null,"key_hex":"fffe"` (its bytes in lower-case hex).
+void append_json_key(fmt::memory_buffer& out, std::string_view key);
 
 /// What the command's standard output is called in messages.
 inline constexpr std::string_view stdout_name = "standard output";

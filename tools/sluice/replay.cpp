@@ -31,7 +31,10 @@ CLI::App* add_replay(CLI::App& app, replay_flags& f) {
 
       ->each([&f](const std::string&) { f.policy_given = true; });
   add_limit_flags(*sub, f.limits);
-  sub->add_option("--format", f.format, "csv (default), json (JSON Lines) or table")->check(non_empty());
+  sub->add_option("--format", f.format,
+                  "csv (default), json (JSON Lines; a key that is not UTF-8 is written as "
+                  "\"key\":null,\"key_hex\":\"...\") or table")
+      ->check(non_empty());
   sub->add_option("--load-state", f.load_state,
                   "start from the states in this snapshot (saved by --save-state with the same limiter)")
       ->check(non_empty());

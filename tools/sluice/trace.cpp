@@ -11,14 +11,10 @@ namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
-/// The next blank-separated field of `s` from `pos`, or empty at the end or
-/// at a comment.
+/// The next blank-separated field of `s` from `pos`, or empty at the end.
 std::string_view next_field(std::string_view s, std::size_t& pos) {
   while (pos < s.size() && is_blank(s[pos])) ++pos;
-  if (pos >= s.size() || s[pos] == '#') {
-    pos = s.size();
-    return {};
-  }
+  if (pos >= s.size()) return {};
   const std::size_t from = pos;
   while (pos < s.size() && !is_blank(s[pos])) ++pos;
   return s.substr(from, pos - from);
@@ -111,7 +107,7 @@ bool trace_reader::next(request& r) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::size_t pos = 0;
     std::string_view first = next_field(line, pos);
-    if (first.empty()) continue;  // blank or comment
+    if (first.empty() || first.front() == '#') continue;  // blank, or a comment: '#' first on the line
     return parse(line, r);
   }
 }
@@ -139,7 +135,8 @@ bool trace_reader::parse(std::string_view line, request& r) {
     r.cost = c;
   }
   if (!extra.empty()) {
-    error_ = where + "unexpected " + quote_input(extra) + " after the cost; a line is TIME [KEY [COST]]";
+    error_ = where + "unexpected " + quote_input(extra) + " after the cost; a line is TIME [KEY [COST]]" +
+             (extra.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
     return false;
   }
   r.line = line_;

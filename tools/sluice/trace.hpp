@@ -23,8 +23,9 @@ struct request {
 };
 
 /// Streams requests out of a trace. Fields are separated by blanks (spaces
-/// or tabs); blank lines and comments (from a field starting with '#' to the
-/// end of the line) are skipped; a trailing '\r' is ignored.
+/// or tabs); blank lines and comment lines (whose first non-blank character
+/// is '#') are skipped, and nothing else is a comment, so a key may start
+/// with '#'; a trailing '\r' is ignored.
 class trace_reader {
  public:
   /// Lines longer than this are refused (a trace with no newlines must not
