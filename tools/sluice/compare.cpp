@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <ostream>
@@ -18,6 +17,7 @@
 #include "plot.hpp"
 #include "policy_flag.hpp"
 #include "sluice/analysis.hpp"
+#include "sluice/atomic_file.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/worst_case.hpp"
 #include "trace.hpp"
@@ -211,11 +211,9 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   const auto fmt_kind = format_named(f.format);
   if (!fmt_kind)
     return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (table, csv or json)"});
-  std::unique_ptr<std::ofstream> plot_file;
-  if (!f.plot.empty()) {
-    plot_file = std::make_unique<std::ofstream>(f.plot, std::ios::binary | std::ios::trunc);
-    if (!*plot_file) return usage_error(err, error{"--plot", "cannot write " + quote_input(f.plot)});
-  }
+  // A --plot target that can never be written is refused before the run.
+  if (!f.plot.empty())
+    if (auto t = resolve_write_target(f.plot); !t) return usage_error(err, error{"--plot", t.err().message});
   opened_input trace;
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
@@ -232,7 +230,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   absl::flat_hash_map<std::string, key_record> keyed;
   std::vector<lane_stats> total(n_lanes);
   std::optional<plot_recorder> plot;
-  if (plot_file) plot.emplace(n_lanes);
+  if (!f.plot.empty()) plot.emplace(n_lanes);
   std::vector<bool> verdicts(n_lanes);
   progress_bar bar(err, progress && trace.is_file(), trace.size());
 
@@ -436,9 +434,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
                                          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\">"
                                          "<text x=\"10\" y=\"25\">No requests in the trace.</text></svg>\n")
                                    : plot->render(title, window, info);
-    plot_file->write(svg.data(), static_cast<std::streamsize>(svg.size()));
-    plot_file->close();
-    if (!*plot_file) return usage_error(err, error{"--plot", "could not write " + quote_input(f.plot)});
+    auto written = write_file_atomically(f.plot, [&svg](const byte_sink& sink) { return sink(svg); });
+    if (!written) return output_error(err, "--plot", written.err().message);
   }
   return exit_ok;
 }

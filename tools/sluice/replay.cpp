@@ -12,6 +12,7 @@
 #include "input.hpp"
 #include "output.hpp"
 #include "policy_flag.hpp"
+#include "sluice/atomic_file.hpp"
 #include "sluice/keyed.hpp"
 #include "sluice/snapshot.hpp"
 #include "trace.hpp"
@@ -60,6 +61,10 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   if (!policy) return usage_error(err, policy.err());
   const auto fmt = format_named(f.format);
   if (!fmt) return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (csv, json or table)"});
+  // A target that can never be written is refused before the run.
+  if (!f.save_state.empty())
+    if (auto t = resolve_write_target(f.save_state); !t)
+      return usage_error(err, error{"--save-state", t.err().message});
   opened_input trace;
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
@@ -95,7 +100,7 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     auto saved = save_snapshot(store, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
-    if (!saved) return usage_error(err, error{"--save-state", saved.err().message});
+    if (!saved) return output_error(err, "--save-state", saved.err().message);
   }
   return exit_ok;
 }
