@@ -76,7 +76,7 @@ TEST(Compare, JsonHasTheSameFigures) {
                    "0.5\n0.5\n0.5\n1\n1\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "{\"requests\":5,\"first\":0.5,\"last\":1,\"keys\":0,\"limit\":2,\"window\":1,\"limiters\":["
+            "{\"requests\":5,\"units\":5,\"first\":0.5,\"last\":1,\"keys\":0,\"limit\":2,\"window\":1,\"limiters\":["
             "{\"limiter\":\"sliding-log\",\"through\":2,\"refused\":3,\"busiest\":2,\"busiest_start\":0.5,"
             "\"over_limit\":false,\"worst_case\":2},"
             "{\"limiter\":\"fixed-window\",\"through\":4,\"refused\":1,\"busiest\":4,\"busiest_start\":0.5,"

@@ -165,7 +165,7 @@ TEST(PolicyFlag, CompareWindowFlagAndJson) {
   auto r = run_cli({"compare", "--policy", "fixed-window 2/1m", "--window", "1s", "--format", "json"}, "59\n59\n60\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "{\"requests\":3,\"first\":59,\"last\":60,\"keys\":0,\"limit\":null,\"window\":1,\"limiters\":["
+            "{\"requests\":3,\"units\":3,\"first\":59,\"last\":60,\"keys\":0,\"limit\":null,\"window\":1,\"limiters\":["
             "{\"limiter\":\"fixed-window 2/1m\",\"through\":3,\"refused\":0,\"busiest\":2,\"busiest_start\":59,"
             "\"over_limit\":false,\"worst_case\":4}],\"top_keys\":[]}\n");
   auto q = run_cli({"compare", "--policy", "quota 2", "--window", "1s", "--format", "csv"}, "1\n");
@@ -184,7 +184,7 @@ TEST(PolicyFlag, CompareShowsTheWorstCaseOfEveryAlgorithm) {
               "0\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "1 requests from 0 s to 0 s, no keys; the limit is 10 per 60 s:\n"
+            "1 request from 0 s to 0 s, no keys; the limit is 10 per 60 s:\n"
             "  limiter            through   refused  most in any 60 s   worst case\n"
             "  sliding-counter          1         0                 1           19\n"
             "  sliding-buckets          1         0                 1           20\n"

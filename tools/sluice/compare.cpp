@@ -102,6 +102,11 @@ limiter_flags flags_for(algorithm a, const limiter_flags& all) {
 
 std::string seconds_text(tick t) { return format_seconds(t) + " s"; }
 
+/// "1 request", "2 requests".
+std::string plural(std::uint64_t n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
+}
+
 class progress_bar {
  public:
   progress_bar(std::ostream& err, bool on, std::uint64_t total) : err_(err), on_(on && total > 0), total_(total) {}
@@ -237,6 +242,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
+  std::int64_t units = 0;  // the sum of the costs (saturated)
+  bool costs = false;      // whether any cost is not 1: then the figures say "units"
   tick first = 0;
   tick last = 0;
   while (reader.next(r)) {
@@ -249,6 +256,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     if (n == 0) first = r.time;
     last = r.time;
     ++n;
+    units = units > detail::i64_max - r.cost ? detail::i64_max : units + r.cost;
+    if (r.cost != 1) costs = true;
     key_record* rec = &unkeyed;
     if (r.key.empty()) {
       any_unkeyed = true;
@@ -265,8 +274,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       if (ok) {
         ++k.through;
         ++t.through;
-        k.busiest.add(r.time, window);
-        t.busiest.add(r.time, window);
+        k.busiest.add(r.time, r.cost, window);
+        t.busiest.add(r.time, r.cost, window);
       } else {
         ++k.refused;
         ++t.refused;
@@ -305,7 +314,11 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   const std::string wtext = format_seconds(window) + " s";
   std::size_t name_width = 17;  // the longest algorithm name and two spaces; more for long expressions
   for (const auto& name : names) name_width = std::max(name_width, name.size() + 2);
-  const std::size_t most_width = std::max<std::size_t>(18, wtext.size() + 14);  // "most in any W s" and two spaces
+  // With costs the busiest window counts units (the limit is in units), and says so.
+  const std::string most_head = (costs ? "most units in any " : "most in any ") + wtext;
+  const std::size_t most_width = std::max<std::size_t>(18, most_head.size() + 2);  // and two spaces
+  const std::string requests_text =
+      plural(n, "request") + (costs ? " (" + plural(static_cast<std::uint64_t>(units), "unit") + ")" : "");
   fmt::memory_buffer b;
   auto o = std::back_inserter(b);
   switch (*fmt_kind) {
@@ -317,18 +330,18 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       std::string burst_note;
       if (uses({algorithm::token_bucket, algorithm::gcra}))
         burst_note = " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
-      const std::string keys_text = key_count == 0 ? std::string("no keys") : fmt::format("{} keys", key_count);
+      const std::string keys_text = key_count == 0 ? std::string("no keys") : plural(key_count, "key");
       if (by_policy) {
-        fmt::format_to(o, "{} requests from {} to {}, {}; {} limiter{}{}:\n", n, seconds_text(first),
+        fmt::format_to(o, "{} from {} to {}, {}; {} limiter{}{}:\n", requests_text, seconds_text(first),
                        seconds_text(last), keys_text, n_lanes, n_lanes == 1 ? "" : "s",
                        key_count == 0 ? "" : ", each key its own");
       } else {
-        fmt::format_to(o, "{} requests from {} to {}, {}; the limit is {} per {}{}{}:\n", n, seconds_text(first),
+        fmt::format_to(o, "{} from {} to {}, {}; the limit is {} per {}{}{}:\n", requests_text, seconds_text(first),
                        seconds_text(last), keys_text, limit.limit, wtext, key_count == 0 ? "" : " for each key",
                        burst_note);
       }
-      fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}\n", "limiter", name_width, "through", "refused",
-                     "most in any " + wtext, most_width, "worst case");
+      fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}\n", "limiter", name_width, "through", "refused", most_head,
+                     most_width, "worst case");
       for (std::size_t l = 0; l < n_lanes; ++l) {
         const auto& t = total[l];
         std::string note;
@@ -336,8 +349,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}{}\n", names[l], name_width, t.through, t.refused,
                        t.busiest.most(), most_width, worst_text(worst[l], "-"), note);
       }
-      fmt::format_to(o, "Worst case: the most each limiter lets into any {}{}, whatever the trace{}.\n", wtext,
-                     key_count == 0 ? "" : " for one key",
+      fmt::format_to(o, "Worst case: the most {}each limiter lets into any {}{}, whatever the trace{}.\n",
+                     costs ? "units " : "", wtext, key_count == 0 ? "" : " for one key",
                      *granularity == 1 ? std::string("") : " (times on a " + seconds_text(*granularity) + " grid)");
       if (std::find(worst.begin(), worst.end(), std::nullopt) != worst.end())
         fmt::format_to(o, "(-: not derived yet for this algorithm.)\n");
@@ -346,7 +359,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       if (!keys.empty()) {
         fmt::format_to(o, "\nPer key, the {} of {} refused most:\n", keys.size(), key_count);
         fmt::format_to(o, "  {:<20}{:<{}}{:>9}{:>10}{:>{}}\n", "key", "limiter", name_width, "through", "refused",
-                       "most in any " + wtext, most_width);
+                       most_head, most_width);
         for (const auto& [k, rec] : keys) {
           for (std::size_t l = 0; l < n_lanes; ++l) {
             const auto& s = rec->lanes[l];
@@ -395,8 +408,9 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         b.push_back('}');
       };
       fmt::format_to(o,
-                     "{{\"requests\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},\"limiters\":[",
-                     n, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count,
+                     "{{\"requests\":{},\"units\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},"
+                     "\"limiters\":[",
+                     n, units, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count,
                      has_limit ? std::to_string(limit.limit) : "null", format_seconds(window));
       for (std::size_t l = 0; l < n_lanes; ++l) {
         if (l) b.push_back(',');
@@ -425,9 +439,9 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     std::vector<plot_recorder::lane_info> info;
     for (std::size_t l = 0; l < n_lanes; ++l)
       info.push_back({names[l], total[l].through, total[l].refused, total[l].busiest.most(), total[l].busiest.start(),
-                      over_total(total[l].busiest.most())});
-    std::string title = by_policy ? fmt::format("{} requests; most in any {}", n, wtext)
-                                  : fmt::format("{} requests; the limit is {} per {}", n, limit.limit, wtext);
+                      over_total(total[l].busiest.most()), costs});
+    std::string title = by_policy ? fmt::format("{}; most {}in any {}", requests_text, costs ? "units " : "", wtext)
+                                  : fmt::format("{}; the limit is {} per {}", requests_text, limit.limit, wtext);
     if (uses({algorithm::token_bucket, algorithm::gcra}))
       title += " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
     const std::string svg = n == 0 ? std::string(
