@@ -280,7 +280,7 @@ TEST(PolicyFlag, WorstCaseCsvJsonAndBounds) {
   ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_EQ(json.out,
             "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
-            "\"unbounded\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
+            "\"unbounded\":false,\"saturated\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
             "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");
   auto bound = run_cli({"worst-case", "--policy",
                         "all(fixed-window 2/3ns origin=2ns, any(sliding-buckets 2/4ns buckets=2, leaky-queue 2/3ns "

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "compare.hpp"
+#include "input.hpp"
 #include "output.hpp"
 #include "replay.hpp"
 #include "worst_case_cmd.hpp"
@@ -45,7 +46,7 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   } catch (const CLI::CallForVersion&) {
     return written("sluice 0.1.0\n");
   } catch (const CLI::ParseError& e) {
-    err << "sluice: " << e.what() << "\n(run 'sluice --help' for usage)\n";
+    err << "sluice: " << escape_message(e.what()) << "\n(run 'sluice --help' for usage)\n";
     return exit_usage;
   }
   if (replay_cmd->parsed()) return run_replay(replay, in, out, err);

@@ -82,10 +82,12 @@ std::optional<worst_case_bound> worst_of(const any_policy& p, tick window, tick 
   return worst_case(p, window, granularity);
 }
 
-/// A worst case as the table and CSV show it: "19", "<=40" (a bound), "unbounded".
-std::string worst_text(const std::optional<worst_case_bound>& w, std::string_view none) {
+/// A worst case as the table and CSV show it: "19", "<=40" (a bound),
+/// "unbounded" (a policy with no bound), ">=9223372036854775807" (a count
+/// that saturated at 2^63 − 1).
+std::string worst_text(const std::optional<worst_case_bound>& w, const any_policy& p, std::string_view none) {
   if (!w) return std::string(none);
-  if (w->value == never) return "unbounded";
+  if (w->value == never) return admits_without_bound(p) ? "unbounded" : ">=" + std::to_string(w->value);
   return (w->exact ? "" : "<=") + std::to_string(w->value);
 }
 
@@ -347,7 +349,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         std::string note;
         if (over_total(t.busiest.most())) note = "  over the limit, from " + seconds_text(t.busiest.start());
         fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}{}\n", names[l], name_width, t.through, t.refused,
-                       t.busiest.most(), most_width, worst_text(worst[l], "-"), note);
+                       t.busiest.most(), most_width, worst_text(worst[l], policies[l], "-"), note);
       }
       fmt::format_to(o, "Worst case: the most {}each limiter lets into any {}{}, whatever the trace{}.\n",
                      costs ? "units " : "", wtext, key_count == 0 ? "" : " for one key",
@@ -356,6 +358,11 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         fmt::format_to(o, "(-: not derived yet for this algorithm.)\n");
       if (std::any_of(worst.begin(), worst.end(), [](const auto& w) { return w && !w->exact; }))
         fmt::format_to(o, "(<=: an upper bound; sluice could not pin the exact worst case down.)\n");
+      for (std::size_t l = 0; l < n_lanes; ++l)
+        if (worst[l] && worst[l]->value == never && !admits_without_bound(policies[l])) {
+          fmt::format_to(o, "(>=: saturated; sluice counts to 2^63 - 1, and the worst case is at least that.)\n");
+          break;
+        }
       if (!keys.empty()) {
         fmt::format_to(o, "\nPer key, the {} of {} refused most:\n", keys.size(), key_count);
         fmt::format_to(o, "  {:<20}{:<{}}{:>9}{:>10}{:>{}}\n", "key", "limiter", name_width, "through", "refused",
@@ -383,7 +390,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         append_csv_field(b, names[l]);
         fmt::format_to(o, ",{},{},{},{},{},{}\n", s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "", is_over ? "yes" : "no",
-                       is_total ? worst_text(worst[l], "") : "");
+                       is_total ? worst_text(worst[l], policies[l], "") : "");
       };
       for (std::size_t l = 0; l < n_lanes; ++l) row("total", "", l, total[l], true);
       for (const auto& [k, rec] : keys)
@@ -401,8 +408,10 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
                        s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null", is_over ? "true" : "false");
         if (is_total) {
-          const bool known = worst[l] && worst[l]->value != never;  // null: unbounded (or not derived)
+          // null: unbounded (or not derived); INT64_MAX of a bounded policy saturated.
+          const bool known = worst[l] && (worst[l]->value != never || !admits_without_bound(policies[l]));
           fmt::format_to(o, ",\"worst_case\":{}", known ? std::to_string(worst[l]->value) : "null");
+          if (known && worst[l]->value == never) fmt::format_to(o, ",\"worst_case_saturated\":true");
           if (worst[l] && !worst[l]->exact) fmt::format_to(o, ",\"worst_case_exact\":false");
         }
         b.push_back('}');

@@ -7,12 +7,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sluice/result.hpp"
 
 namespace sluice::cli {
 
-/// Prints "sluice: FIELD: MESSAGE" to `err` and returns exit_usage (2).
+/// A message as the command prints it: every control or non-ASCII byte as
+/// `\xNN`, so a message never writes raw bytes of the input to a terminal.
+std::string escape_message(std::string_view s);
+
+/// Prints "sluice: FIELD: MESSAGE" (escaped) to `err` and returns exit_usage (2).
 int usage_error(std::ostream& err, const error& e);
 
 /// The trace argument: "-" (or empty) is standard input, anything else a file.

@@ -23,10 +23,15 @@ void add_limit_flags(CLI::App& app, limiter_flags& f) {
 }
 
 result<std::int64_t> parse_count(std::string_view flag, std::string_view text) {
+  // An optional sign, then digits (as count in docs/policy-expressions.md).
+  const std::string_view digits = !text.empty() && text[0] == '+' ? text.substr(1) : text;
   std::int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
-    return error{std::string(flag), quote_input(text) + " is not a whole number"};
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  const bool whole = ptr == digits.data() + digits.size() && !digits.empty() && digits[0] != '+' &&
+                     !(digits.data() != text.data() && digits[0] == '-');
+  if (ec == std::errc::result_out_of_range && whole)
+    return error{std::string(flag), quote_input(text) + " is too large (at most 9223372036854775807)"};
+  if (ec != std::errc() || !whole) return error{std::string(flag), quote_input(text) + " is not a whole number"};
   return v;
 }
 

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "cli.hpp"
+#include "input.hpp"
 #include "sluice/rate.hpp"
 
 namespace sluice::cli {
@@ -112,7 +113,7 @@ std::optional<std::string> write_and_flush(std::ostream& out, std::string_view b
 }
 
 int output_error(std::ostream& err, std::string_view name, std::string_view why) {
-  err << "sluice: " << name << ": " << why << '\n';
+  err << "sluice: " << escape_message(name) << ": " << escape_message(why) << '\n';
   err.flush();
   return exit_output;
 }

@@ -29,10 +29,22 @@ std::string time_problem(std::string_view text) {
     if (digits > 9 && dot + 1 + digits == text.size())
       return quote_input(text) + " has more than 9 decimal places (times are exact to the nanosecond)";
   }
-  bool all_digits = !text.empty();
-  for (std::size_t i = (text.size() > 0 && text[0] == '-') ? 1 : 0; i < text.size(); ++i)
-    if ((text[i] < '0' || text[i] > '9') && text[i] != '.') all_digits = false;
-  if (all_digits) return quote_input(text) + " is out of range (times must fit in int64 nanoseconds, about 292 years)";
+  // Out of range only when it is written as a time: [-]DIGITS[.DIGITS].
+  const auto digits_from = [&](std::size_t i) {
+    std::size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    return j;
+  };
+  const std::size_t sign = !text.empty() && text[0] == '-' ? 1 : 0;
+  std::size_t end = digits_from(sign);
+  bool well_formed = end > sign;
+  if (well_formed && end < text.size() && text[end] == '.') {
+    const std::size_t frac_end = digits_from(end + 1);
+    well_formed = frac_end > end + 1;
+    end = frac_end;
+  }
+  if (well_formed && end == text.size())
+    return quote_input(text) + " is out of range (times must fit in int64 nanoseconds, about 292 years)";
   return quote_input(text) + " is not a time in seconds";
 }
 
@@ -43,7 +55,7 @@ std::string quote_input(std::string_view s) {
   const std::size_t shown = s.size() > 60 ? 57 : s.size();
   for (std::size_t i = 0; i < shown; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c >= 0x7f) {
       static constexpr char hex[] = "0123456789abcdef";
       out += "\\x";
       out += hex[c >> 4];

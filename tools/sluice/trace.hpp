@@ -65,7 +65,7 @@ class trace_reader {
 };
 
 /// Quotes a piece of user input for an error message, shortened if long and
-/// with control bytes made visible.
+/// with control and non-ASCII bytes made visible (`\xff`).
 std::string quote_input(std::string_view s);
 
 }  // namespace sluice::cli
