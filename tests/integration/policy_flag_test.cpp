@@ -278,10 +278,11 @@ TEST(PolicyFlag, WorstCaseCsvJsonAndBounds) {
             "fixed-window 10/1m,60,0.000000001,20,yes,20,-0.000000001\n");
   auto json = run_cli({"worst-case", "--policy", "fixed-window 10/1m", "--format", "json"});
   ASSERT_EQ(json.status, 0) << json.err;
-  EXPECT_EQ(json.out,
-            "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
-            "\"unbounded\":false,\"saturated\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
-            "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");
+  EXPECT_EQ(
+      json.out,
+      "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
+      "\"unbounded\":false,\"saturated\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
+      "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");
   auto bound = run_cli({"worst-case", "--policy",
                         "all(fixed-window 2/3ns origin=2ns, any(sliding-buckets 2/4ns buckets=2, leaky-queue 2/3ns "
                         "queue=1))",
