@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ make pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
-          libfmt-dev libcli11-dev libabsl-dev
+          libfmt-dev libcli11-dev libabsl-dev nlohmann-json3-dev
           clang-format clang-tidy)
 if [ "${1:-}" = "--bench" ]; then
   packages+=(hyperfine valgrind linux-perf)

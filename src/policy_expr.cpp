@@ -233,9 +233,16 @@ class parser {
     }
     const auto count = [&](const option* o, std::optional<std::int64_t>& into) -> std::optional<error> {
       if (o == nullptr) return std::nullopt;
+      // count = [ "+" | "-" ] digits: from_chars takes the '-', not the '+'.
+      const std::string_view text = !o->value.empty() && o->value[0] == '+' ? o->value.substr(1) : o->value;
       std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(o->value.data(), o->value.data() + o->value.size(), v);
-      if (o->value.empty() || ec != std::errc() || end != o->value.data() + o->value.size())
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      const bool whole = !text.empty() && text[0] != '+' && !(text.data() != o->value.data() && text[0] == '-') &&
+                         end == text.data() + text.size();
+      if (ec == std::errc::result_out_of_range && whole)
+        return fail(o->value_at, std::string(o->name) + "=" + quoted(o->value),
+                    ": " + std::string(o->name) + " is too large (at most 9223372036854775807)");
+      if (ec != std::errc() || !whole)
         return fail(o->value_at, std::string(o->name) + "=" + quoted(o->value),
                     ": " + std::string(o->name) + " must be a whole number");
       into = v;
@@ -322,6 +329,8 @@ class parser {
     std::size_t look = unit_end;
     while (look < text_.size() && is_space(text_[look])) ++look;
     const bool is_option = unit_at > after_number && look < text_.size() && text_[look] == '=';
+    if (unit.empty() && !number.empty() && unit_at < text_.size() && !is_delimiter(text_[unit_at]))
+      return fail(unit_at, "unknown unit " + quoted(token_at(unit_at)), " " + std::string(units_help));
     if (unit.empty() || is_option) {
       pos_ = after_number;
       if (number.empty()) {

@@ -54,10 +54,21 @@ bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 std::string quoted(std::string_view s) {
   // Built by appending: "'" + std::string(s) trips GCC 12's -Wrestrict false positive at -O3.
+  // Control and non-ASCII bytes are shown as \xNN, so a message names them.
+  static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size() + 2);
   out += '\'';
-  out += s;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
   out += '\'';
   return out;
 }
@@ -165,6 +176,8 @@ result<rate> parse_rate(std::string_view text) {
   rest = trim(rest);
   if (!rest.empty() && rest.front() == '/') {
     rest.remove_prefix(1);
+  } else if (rest == "per") {
+    return error{"window", "is missing after 'per' in " + quoted(s) + help};
   } else if (rest.size() >= 4 && rest.substr(0, 3) == "per" && is_space(rest[3])) {
     rest.remove_prefix(3);
   } else {

@@ -75,10 +75,13 @@ class snapshot {
 };
 
 /// Saves every state of `store` to `path` atomically (temporary file in the
-/// same folder, fsync, rename, fsync of the folder), relative to the moment
-/// `taken_at` (the store's clock, ticks) and the wall-clock time `wall_ns`
-/// (ns since the Unix epoch). The file is created with mode 0600 (then the
-/// umask). Safe while other threads use the store (each key is read
+/// same folder, fsync, rename, fsync of the folder: write_file_atomically in
+/// atomic_file.hpp), relative to the moment `taken_at` (the store's clock,
+/// ticks) and the wall-clock time `wall_ns` (ns since the Unix epoch). A
+/// symbolic link is written through to its target; a target that is not a
+/// regular file (a device, a FIFO, a directory) is refused. An existing file
+/// keeps its mode; a new one is created with mode 0600 (then the umask), as
+/// its keys may name clients. Safe while other threads use the store (each key is read
 /// atomically; keys changed during the save may or may not be in it). The
 /// error (field "snapshot") names the path and the system's reason.
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,

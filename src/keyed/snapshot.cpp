@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "codec.hpp"
+#include "sluice/atomic_file.hpp"
 
 namespace sluice {
 namespace {
@@ -37,19 +38,6 @@ struct fd_guard {
     if (fd >= 0) ::close(fd);
   }
 };
-
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 /// Streams bytes through a buffer to `sink`, keeping the running CRC-32C
 /// and the count of bytes passed on.
@@ -166,37 +154,12 @@ result<std::vector<std::pair<std::string, any_state>>> snapshot::states_at(tick 
 
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
                                     std::int64_t wall_ns) {
-  // The temporary file lives in the target's folder, so the rename is atomic.
-  const std::size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) return snap_error("cannot write " + quoted(path) + ": not a file name");
-  std::string tmp =
-      (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + ".sluice-tmp-XXXXXX";
-  fd_guard f;
-  f.fd = ::mkstemp(tmp.data());
-  if (f.fd < 0) return snap_error("cannot write " + quoted(path) + ": " + sys_reason());
-  auto fail = [&](const std::string& why) {
-    ::unlink(tmp.c_str());
-    return snap_error("cannot write " + quoted(path) + ": " + why);
-  };
-
+  // New snapshots are private (0600, then the umask): keys name clients.
   snapshot_info info;
-  const int fd = f.fd;
-  if (!stream_snapshot(
-          store, taken_at, wall_ns, [fd](std::string_view b) { return write_all(fd, b.data(), b.size()); }, info))
-    return fail(sys_reason());
-  if (::fsync(f.fd) != 0) return fail(sys_reason());
-  if (::close(f.fd) != 0) {
-    f.fd = -1;
-    return fail(sys_reason());
-  }
-  f.fd = -1;
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_reason());
-  fd_guard d;
-  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (d.fd < 0 || ::fsync(d.fd) != 0)
-    return snap_error("wrote " + quoted(path) + " but could not sync its folder: " + sys_reason());
+  auto written = write_file_atomically(
+      path, [&](const byte_sink& sink) { return stream_snapshot(store, taken_at, wall_ns, sink, info); },
+      atomic_write_options{.new_file_mode = 0600});
+  if (!written) return snap_error(written.err().message);
   return info;
 }
 

@@ -11,6 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   std::ostringstream out;
-  if (sluice::cli::run_explore(in, out, size % 2 == 0) != 0) std::abort();
+  std::ostringstream err;
+  if (sluice::cli::run_explore(in, out, err, size % 2 == 0) != 0) std::abort();
   return 0;
 }

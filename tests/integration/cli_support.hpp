@@ -47,4 +47,21 @@ inline run_result run_binary(const std::string& args, const std::string& input_f
   return r;
 }
 
+/// Runs `sluice ARGS REDIRECTS` through the shell and returns its exit
+/// status and what it wrote to the pipe popen gives it. With REDIRECTS such
+/// as "< in.txt 2>&1 >/dev/full" (stderr to the pipe, then stdout to the
+/// full device), `out` holds the command's standard error.
+inline run_result run_shell(const std::string& args, const std::string& redirects) {
+  run_result r;
+  const std::string cmd = std::string(SLUICE_BINARY) + " " + args + " " + redirects;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[65536];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
 }  // namespace sluice::test

@@ -76,7 +76,7 @@ TEST(Compare, JsonHasTheSameFigures) {
                    "0.5\n0.5\n0.5\n1\n1\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "{\"requests\":5,\"first\":0.5,\"last\":1,\"keys\":0,\"limit\":2,\"window\":1,\"limiters\":["
+            "{\"requests\":5,\"units\":5,\"first\":0.5,\"last\":1,\"keys\":0,\"limit\":2,\"window\":1,\"limiters\":["
             "{\"limiter\":\"sliding-log\",\"through\":2,\"refused\":3,\"busiest\":2,\"busiest_start\":0.5,"
             "\"over_limit\":false,\"worst_case\":2},"
             "{\"limiter\":\"fixed-window\",\"through\":4,\"refused\":1,\"busiest\":4,\"busiest_start\":0.5,"
@@ -141,7 +141,7 @@ TEST(Compare, ErrorsAreUsageErrors) {
       {{"--limit", "1/s", "--granularity", "1"}, "", "sluice: --granularity: '1' needs a unit: ns, us, ms, s, m (or min), h or d\n"},
       {{"--limit", "1/s", "--top", "-1"}, "", "sluice: --top: must not be negative\n"},
       {{"--limit", "1/s", "--format", "yaml"}, "", "sluice: --format: 'yaml' is not a format (table, csv or json)\n"},
-      {{"--limit", "1/s", "--plot", "/nonexistent/dir/x.svg"}, "", "sluice: --plot: cannot write '/nonexistent/dir/x.svg'\n"},
+      {{"--limit", "1/s", "--plot", "/nonexistent/dir/x.svg"}, "", "sluice: --plot: cannot write '/nonexistent/dir/x.svg': No such file or directory\n"},
       {{"--limit", "1/s"}, "5\n4\n",
        "sluice: trace line 2: time 4 is earlier than the line before (5); compare needs times in order\n"},
       {{"--limit", "1/s"}, "5\nfive\n", "sluice: trace line 2: 'five' is not a time in seconds\n"},

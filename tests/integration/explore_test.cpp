@@ -43,8 +43,9 @@ struct explored {
 explored explore(const std::string& input, bool echo = true) {
   std::istringstream in(input);
   std::ostringstream out;
+  std::ostringstream err;
   explored r;
-  r.status = cli::run_explore(in, out, echo);
+  r.status = cli::run_explore(in, out, err, echo);
   r.out = out.str();
   return r;
 }
@@ -273,7 +274,8 @@ TEST(ExplorePrompts, FlushedBeforeEveryRead) {
   lines_in ib({"3", "random", "x", "7", "4", "2", "9", "1", "5"}, ob);
   std::istream in(&ib);
   std::ostream out(&ob);
-  EXPECT_EQ(cli::run_explore(in, out, false), cli::exit_ok);
+  std::ostringstream err;
+  EXPECT_EQ(cli::run_explore(in, out, err, false), cli::exit_ok);
   ASSERT_EQ(ib.seen_at_read.size(), 9u);
   const char* const prompts[] = {"choice> ",
                                  "trace (burst, steady, random or own)> ",

@@ -52,13 +52,14 @@ TEST(PolicyFlag, ReplayShowsReleaseTimesWhenALeakyQueueIsAPart) {
   // The queue takes the first (it leaves at once), the quota the second.
   // After the first, the untouched quota still has its unit and is fresh:
   // remaining 1, and the composite is fresh when the queue is, in 1 s.
+  // The third, denied, has no release time.
   auto r = run_cli({"replay", "--policy", "any(leaky-queue 1/1s queue=1, quota 1)"}, "0\n0\n0\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "request,time,key,cost,allowed,remaining,retry_after,reset_after,release_after\n"
             "1,0,,1,yes,1,0,1,0\n"
             "2,0,,1,yes,0,0,never,0\n"
-            "3,0,,1,no,0,0.000000001,never,0\n");
+            "3,0,,1,no,0,0.000000001,never,\n");
 }
 
 struct error_row {
@@ -166,7 +167,7 @@ TEST(PolicyFlag, CompareWindowFlagAndJson) {
   auto r = run_cli({"compare", "--policy", "fixed-window 2/1m", "--window", "1s", "--format", "json"}, "59\n59\n60\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "{\"requests\":3,\"first\":59,\"last\":60,\"keys\":0,\"limit\":null,\"window\":1,\"limiters\":["
+            "{\"requests\":3,\"units\":3,\"first\":59,\"last\":60,\"keys\":0,\"limit\":null,\"window\":1,\"limiters\":["
             "{\"limiter\":\"fixed-window 2/1m\",\"through\":3,\"refused\":0,\"busiest\":2,\"busiest_start\":59,"
             "\"over_limit\":false,\"worst_case\":4}],\"top_keys\":[]}\n");
   auto q = run_cli({"compare", "--policy", "quota 2", "--window", "1s", "--format", "csv"}, "1\n");
@@ -185,7 +186,7 @@ TEST(PolicyFlag, CompareShowsTheWorstCaseOfEveryAlgorithm) {
               "0\n");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "1 requests from 0 s to 0 s, no keys; the limit is 10 per 60 s:\n"
+            "1 request from 0 s to 0 s, no keys; the limit is 10 per 60 s:\n"
             "  limiter            through   refused  most in any 60 s   worst case\n"
             "  sliding-counter          1         0                 1           19\n"
             "  sliding-buckets          1         0                 1           20\n"
@@ -279,10 +280,11 @@ TEST(PolicyFlag, WorstCaseCsvJsonAndBounds) {
             "fixed-window 10/1m,60,0.000000001,20,yes,20,-0.000000001\n");
   auto json = run_cli({"worst-case", "--policy", "fixed-window 10/1m", "--format", "json"});
   ASSERT_EQ(json.status, 0) << json.err;
-  EXPECT_EQ(json.out,
-            "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
-            "\"unbounded\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
-            "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");
+  EXPECT_EQ(
+      json.out,
+      "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
+      "\"unbounded\":false,\"saturated\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
+      "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");
   auto bound = run_cli({"worst-case", "--policy",
                         "all(fixed-window 2/3ns origin=2ns, any(sliding-buckets 2/4ns buckets=2, leaky-queue 2/3ns "
                         "queue=1))",

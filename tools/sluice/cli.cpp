@@ -4,13 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
-#include <ostream>
-
 #include <unistd.h>
 
 #include <iostream>
+#include <ostream>
 
 #include "compare.hpp"
+#include "input.hpp"
+#include "output.hpp"
 #include "replay.hpp"
 #include "worst_case_cmd.hpp"
 
@@ -31,20 +32,21 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   worst_case_flags worst;
   CLI::App* worst_cmd = add_worst_case(app, worst);
   app.require_subcommand(0, 1);
+  const auto written = [&](const std::string& text) {
+    if (auto why = write_and_flush(out, text)) return output_error(err, stdout_name, *why);
+    return exit_ok;
+  };
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return exit_ok;
+    return written(app.help());
   } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
-    return exit_ok;
+    return written(app.help("", CLI::AppFormatMode::All));
   } catch (const CLI::CallForVersion&) {
-    out << "sluice 0.1.0\n";
-    return exit_ok;
+    return written("sluice 0.1.0\n");
   } catch (const CLI::ParseError& e) {
-    err << "sluice: " << e.what() << "\n(run 'sluice --help' for usage)\n";
+    err << "sluice: " << escape_message(e.what()) << "\n(run 'sluice --help' for usage)\n";
     return exit_usage;
   }
   if (replay_cmd->parsed()) return run_replay(replay, in, out, err);
@@ -54,7 +56,7 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
     const bool progress = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
     return run_compare(compare, in, out, err, progress);
   }
-  return run_explore(in, out, echo || explore_echo);
+  return run_explore(in, out, err, echo || explore_echo);
 }
 
 }  // namespace sluice::cli

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <ostream>
@@ -18,6 +17,7 @@
 #include "plot.hpp"
 #include "policy_flag.hpp"
 #include "sluice/analysis.hpp"
+#include "sluice/atomic_file.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/worst_case.hpp"
 #include "trace.hpp"
@@ -33,20 +33,30 @@ CLI::App* add_compare(CLI::App& app, compare_flags& f) {
   add_limit_flags(*sub, f.limits);
   sub->add_option("--algorithms", f.algorithms,
                   "comma-separated limiters (default fixed-window,sliding-log,token-bucket)")
+      ->check(non_empty())
       ->each([&f](const std::string&) { f.algorithms_given = true; });
+  // No non_empty() here: the expression parser refuses an empty one, naming the flag.
   sub->add_option("--policy", f.policies,
                   "a limiter as an expression, one lane each (repeat for more), instead of --algorithms and the "
                   "limiter flags, e.g. 'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+
       ->allow_extra_args(false);
   sub->add_option("--window", f.window,
                   "the window W of 'most in any W' and of the worst case (default: the limit's window, or the "
-                  "largest window in the policies)");
-  sub->add_option("--format", f.format, "table (default), csv or json");
-  sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file");
+                  "largest window in the policies)")
+      ->check(non_empty());
+  sub->add_option(
+         "--format", f.format,
+         "table (default), csv or json (a key that is not UTF-8 is written as \"key\":null,\"key_hex\":\"...\")")
+      ->check(non_empty());
+  sub->add_option("--plot", f.plot, "also draw the comparison as an SVG picture in this file")->check(non_empty());
   sub->add_option("--granularity", f.granularity,
-                  "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)");
-  sub->add_option("--top", f.top, "with keys: how many of the keys refused most to list (default 10)");
-  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
+                  "the grid of request times for the worst case, e.g. 1s (default 1ns: any time)")
+      ->check(non_empty());
+  sub->add_option("--top", f.top, "with keys: how many of the keys refused most to list (default 10)")
+      ->check(non_empty());
+  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin")
+      ->check(non_empty());
   return sub;
 }
 
@@ -72,10 +82,12 @@ std::optional<worst_case_bound> worst_of(const any_policy& p, tick window, tick 
   return worst_case(p, window, granularity);
 }
 
-/// A worst case as the table and CSV show it: "19", "<=40" (a bound), "unbounded".
-std::string worst_text(const std::optional<worst_case_bound>& w, std::string_view none) {
+/// A worst case as the table and CSV show it: "19", "<=40" (a bound),
+/// "unbounded" (a policy with no bound), ">=9223372036854775807" (a count
+/// that saturated at 2^63 − 1).
+std::string worst_text(const std::optional<worst_case_bound>& w, const any_policy& p, std::string_view none) {
   if (!w) return std::string(none);
-  if (w->value == never) return "unbounded";
+  if (w->value == never) return admits_without_bound(p) ? "unbounded" : ">=" + std::to_string(w->value);
   return (w->exact ? "" : "<=") + std::to_string(w->value);
 }
 
@@ -91,6 +103,11 @@ limiter_flags flags_for(algorithm a, const limiter_flags& all) {
 }
 
 std::string seconds_text(tick t) { return format_seconds(t) + " s"; }
+
+/// "1 request", "2 requests".
+std::string plural(std::uint64_t n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
+}
 
 class progress_bar {
  public:
@@ -201,11 +218,9 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   const auto fmt_kind = format_named(f.format);
   if (!fmt_kind)
     return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (table, csv or json)"});
-  std::unique_ptr<std::ofstream> plot_file;
-  if (!f.plot.empty()) {
-    plot_file = std::make_unique<std::ofstream>(f.plot, std::ios::binary | std::ios::trunc);
-    if (!*plot_file) return usage_error(err, error{"--plot", "cannot write " + quote_input(f.plot)});
-  }
+  // A --plot target that can never be written is refused before the run.
+  if (!f.plot.empty())
+    if (auto t = resolve_write_target(f.plot); !t) return usage_error(err, error{"--plot", t.err().message});
   opened_input trace;
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
@@ -222,13 +237,15 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   absl::flat_hash_map<std::string, key_record> keyed;
   std::vector<lane_stats> total(n_lanes);
   std::optional<plot_recorder> plot;
-  if (plot_file) plot.emplace(n_lanes);
+  if (!f.plot.empty()) plot.emplace(n_lanes);
   std::vector<bool> verdicts(n_lanes);
   progress_bar bar(err, progress && trace.is_file(), trace.size());
 
-  trace_reader reader(trace.stream());
+  trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
+  std::int64_t units = 0;  // the sum of the costs (saturated)
+  bool costs = false;      // whether any cost is not 1: then the figures say "units"
   tick first = 0;
   tick last = 0;
   while (reader.next(r)) {
@@ -241,6 +258,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     if (n == 0) first = r.time;
     last = r.time;
     ++n;
+    units = units > detail::i64_max - r.cost ? detail::i64_max : units + r.cost;
+    if (r.cost != 1) costs = true;
     key_record* rec = &unkeyed;
     if (r.key.empty()) {
       any_unkeyed = true;
@@ -257,8 +276,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       if (ok) {
         ++k.through;
         ++t.through;
-        k.busiest.add(r.time, window);
-        t.busiest.add(r.time, window);
+        k.busiest.add(r.time, r.cost, window);
+        t.busiest.add(r.time, r.cost, window);
       } else {
         ++k.refused;
         ++t.refused;
@@ -297,7 +316,11 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
   const std::string wtext = format_seconds(window) + " s";
   std::size_t name_width = 17;  // the longest algorithm name and two spaces; more for long expressions
   for (const auto& name : names) name_width = std::max(name_width, name.size() + 2);
-  const std::size_t most_width = std::max<std::size_t>(18, wtext.size() + 14);  // "most in any W s" and two spaces
+  // With costs the busiest window counts units (the limit is in units), and says so.
+  const std::string most_head = (costs ? "most units in any " : "most in any ") + wtext;
+  const std::size_t most_width = std::max<std::size_t>(18, most_head.size() + 2);  // and two spaces
+  const std::string requests_text =
+      plural(n, "request") + (costs ? " (" + plural(static_cast<std::uint64_t>(units), "unit") + ")" : "");
   fmt::memory_buffer b;
   auto o = std::back_inserter(b);
   switch (*fmt_kind) {
@@ -309,36 +332,41 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       std::string burst_note;
       if (uses({algorithm::token_bucket, algorithm::gcra}))
         burst_note = " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
-      const std::string keys_text = key_count == 0 ? std::string("no keys") : fmt::format("{} keys", key_count);
+      const std::string keys_text = key_count == 0 ? std::string("no keys") : plural(key_count, "key");
       if (by_policy) {
-        fmt::format_to(o, "{} requests from {} to {}, {}; {} limiter{}{}:\n", n, seconds_text(first),
+        fmt::format_to(o, "{} from {} to {}, {}; {} limiter{}{}:\n", requests_text, seconds_text(first),
                        seconds_text(last), keys_text, n_lanes, n_lanes == 1 ? "" : "s",
                        key_count == 0 ? "" : ", each key its own");
       } else {
-        fmt::format_to(o, "{} requests from {} to {}, {}; the limit is {} per {}{}{}:\n", n, seconds_text(first),
+        fmt::format_to(o, "{} from {} to {}, {}; the limit is {} per {}{}{}:\n", requests_text, seconds_text(first),
                        seconds_text(last), keys_text, limit.limit, wtext, key_count == 0 ? "" : " for each key",
                        burst_note);
       }
-      fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}\n", "limiter", name_width, "through", "refused",
-                     "most in any " + wtext, most_width, "worst case");
+      fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}\n", "limiter", name_width, "through", "refused", most_head,
+                     most_width, "worst case");
       for (std::size_t l = 0; l < n_lanes; ++l) {
         const auto& t = total[l];
         std::string note;
         if (over_total(t.busiest.most())) note = "  over the limit, from " + seconds_text(t.busiest.start());
         fmt::format_to(o, "  {:<{}}{:>9}{:>10}{:>{}}{:>13}{}\n", names[l], name_width, t.through, t.refused,
-                       t.busiest.most(), most_width, worst_text(worst[l], "-"), note);
+                       t.busiest.most(), most_width, worst_text(worst[l], policies[l], "-"), note);
       }
-      fmt::format_to(o, "Worst case: the most each limiter lets into any {}{}, whatever the trace{}.\n", wtext,
-                     key_count == 0 ? "" : " for one key",
+      fmt::format_to(o, "Worst case: the most {}each limiter lets into any {}{}, whatever the trace{}.\n",
+                     costs ? "units " : "", wtext, key_count == 0 ? "" : " for one key",
                      *granularity == 1 ? std::string("") : " (times on a " + seconds_text(*granularity) + " grid)");
       if (std::find(worst.begin(), worst.end(), std::nullopt) != worst.end())
         fmt::format_to(o, "(-: not derived yet for this algorithm.)\n");
       if (std::any_of(worst.begin(), worst.end(), [](const auto& w) { return w && !w->exact; }))
         fmt::format_to(o, "(<=: an upper bound; sluice could not pin the exact worst case down.)\n");
+      for (std::size_t l = 0; l < n_lanes; ++l)
+        if (worst[l] && worst[l]->value == never && !admits_without_bound(policies[l])) {
+          fmt::format_to(o, "(>=: saturated; sluice counts to 2^63 - 1, and the worst case is at least that.)\n");
+          break;
+        }
       if (!keys.empty()) {
         fmt::format_to(o, "\nPer key, the {} of {} refused most:\n", keys.size(), key_count);
         fmt::format_to(o, "  {:<20}{:<{}}{:>9}{:>10}{:>{}}\n", "key", "limiter", name_width, "through", "refused",
-                       "most in any " + wtext, most_width);
+                       most_head, most_width);
         for (const auto& [k, rec] : keys) {
           for (std::size_t l = 0; l < n_lanes; ++l) {
             const auto& s = rec->lanes[l];
@@ -362,7 +390,7 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
         append_csv_field(b, names[l]);
         fmt::format_to(o, ",{},{},{},{},{},{}\n", s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "", is_over ? "yes" : "no",
-                       is_total ? worst_text(worst[l], "") : "");
+                       is_total ? worst_text(worst[l], policies[l], "") : "");
       };
       for (std::size_t l = 0; l < n_lanes; ++l) row("total", "", l, total[l], true);
       for (const auto& [k, rec] : keys)
@@ -372,21 +400,26 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
     case format::json: {
       const auto lane_json = [&](std::size_t l, const lane_stats& s, bool is_total) {
         const bool is_over = is_total ? over_total(s.busiest.most()) : over(s.busiest.most());
+        fmt::format_to(o, "{{\"limiter\":");
+        append_json_string(b, names[l]);  // an algorithm's name or a canonical expression: ASCII
         fmt::format_to(o,
-                       "{{\"limiter\":\"{}\",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
+                       ",\"through\":{},\"refused\":{},\"busiest\":{},\"busiest_start\":{},"
                        "\"over_limit\":{}",
-                       names[l], s.through, s.refused, s.busiest.most(),
+                       s.through, s.refused, s.busiest.most(),
                        s.busiest.most() > 0 ? format_seconds(s.busiest.start()) : "null", is_over ? "true" : "false");
         if (is_total) {
-          const bool known = worst[l] && worst[l]->value != never;  // null: unbounded (or not derived)
+          // null: unbounded (or not derived); INT64_MAX of a bounded policy saturated.
+          const bool known = worst[l] && (worst[l]->value != never || !admits_without_bound(policies[l]));
           fmt::format_to(o, ",\"worst_case\":{}", known ? std::to_string(worst[l]->value) : "null");
+          if (known && worst[l]->value == never) fmt::format_to(o, ",\"worst_case_saturated\":true");
           if (worst[l] && !worst[l]->exact) fmt::format_to(o, ",\"worst_case_exact\":false");
         }
         b.push_back('}');
       };
       fmt::format_to(o,
-                     "{{\"requests\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},\"limiters\":[",
-                     n, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count,
+                     "{{\"requests\":{},\"units\":{},\"first\":{},\"last\":{},\"keys\":{},\"limit\":{},\"window\":{},"
+                     "\"limiters\":[",
+                     n, units, n ? format_seconds(first) : "null", n ? format_seconds(last) : "null", key_count,
                      has_limit ? std::to_string(limit.limit) : "null", format_seconds(window));
       for (std::size_t l = 0; l < n_lanes; ++l) {
         if (l) b.push_back(',');
@@ -395,8 +428,8 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       fmt::format_to(o, "],\"top_keys\":[");
       for (std::size_t i = 0; i < keys.size(); ++i) {
         if (i) b.push_back(',');
-        fmt::format_to(o, "{{\"key\":");
-        append_json_string(b, *keys[i].first);
+        b.push_back('{');
+        append_json_key(b, *keys[i].first);
         fmt::format_to(o, ",\"limiters\":[");
         for (std::size_t l = 0; l < n_lanes; ++l) {
           if (l) b.push_back(',');
@@ -408,25 +441,24 @@ int run_compare(const compare_flags& f, std::istream& in, std::ostream& out, std
       break;
     }
   }
-  out.write(b.data(), static_cast<std::streamsize>(b.size()));
-  out.flush();
+  if (auto why = write_and_flush(out, std::string_view(b.data(), b.size())))
+    return output_error(err, stdout_name, *why);
 
   if (plot) {
     std::vector<plot_recorder::lane_info> info;
     for (std::size_t l = 0; l < n_lanes; ++l)
       info.push_back({names[l], total[l].through, total[l].refused, total[l].busiest.most(), total[l].busiest.start(),
-                      over_total(total[l].busiest.most())});
-    std::string title = by_policy ? fmt::format("{} requests; most in any {}", n, wtext)
-                                  : fmt::format("{} requests; the limit is {} per {}", n, limit.limit, wtext);
+                      over_total(total[l].busiest.most()), costs});
+    std::string title = by_policy ? fmt::format("{}; most {}in any {}", requests_text, costs ? "units " : "", wtext)
+                                  : fmt::format("{}; the limit is {} per {}", requests_text, limit.limit, wtext);
     if (uses({algorithm::token_bucket, algorithm::gcra}))
       title += " (burst " + (f.limits.burst.empty() ? std::to_string(limit.limit) : f.limits.burst) + ")";
     const std::string svg = n == 0 ? std::string(
                                          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\">"
                                          "<text x=\"10\" y=\"25\">No requests in the trace.</text></svg>\n")
                                    : plot->render(title, window, info);
-    plot_file->write(svg.data(), static_cast<std::streamsize>(svg.size()));
-    plot_file->close();
-    if (!*plot_file) return usage_error(err, error{"--plot", "could not write " + quote_input(f.plot)});
+    auto written = write_file_atomically(f.plot, [&svg](const byte_sink& sink) { return sink(svg); });
+    if (!written) return output_error(err, "--plot", written.err().message);
   }
   return exit_ok;
 }

@@ -19,9 +19,13 @@
 // End of input: P096 itself stops with Python's EOFError. Here the end of
 // input, at any prompt, ends the program with status 0: the prompt's line
 // is finished with '\n' and nothing else is printed (no "Bye.", which
-// belongs to choosing "quit").
+// belongs to choosing "quit"). Output that cannot be written (a full disk,
+// a closed standard output) ends it with status 1 and a message; input that
+// cannot be read (a directory as standard input) with status 2, as replay.
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <istream>
 #include <memory>
 #include <ostream>
@@ -31,6 +35,8 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "input.hpp"
+#include "output.hpp"
 #include "sluice/analysis.hpp"
 #include "sluice/fixed_window.hpp"
 #include "sluice/rate.hpp"
@@ -42,6 +48,15 @@ namespace {
 
 /// Thrown by `session::input` at the end of input; caught by run_explore.
 struct end_of_input {};
+
+/// Thrown by `session::input` when the input cannot be read (a directory as
+/// standard input) or the output cannot be written; `error` is errno then.
+struct input_lost {
+  int error;
+};
+struct output_lost {
+  int error;
+};
 
 /// The limits: L requests per W seconds, a token bucket of S.
 struct limits_cfg {
@@ -170,8 +185,14 @@ class session {
   std::string input(std::string_view prompt) {
     out_ << prompt;
     out_.flush();
+    if (!out_) throw output_lost{errno};
     std::string line;
-    if (!std::getline(in_, line)) throw end_of_input{};
+    errno = 0;
+    if (!std::getline(in_, line)) {
+      if (in_.bad()) throw input_lost{errno};
+      throw end_of_input{};
+    }
+    errno = 0;  // what a failed write of the next screen sets is its reason
     if (echo_) out_ << line << '\n';
     return line;
   }
@@ -316,14 +337,24 @@ class session {
 
 }  // namespace
 
-int run_explore(std::istream& in, std::ostream& out, bool echo) {
+int run_explore(std::istream& in, std::ostream& out, std::ostream& err, bool echo) {
   session s(in, out, echo);
+  const auto reason = [](int e) { return std::string(e != 0 ? std::strerror(e) : "write error"); };
+  std::string_view last;
   try {
     s.run();
   } catch (const end_of_input&) {
-    out << '\n';  // finish the prompt's line; see the top of this file
+    last = "\n";  // finish the prompt's line; see the top of this file
+  } catch (const output_lost& lost) {
+    return output_error(err, stdout_name, reason(lost.error));
+  } catch (const input_lost& lost) {
+    // As replay reports a trace it cannot read, with the prompt's line finished.
+    out << '\n';
+    out.flush();
+    return usage_error(err, error{"", "cannot read standard input: " +
+                                          std::string(lost.error != 0 ? std::strerror(lost.error) : "read error")});
   }
-  out.flush();
+  if (auto why = write_and_flush(out, last)) return output_error(err, stdout_name, *why);
   return exit_ok;
 }
 

@@ -10,8 +10,25 @@
 
 namespace sluice::cli {
 
+std::string escape_message(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 int usage_error(std::ostream& err, const error& e) {
-  err << "sluice: " << e.what() << '\n';
+  err << "sluice: " << escape_message(e.what()) << '\n';
   err.flush();
   return exit_usage;
 }
@@ -26,6 +43,7 @@ std::optional<error> opened_input::open(const std::string& path, std::istream& s
   if (ec) return error{"", "cannot open trace " + quote_input(path) + ": " + ec.message()};
   if (std::filesystem::is_directory(status))
     return error{"", "cannot open trace " + quote_input(path) + ": it is a directory"};
+  name_ = "trace " + quote_input(path);
   file_ = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*file_) return error{"", "cannot open trace " + quote_input(path) + ": " + std::strerror(errno)};
   if (std::filesystem::is_regular_file(status)) size_ = std::filesystem::file_size(path, ec);

@@ -7,12 +7,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sluice/result.hpp"
 
 namespace sluice::cli {
 
-/// Prints "sluice: FIELD: MESSAGE" to `err` and returns exit_usage (2).
+/// A message as the command prints it: every control or non-ASCII byte as
+/// `\xNN`, so a message never writes raw bytes of the input to a terminal.
+std::string escape_message(std::string_view s);
+
+/// Prints "sluice: FIELD: MESSAGE" (escaped) to `err` and returns exit_usage (2).
 int usage_error(std::ostream& err, const error& e);
 
 /// The trace argument: "-" (or empty) is standard input, anything else a file.
@@ -21,6 +26,8 @@ class opened_input {
   /// Opens `path`; on failure returns an error naming the path and the reason.
   std::optional<error> open(const std::string& path, std::istream& stdin_stream);
   [[nodiscard]] std::istream& stream() const { return *stream_; }
+  /// What the trace is called in messages: "standard input" or "trace 'x.txt'".
+  [[nodiscard]] const std::string& name() const { return name_; }
   /// Whether the trace is a regular file (its size is known), and the size.
   [[nodiscard]] bool is_file() const { return file_ != nullptr; }
   [[nodiscard]] std::uint64_t size() const { return size_; }
@@ -28,6 +35,7 @@ class opened_input {
  private:
   std::unique_ptr<std::ifstream> file_;
   std::istream* stream_ = nullptr;
+  std::string name_ = "standard input";
   std::uint64_t size_ = 0;
 };
 

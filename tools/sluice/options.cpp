@@ -6,19 +6,32 @@
 
 namespace sluice::cli {
 
+const CLI::Validator& non_empty() {
+  static const CLI::Validator check(
+      [](const std::string& value) { return value.empty() ? std::string("is empty; give it a value") : std::string(); },
+      "", "non-empty");
+  return check;
+}
+
 void add_limit_flags(CLI::App& app, limiter_flags& f) {
-  app.add_option("--limit", f.limit, "L/W: at most L units per window W, e.g. 10/60s, 100/min, '10 per minute'");
-  app.add_option("--burst", f.burst, "token-bucket, gcra: the largest burst S (default L)");
-  app.add_option("--buckets", f.buckets, "sliding-buckets: sub-windows N, dividing W");
-  app.add_option("--queue", f.queue, "leaky-queue: the most units waiting Q (default L)");
-  app.add_option("--quota", f.quota, "quota: N units in all, never refilled");
+  app.add_option("--limit", f.limit, "L/W: at most L units per window W, e.g. 10/60s, 100/min, '10 per minute'")
+      ->check(non_empty());
+  app.add_option("--burst", f.burst, "token-bucket, gcra: the largest burst S (default L)")->check(non_empty());
+  app.add_option("--buckets", f.buckets, "sliding-buckets: sub-windows N, dividing W")->check(non_empty());
+  app.add_option("--queue", f.queue, "leaky-queue: the most units waiting Q (default L)")->check(non_empty());
+  app.add_option("--quota", f.quota, "quota: N units in all, never refilled")->check(non_empty());
 }
 
 result<std::int64_t> parse_count(std::string_view flag, std::string_view text) {
+  // An optional sign, then digits (as count in docs/policy-expressions.md).
+  const std::string_view digits = !text.empty() && text[0] == '+' ? text.substr(1) : text;
   std::int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
-    return error{std::string(flag), quote_input(text) + " is not a whole number"};
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  const bool whole = ptr == digits.data() + digits.size() && !digits.empty() && digits[0] != '+' &&
+                     !(digits.data() != text.data() && digits[0] == '-');
+  if (ec == std::errc::result_out_of_range && whole)
+    return error{std::string(flag), quote_input(text) + " is too large (at most 9223372036854775807)"};
+  if (ec != std::errc() || !whole) return error{std::string(flag), quote_input(text) + " is not a whole number"};
   return v;
 }
 

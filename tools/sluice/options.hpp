@@ -25,6 +25,11 @@ struct limiter_flags {
   std::string quota;
 };
 
+/// A check for every option that takes a value: an empty value is refused
+/// ("--load-state: is empty; give it a value"), so an unset variable in a
+/// script is a usage error, never the option's default.
+const CLI::Validator& non_empty();
+
 /// Adds --limit, --burst, --buckets, --queue and --quota to `app`.
 void add_limit_flags(CLI::App& app, limiter_flags& f);
 

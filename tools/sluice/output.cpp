@@ -1,7 +1,11 @@
 #include "output.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 
+#include "cli.hpp"
+#include "input.hpp"
 #include "sluice/rate.hpp"
 
 namespace sluice::cli {
@@ -44,15 +48,85 @@ void append_json_string(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
 }
 
+bool is_utf8(std::string_view s) noexcept {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n = 0;
+    unsigned lo = 0x80;  // the range of the second byte, narrowed to refuse overlong forms,
+    unsigned hi = 0xbf;  // surrogates and code points above U+10FFFF
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    const auto second = static_cast<unsigned char>(s[i + 1]);
+    if (second < lo || second > hi) return false;
+    for (std::size_t k = 2; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < 0x80 || b > 0xbf) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+void append_json_key(fmt::memory_buffer& out, std::string_view key) {
+  if (is_utf8(key)) {
+    out.append(std::string_view("\"key\":"));
+    append_json_string(out, key);
+    return;
+  }
+  static constexpr char hex[] = "0123456789abcdef";
+  out.append(std::string_view("\"key\":null,\"key_hex\":\""));
+  for (char ch : key) {
+    const auto c = static_cast<unsigned char>(ch);
+    out.push_back(hex[c >> 4]);
+    out.push_back(hex[c & 15]);
+  }
+  out.push_back('"');
+}
+
 decision_writer::decision_writer(std::ostream& out, format f, bool with_release)
     : out_(out), format_(f), with_release_(with_release) {}
 
-decision_writer::~decision_writer() { flush(); }
+std::optional<std::string> write_and_flush(std::ostream& out, std::string_view bytes) {
+  if (!out) return std::string("write error");
+  errno = 0;
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (out) return std::nullopt;
+  return std::string(errno != 0 ? std::strerror(errno) : "write error");
+}
 
-void decision_writer::flush() {
-  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-  out_.flush();
+int output_error(std::ostream& err, std::string_view name, std::string_view why) {
+  err << "sluice: " << escape_message(name) << ": " << escape_message(why) << '\n';
+  err.flush();
+  return exit_output;
+}
+
+decision_writer::~decision_writer() {
+  if (failure_.empty()) flush();
+}
+
+bool decision_writer::flush() {
+  if (!failure_.empty()) return false;
+  if (auto why = write_and_flush(out_, std::string_view(buf_.data(), buf_.size()))) failure_ = std::move(*why);
   buf_.clear();
+  return failure_.empty();
 }
 
 namespace {
@@ -77,37 +151,41 @@ void decision_writer::header() {
   }
 }
 
-void decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
+bool decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
   auto it = std::back_inserter(buf_);
   const std::string time = format_seconds(r.time);
   const std::string retry = seconds_or_never(d.retry_after);
   const std::string reset = seconds_or_never(d.reset_after);
+  // A denied request is not queued: it has no release time, whatever the
+  // decision holds (empty in CSV and the table, null in JSON).
+  const std::string release = d.allowed ? seconds_or_never(d.release_after) : std::string();
   switch (format_) {
     case format::csv:
       fmt::format_to(it, "{},{},", index, time);
       append_csv_field(buf_, r.key);
       fmt::format_to(it, ",{},{},{},{},{}", r.cost, d.allowed ? "yes" : "no", d.remaining, retry, reset);
-      if (with_release_) fmt::format_to(it, ",{}", seconds_or_never(d.release_after));
+      if (with_release_) fmt::format_to(it, ",{}", release);
       buf_.push_back('\n');
       break;
     case format::json: {
       const auto num = [](const std::string& v) { return v == "never" ? std::string("\"never\"") : v; };
-      fmt::format_to(it, "{{\"request\":{},\"time\":{},\"key\":", index, time);
-      append_json_string(buf_, r.key);
+      fmt::format_to(it, "{{\"request\":{},\"time\":{},", index, time);
+      append_json_key(buf_, r.key);
       fmt::format_to(it, ",\"cost\":{},\"allowed\":{},\"remaining\":{},\"retry_after\":{},\"reset_after\":{}", r.cost,
                      d.allowed ? "true" : "false", d.remaining, num(retry), num(reset));
-      if (with_release_) fmt::format_to(it, ",\"release_after\":{}", num(seconds_or_never(d.release_after)));
+      if (with_release_) fmt::format_to(it, ",\"release_after\":{}", d.allowed ? num(release) : "null");
       buf_.append(std::string_view("}\n"));
       break;
     }
     case format::table:
       fmt::format_to(it, fmt::runtime(table_head), index, time, r.key, r.cost, d.allowed ? "yes" : "no", d.remaining,
                      retry, reset);
-      if (with_release_) fmt::format_to(it, "  {:>13}", seconds_or_never(d.release_after));
+      if (with_release_) fmt::format_to(it, "  {:>13}", release);
       buf_.push_back('\n');
       break;
   }
-  if (buf_.size() > (1 << 16)) flush();
+  if (buf_.size() > (1 << 16)) return flush();
+  return true;
 }
 
 }  // namespace sluice::cli

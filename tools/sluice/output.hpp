@@ -25,8 +25,26 @@ std::string seconds_or_never(tick ns);
 
 /// CSV field: quoted (RFC 4180) only when it has a comma, quote or line break.
 void append_csv_field(fmt::memory_buffer& out, std::string_view field);
-/// JSON string literal, with quotes and escapes.
+/// JSON string literal, with quotes and escapes; requires valid UTF-8 (JSON
+/// text is UTF-8), see append_json_key for bytes that may not be.
 void append_json_string(fmt::memory_buffer& out, std::string_view s);
+/// Whether `s` is well-formed UTF-8 (no overlong forms, no surrogates,
+/// nothing above U+10FFFF).
+bool is_utf8(std::string_view s) noexcept;
+/// A key as JSON members, losslessly: `"key":"..."` when the key is valid
+/// UTF-8, else `"key":null,"key_hex":"fffe"` (its bytes in lower-case hex).
+void append_json_key(fmt::memory_buffer& out, std::string_view key);
+
+/// What the command's standard output is called in messages.
+inline constexpr std::string_view stdout_name = "standard output";
+
+/// Writes `bytes` to `out` and flushes it. Returns the reason the stream
+/// failed (now or at an earlier write), with the system's words when it has
+/// them ("No space left on device"), or nothing when every byte went out.
+std::optional<std::string> write_and_flush(std::ostream& out, std::string_view bytes);
+
+/// Prints "sluice: NAME: WHY" and returns exit_output (1).
+int output_error(std::ostream& err, std::string_view name, std::string_view why);
 
 /// Streams one row per decision.
 class decision_writer {
@@ -37,15 +55,20 @@ class decision_writer {
   decision_writer& operator=(const decision_writer&) = delete;
 
   void header();
-  void row(std::uint64_t index, const request& r, const decision& d);
-  /// Writes what is buffered to the stream.
-  void flush();
+  /// Adds a row; returns false once the output has failed (stop writing).
+  bool row(std::uint64_t index, const request& r, const decision& d);
+  /// Writes what is buffered to the stream and flushes it; returns false if
+  /// the output has failed, now or before.
+  bool flush();
+  /// Why the output failed; empty while it has not.
+  [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
 
  private:
   std::ostream& out_;
   format format_;
   bool with_release_;
   fmt::memory_buffer buf_;
+  std::string failure_;
 };
 
 }  // namespace sluice::cli

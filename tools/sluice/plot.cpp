@@ -178,8 +178,9 @@ std::string plot_recorder::render(const std::string& title, tick window, const s
                      "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.3\" "
                      "stroke=\"{}\"/>\n",
                      x0, y0 + 1, x1 - x0, lane_height - 2, busiest_colour, busiest_colour);
-      fmt::format_to(out, "<text x=\"{:.1f}\" y=\"{}\" font-size=\"12\" fill=\"{}\">{} in {} s{}</text>\n", x0 + 3,
-                     y0 + 14, lane.over ? "#a11" : "#555", lane.busiest, format_seconds(window),
+      fmt::format_to(out, "<text x=\"{:.1f}\" y=\"{}\" font-size=\"12\" fill=\"{}\">{}{} in {} s{}</text>\n", x0 + 3,
+                     y0 + 14, lane.over ? "#a11" : "#555", lane.busiest,
+                     lane.units ? (lane.busiest == 1 ? " unit" : " units") : "", format_seconds(window),
                      lane.over ? " — over the limit" : "");
     }
     if (!binned_) {

@@ -30,6 +30,7 @@ class plot_recorder {
     std::int64_t busiest = 0;
     tick busiest_start = 0;
     bool over = false;
+    bool units = false;  ///< the trace has costs: `busiest` counts units, and says so
   };
 
   /// Renders the SVG. `title` states the limit; `window` is W in ticks

@@ -43,6 +43,21 @@ bool has_leaky_queue(const any_policy& p) {
       p);
 }
 
+bool admits_without_bound(const any_policy& p) {
+  return std::visit(
+      [](const auto& pol) {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of>) {
+          return std::all_of(pol.parts().begin(), pol.parts().end(), admits_without_bound);
+        } else if constexpr (std::is_same_v<P, any_of>) {
+          return std::any_of(pol.parts().begin(), pol.parts().end(), admits_without_bound);
+        } else {
+          return std::is_same_v<P, always_allow>;
+        }
+      },
+      p);
+}
+
 std::optional<tick> largest_window(const any_policy& p) {
   return std::visit(
       [](const auto& pol) -> std::optional<tick> {

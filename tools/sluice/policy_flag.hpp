@@ -25,6 +25,11 @@ std::optional<error> policy_excludes(std::string_view algorithm_flag, bool algor
 /// time worth printing).
 bool has_leaky_queue(const any_policy& p);
 
+/// Whether `p` admits without any bound (always-allow, an any() with such a
+/// part, an all() of only such parts): its worst case of INT64_MAX means
+/// "unbounded". Any other policy's INT64_MAX is a count that saturated.
+bool admits_without_bound(const any_policy& p);
+
 /// The largest window W of any part of `p`, in ticks; nothing if no part
 /// has one (quota, always-allow, always-deny and composites of them).
 std::optional<tick> largest_window(const any_policy& p);

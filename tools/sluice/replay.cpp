@@ -12,6 +12,7 @@
 #include "input.hpp"
 #include "output.hpp"
 #include "policy_flag.hpp"
+#include "sluice/atomic_file.hpp"
 #include "sluice/keyed.hpp"
 #include "sluice/snapshot.hpp"
 #include "trace.hpp"
@@ -22,18 +23,27 @@ CLI::App* add_replay(CLI::App& app, replay_flags& f) {
   CLI::App* sub = app.add_subcommand("replay", "Replay a trace through one limiter per key, one row per request");
   sub->add_option("--algorithm", f.algorithm,
                   "fixed-window, sliding-log, sliding-counter, sliding-buckets, "
-                  "token-bucket, gcra, leaky-queue, quota");
+                  "token-bucket, gcra, leaky-queue, quota")
+      ->check(non_empty());
+  // No non_empty() here: the expression parser refuses an empty one, naming the flag.
   sub->add_option("--policy", f.policy,
                   "the limiter as an expression instead of --algorithm and its flags, e.g. "
                   "'all(token-bucket 10/1s burst=5, fixed-window 1000/1h)'")
+
       ->each([&f](const std::string&) { f.policy_given = true; });
   add_limit_flags(*sub, f.limits);
-  sub->add_option("--format", f.format, "csv (default), json (JSON Lines) or table");
+  sub->add_option("--format", f.format,
+                  "csv (default), json (JSON Lines; a key that is not UTF-8 is written as "
+                  "\"key\":null,\"key_hex\":\"...\") or table")
+      ->check(non_empty());
   sub->add_option("--load-state", f.load_state,
-                  "start from the states in this snapshot (saved by --save-state with the same limiter)");
+                  "start from the states in this snapshot (saved by --save-state with the same limiter)")
+      ->check(non_empty());
   sub->add_option("--save-state", f.save_state,
-                  "at the end, save every key's state to this snapshot (written atomically)");
-  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin");
+                  "at the end, save every key's state to this snapshot (written atomically)")
+      ->check(non_empty());
+  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin")
+      ->check(non_empty());
   return sub;
 }
 
@@ -51,6 +61,10 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   if (!policy) return usage_error(err, policy.err());
   const auto fmt = format_named(f.format);
   if (!fmt) return usage_error(err, error{"--format", quote_input(f.format) + " is not a format (csv, json or table)"});
+  // A target that can never be written is refused before the run.
+  if (!f.save_state.empty())
+    if (auto t = resolve_write_target(f.save_state); !t)
+      return usage_error(err, error{"--save-state", t.err().message});
   opened_input trace;
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
@@ -71,22 +85,22 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   }
   decision_writer writer(out, *fmt, has_leaky_queue(p));
   writer.header();
-  trace_reader reader(trace.stream());
+  trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
   while (reader.next(r)) {
     moment = std::max(moment, r.time);
     const decision d = store.try_acquire_at(r.key, r.time, r.cost);
-    writer.row(++n, r, d);
+    if (!writer.row(++n, r, d)) break;  // the output is lost: stop (and save no state)
   }
-  writer.flush();
+  if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
   if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});
   if (!f.save_state.empty()) {
     const std::int64_t wall =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     auto saved = save_snapshot(store, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
-    if (!saved) return usage_error(err, error{"--save-state", saved.err().message});
+    if (!saved) return output_error(err, "--save-state", saved.err().message);
   }
   return exit_ok;
 }

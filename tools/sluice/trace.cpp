@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -10,14 +11,10 @@ namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
-/// The next blank-separated field of `s` from `pos`, or empty at the end or
-/// at a comment.
+/// The next blank-separated field of `s` from `pos`, or empty at the end.
 std::string_view next_field(std::string_view s, std::size_t& pos) {
   while (pos < s.size() && is_blank(s[pos])) ++pos;
-  if (pos >= s.size() || s[pos] == '#') {
-    pos = s.size();
-    return {};
-  }
+  if (pos >= s.size()) return {};
   const std::size_t from = pos;
   while (pos < s.size() && !is_blank(s[pos])) ++pos;
   return s.substr(from, pos - from);
@@ -32,10 +29,22 @@ std::string time_problem(std::string_view text) {
     if (digits > 9 && dot + 1 + digits == text.size())
       return quote_input(text) + " has more than 9 decimal places (times are exact to the nanosecond)";
   }
-  bool all_digits = !text.empty();
-  for (std::size_t i = (text.size() > 0 && text[0] == '-') ? 1 : 0; i < text.size(); ++i)
-    if ((text[i] < '0' || text[i] > '9') && text[i] != '.') all_digits = false;
-  if (all_digits) return quote_input(text) + " is out of range (times must fit in int64 nanoseconds, about 292 years)";
+  // Out of range only when it is written as a time: [-]DIGITS[.DIGITS].
+  const auto digits_from = [&](std::size_t i) {
+    std::size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    return j;
+  };
+  const std::size_t sign = !text.empty() && text[0] == '-' ? 1 : 0;
+  std::size_t end = digits_from(sign);
+  bool well_formed = end > sign;
+  if (well_formed && end < text.size() && text[end] == '.') {
+    const std::size_t frac_end = digits_from(end + 1);
+    well_formed = frac_end > end + 1;
+    end = frac_end;
+  }
+  if (well_formed && end == text.size())
+    return quote_input(text) + " is out of range (times must fit in int64 nanoseconds, about 292 years)";
   return quote_input(text) + " is not a time in seconds";
 }
 
@@ -46,7 +55,7 @@ std::string quote_input(std::string_view s) {
   const std::size_t shown = s.size() > 60 ? 57 : s.size();
   for (std::size_t i = 0; i < shown; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c >= 0x7f) {
       static constexpr char hex[] = "0123456789abcdef";
       out += "\\x";
       out += hex[c >> 4];
@@ -68,12 +77,14 @@ bool trace_reader::fill() {
     begin_ = 0;
   }
   if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+  errno = 0;
   in_.read(buf_.data() + end_, static_cast<std::streamsize>(buf_.size() - end_));
+  const int why = errno;
   const auto got = static_cast<std::size_t>(in_.gcount());
   end_ += got;
   if (got == 0) {
     eof_ = true;
-    if (in_.bad()) error_ = "cannot read the trace";
+    if (in_.bad()) error_ = "cannot read " + name_ + ": " + (why != 0 ? std::strerror(why) : "read error");
     return false;
   }
   return true;
@@ -108,7 +119,7 @@ bool trace_reader::next(request& r) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::size_t pos = 0;
     std::string_view first = next_field(line, pos);
-    if (first.empty()) continue;  // blank or comment
+    if (first.empty() || first.front() == '#') continue;  // blank, or a comment: '#' first on the line
     return parse(line, r);
   }
 }
@@ -136,7 +147,8 @@ bool trace_reader::parse(std::string_view line, request& r) {
     r.cost = c;
   }
   if (!extra.empty()) {
-    error_ = where + "unexpected " + quote_input(extra) + " after the cost; a line is TIME [KEY [COST]]";
+    error_ = where + "unexpected " + quote_input(extra) + " after the cost; a line is TIME [KEY [COST]]" +
+             (extra.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
     return false;
   }
   r.line = line_;

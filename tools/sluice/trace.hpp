@@ -6,6 +6,7 @@
 #include <istream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sluice/time.hpp"
@@ -22,15 +23,20 @@ struct request {
 };
 
 /// Streams requests out of a trace. Fields are separated by blanks (spaces
-/// or tabs); blank lines and comments (from a field starting with '#' to the
-/// end of the line) are skipped; a trailing '\r' is ignored.
+/// or tabs); blank lines and comment lines (whose first non-blank character
+/// is '#') are skipped, and nothing else is a comment, so a key may start
+/// with '#'; a trailing '\r' is ignored.
 class trace_reader {
  public:
   /// Lines longer than this are refused (a trace with no newlines must not
   /// eat the memory).
   static constexpr std::size_t max_line = 1 << 20;
 
-  explicit trace_reader(std::istream& in) : in_(in) { buf_.resize(block); }
+  /// Reads `in`; `name` stands for it in a read error ("cannot read NAME:
+  /// Is a directory"), e.g. "standard input" or "trace 'x.txt'".
+  explicit trace_reader(std::istream& in, std::string name = "standard input") : in_(in), name_(std::move(name)) {
+    buf_.resize(block);
+  }
 
   /// Reads the next request. Returns false at the end of the trace, or on a
   /// bad line, in which case `error()` says why ("trace line 17: 'abc' is not
@@ -48,6 +54,7 @@ class trace_reader {
   bool parse(std::string_view line, request& r);
 
   std::istream& in_;
+  std::string name_;
   std::vector<char> buf_;
   std::size_t begin_ = 0;  // start of unread data in buf_
   std::size_t end_ = 0;    // end of valid data in buf_
@@ -58,7 +65,7 @@ class trace_reader {
 };
 
 /// Quotes a piece of user input for an error message, shortened if long and
-/// with control bytes made visible.
+/// with control and non-ASCII bytes made visible (`\xff`).
 std::string quote_input(std::string_view s);
 
 }  // namespace sluice::cli
