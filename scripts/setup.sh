@@ -8,12 +8,17 @@
 #   scripts/setup.sh --bench    also what the benchmarks and peers need
 set -euo pipefail
 
-# git: `make lint` checks the tracked files. libclang-rt-14-dev is only a
-# recommend of clang, so --no-install-recommends needs it named.
+# git: `make lint` checks the tracked files. The service (the next issues)
+# builds on hiredis, Boost, toml++ and nlohmann-json, and its tests start
+# their own redis-server and nginx (on free ports) and reach them with curl.
+# libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
+# --no-install-recommends needs it named.
 packages=(make cmake ninja-build g++ pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
           libfmt-dev libcli11-dev libabsl-dev
-          clang-format clang-tidy)
+          clang-format clang-tidy
+          libhiredis-dev libboost-dev libtomlplusplus-dev nlohmann-json3-dev
+          redis-server nginx-light curl)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
