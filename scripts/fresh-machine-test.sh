@@ -36,6 +36,8 @@ commit=$(git -C "$top" rev-parse HEAD)
 [ -z "$(git -C "$top" status --porcelain)" ] ||
   say "warning: uncommitted changes in $top are not tested; the clone is of $commit"
 
+began=$(date +%s)
+
 # The pristine tree, made once.
 pristine=$cache/bookworm-minbase
 if [ ! -e "$pristine/.sluice-complete" ]; then
@@ -100,6 +102,7 @@ mapfile -t commands < <(awk '
 [ ${#commands[@]} -eq 2 ] ||
   die "expected the README's two commands in \"Build, run, test\", found ${#commands[@]}: ${commands[*]:-none}"
 
+say "the machine is ready ($(($(date +%s) - began)) s)"
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 failed=0
 summary=()
@@ -130,7 +133,7 @@ for i in "${!commands[@]}"; do
   summary+=("$verdict  $cmd  ($why, ${seconds} s)")
 done
 
-say "summary for $commit on a minbase bookworm:"
+say "summary for $commit on a minbase bookworm ($(($(date +%s) - began)) s in all):"
 printf '  %s\n' "${summary[@]}"
 say "logs in $logs"
 exit "$failed"
