@@ -1,4 +1,5 @@
-# The two commands a new user needs: `make run` and `make test`. Each
+# The two commands a new user needs: `make run` and `make test` (or, where
+# make itself is not installed yet, `./make run` and `./make test`). Each
 # installs what is missing (Debian packages, as root), configures and builds.
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -48,10 +49,12 @@ bench:
 	@scripts/setup.sh --bench
 	bench/run.sh
 
-# clang-format check over our sources (CI runs it).
-lint:
-	@files=$$(git ls-files '*.cpp' '*.hpp' | grep -v '^tests/fuzz/corpus'); \
-	clang-format --dry-run --Werror $$files && echo "clang-format: clean"
+# clang-format check over our sources (CI runs it). No file to check (no git,
+# or not a checkout) is a failure, not "clean".
+lint: setup
+	@files=$$(git ls-files -- '*.cpp' '*.hpp' ':!:tests/fuzz/corpus') || exit 1; \
+	if [ -z "$$files" ]; then echo "lint: git lists no C++ file to check" >&2; exit 1; fi; \
+	clang-format --dry-run --Werror $$files && echo "clang-format: clean ($$(echo "$$files" | wc -l) files)"
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
@@ -62,7 +65,8 @@ clean:
 # Fuzzing with clang's libFuzzer (FUZZ_SECONDS each); new finds land in
 # tests/fuzz/corpus/, which every ctest run replays.
 FUZZ_SECONDS ?= 60
-fuzz: setup
+fuzz:
+	@scripts/setup.sh --fuzz
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DSLUICE_LIBFUZZER=ON -DSLUICE_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_rate fuzz_trace fuzz_explore fuzz_decide

@@ -1,9 +1,9 @@
 // Nanoseconds per decision of every algorithm, single key, single thread.
 //
 // Benchmark names are the scenario names of the peers' RESULT lines
-// (/work/shared/peers/README.md): GCRA takes the shared `1key-*` names,
-// every other algorithm its own prefix. bench/run.sh turns the repetitions
-// into RESULT lines. Scenario parameters: bench/scenarios.hpp.
+// (../shared/peers/README.md beside the checkout): GCRA takes the shared
+// `1key-*` names, every other algorithm its own prefix. bench/run.sh turns
+// the repetitions into RESULT lines. Scenario parameters: bench/scenarios.hpp.
 #include <benchmark/benchmark.h>
 
 #include "loops.hpp"

@@ -5,8 +5,8 @@
 // three ways (try_acquire, try_acquire_at, try_acquire_many in batches) and
 // beside its floor on this machine (keyed_floor.hpp: the same keys through
 // the least a keyed store can do). Prints the peers' RESULT lines
-// (/work/shared/peers/README.md, "Output contract") after Google
-// Benchmark's own report.
+// (../shared/peers/README.md beside the checkout, "Output contract") after
+// Google Benchmark's own report.
 //
 //   keyed_bench                      all scenarios, RUNS=5 repetitions
 //   keyed_bench --benchmark_filter=1key   one group

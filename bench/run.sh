@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds sluice's benchmarks (Release, build-bench/), runs them with
 # repetitions and prints peers-compatible RESULT / IR lines
-# (/work/shared/peers/README.md, "Output contract"), then a table.
+# (../shared/peers/README.md beside the checkout, "Output contract"), then a table.
 #
 #   bench/run.sh                 sluice alone: decide_bench (+ callgrind IR lines)
 #   bench/run.sh --with-peers    then cpp-floor and go-xtime in the same invocation,
@@ -16,7 +16,7 @@
 # Env: RUNS (repetitions, default 5), MIN_TIME (seconds per repetition,
 # default 0.2), NO_CALLGRIND=1 (skip the IR lines), FILTER (regex over
 # scenario names), BUILD_DIR (default <repo>/build-bench), PEERS_DIR
-# (default /work/shared/peers). Raw output: $BUILD_DIR/bench-results/<stamp>/.
+# (default ../shared/peers beside the checkout). Raw output: $BUILD_DIR/bench-results/<stamp>/.
 #
 # Each RESULT's ns/op is the median over RUNS repetitions of Google
 # Benchmark's real time per iteration (one decision); min and max are over
@@ -32,7 +32,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${BUILD_DIR:-$root/build-bench}
-peers=${PEERS_DIR:-/work/shared/peers}
+peers=${PEERS_DIR:-$(dirname "$root")/shared/peers}
 RUNS=${RUNS:-5}
 MIN_TIME=${MIN_TIME:-0.2}
 FILTER=${FILTER:-}
@@ -198,6 +198,7 @@ fi
 
 # ---- peers -----------------------------------------------------------------------
 if [ "$with_peers" = 1 ]; then
+  [ -x "$peers/run-all.sh" ] || { say "ERROR: --with-peers: no peers in $peers (set PEERS_DIR)"; exit 2; }
   if ! have go; then say "go is not installed: the go-xtime step will SKIP (run $peers/setup.sh once)"; fi
   # run-all.sh runs from a writable copy when its folder is read-only; its -w test
   # passes for root, so make the copy here and leave the shared folder untouched.

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sluice needs to build, test and benchmark,
-# and nothing else. Idempotent: does nothing when all are present.
-#   scripts/setup.sh            build + test dependencies
+# Installs the Debian packages sluice needs to build, test, lint, fuzz and
+# benchmark, and nothing else, from a bare Debian 12 (debootstrap's minbase)
+# up. Idempotent: does nothing when all are present; otherwise prints what it
+# installs, one line for each package apt sets up (dependencies included).
+#   scripts/setup.sh            build, test and lint dependencies
+#   scripts/setup.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   scripts/setup.sh --bench    also what the benchmarks and peers need
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make pkg-config
+# git: `make lint` checks the tracked files. The service (the next issues)
+# builds on hiredis, Boost, toml++ and nlohmann-json, and its tests start
+# their own redis-server and nginx (on free ports) and reach them with curl.
+# libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
+# --no-install-recommends needs it named.
+packages=(make cmake ninja-build g++ pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
-          libfmt-dev libcli11-dev libabsl-dev nlohmann-json3-dev
-          clang-format clang-tidy)
-if [ "${1:-}" = "--bench" ]; then
-  packages+=(hyperfine valgrind linux-perf)
-fi
+          libfmt-dev libcli11-dev libabsl-dev
+          clang-format clang-tidy
+          libhiredis-dev libboost-dev libtomlplusplus-dev nlohmann-json3-dev
+          redis-server nginx-light curl)
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --bench) packages+=(hyperfine valgrind linux-perf) ;;
+    *) echo "usage: scripts/setup.sh [--fuzz] [--bench]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,9 +35,12 @@ done
 
 echo "setup: installing ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
-  echo "setup: not root; run: sudo apt-get install -y ${missing[*]}" >&2
+  echo "setup: not root; run: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
   exit 1
 fi
-export DEBIAN_FRONTEND=noninteractive
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# apt's own "Setting up PACKAGE (VERSION) ..." lines, one a package; errors
+# go to stderr unfiltered, and apt's exit status is the script's.
+apt-get install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}" |
+  { grep --line-buffered '^Setting up ' || true; } >&2

@@ -2,7 +2,12 @@
 // exact streams) and as a real process (exit status, real stdin).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +15,13 @@
 #include "cli.hpp"
 
 namespace sluice::test {
+
+/// The whole of a file, byte for byte (a failed expectation when unreadable).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  EXPECT_TRUE(f.good()) << "cannot read " << p;
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
 
 struct run_result {
   int status = -1;

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <streambuf>
 #include <string>
@@ -29,11 +27,7 @@ const fs::path shared_golden_dir = fs::path(SLUICE_SHARED_DIR) / "p096";
 const fs::path golden_dir = fs::path(SLUICE_SOURCE_DIR) / "tests" / "integration" / "p096_golden";
 const fs::path sessions_dir = fs::path(SLUICE_SOURCE_DIR) / "tests" / "integration" / "p096_sessions";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  EXPECT_TRUE(f.good()) << "cannot read " << p;
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using test::slurp;
 
 struct explored {
   int status = -1;
