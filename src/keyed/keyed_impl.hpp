@@ -57,6 +57,13 @@ struct alignas(16) record {
   u64 hi;
 };
 constexpr u64 tomb_lo = ~u64{0};
+// A compact cell that a multi-key decision holds (lo = held_lo, hi
+// unchanged; multi.cpp): it is only ever held under its shard's lock, and
+// let go before that lock is released. A lock-free decision that meets it
+// takes the shard's lock instead, and so waits for the multi-key decision
+// to finish. Neither marker is a valid `lo`: debts and spent tokens are at
+// most S·W < 2^63.
+constexpr u64 held_lo = ~u64{0} - 1;
 constexpr std::size_t batch_distance = 8;     // a batch's prefetch distance, in requests
 constexpr std::size_t max_small_units = 256;  // records up to 4 KiB come from the shard's arena
 
@@ -350,7 +357,9 @@ struct keyed_limiter::impl {
   alignas(64) std::atomic<std::size_t> step_next{0};
 
   impl(any_policy p, keyed_options o) : policy(std::move(p)), opt(o), fresh(fresh_state(policy)) {
-    if (const auto* g = std::get_if<gcra>(&policy); g != nullptr && g->tolerance() <= detail::i64_max) {
+    if (const auto* g = std::get_if<gcra>(&policy); !o.compact) {
+      // every policy in the general mode
+    } else if (g != nullptr && g->tolerance() <= detail::i64_max) {
       m = mode::gcra;
       gp = *g;
       set_compact(g->limit(), static_cast<std::int64_t>(g->tolerance()), g->burst());
@@ -522,7 +531,8 @@ struct keyed_limiter::impl {
   }
 
   /// The compare-and-swap loop on a found record. False when the record was
-  /// dropped meanwhile (the caller looks again under the shard lock). A
+  /// dropped meanwhile, or is held by a multi-key decision (the caller looks
+  /// again under the shard lock, where no cell is ever held). A
   /// `now` read before another thread's admit is read as that admit's time
   /// (the step's max(now, last)): a retry decides against the newer state
   /// and is never more permissive than it (go#71360).
@@ -530,7 +540,7 @@ struct keyed_limiter::impl {
     u64 lo;
     u64 hi;
     cell_load(r, lo, hi);
-    if (lo == tomb_lo) return false;
+    if (lo >= held_lo) return false;  // dead, or held by a multi-key decision
     const tick eff = effective(now);
     for (;;) {
       u64 nlo = 0;
@@ -547,7 +557,7 @@ struct keyed_limiter::impl {
       }
       lo = static_cast<u64>(before);
       hi = static_cast<u64>(before >> 64);
-      if (lo == tomb_lo) return false;
+      if (lo >= held_lo) return false;
     }
   }
 
@@ -678,7 +688,7 @@ struct keyed_limiter::impl {
         const table* t = s.tab.load(std::memory_order_acquire);
         if (const record* r = t != nullptr ? find(t, h21, key) : nullptr; r != nullptr) {
           cell_load(r, lo, hi);
-          found = lo != tomb_lo;
+          found = lo < held_lo;  // neither dead nor held
         }
       }
       if (!found) {
