@@ -230,7 +230,7 @@ struct memory_store::impl {
           const std::span<const keyed_check> span(ks, n);
           decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
                               : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
-          add(g.slot(), counter::from_store);
+          if (commit) add(g.slot(), counter::from_store);
           return {d, source::store};
         }
       }
@@ -247,7 +247,7 @@ struct memory_store::impl {
         if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
           keyed_limiter* k = e->current.load(std::memory_order_acquire);
           decision d = commit ? k->try_acquire_at(c.key, now, cost) : k->peek_at(c.key, now, cost);
-          add(g.slot(), counter::from_store);
+          if (commit) add(g.slot(), counter::from_store);
           if (!per_check.empty()) per_check[0] = d;
           d.part = 0;
           return {d, source::store};
@@ -262,7 +262,7 @@ struct memory_store::impl {
     if (n == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
       return decide_one(r.checks[0], r.now, r.cost, per_check, commit);
     if (!valid(r, per_check)) {
-      add(counter::errors);
+      if (commit) add(counter::errors);
       return error_decision(per_check, n);
     }
     if (r.id.empty() || opt.idempotency_window <= 0)

@@ -95,7 +95,8 @@ class memory_store final : public store {
   /// The store's clock (steady ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
-  /// Decisions by source, and the keys held over every policy.
+  /// Decisions by source (peeks are not counted), and the keys held over
+  /// every policy.
   [[nodiscard]] store_stats stats() const override;
 
   /// The id of a defined name, if any.
