@@ -360,6 +360,14 @@ std::optional<policy_id> memory_store::find(std::string_view name) const {
   return it->second;
 }
 
+bool memory_store::with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn) {
+  policy_entry* e = impl_->entry_of(id);
+  if (e == nullptr) return false;
+  std::lock_guard r(e->redefine);
+  fn(*e->owned);
+  return true;
+}
+
 std::size_t memory_store::purge(tick now) {
   impl& im = *impl_;
   std::size_t dropped = 0;
