@@ -92,6 +92,23 @@ TEST_P(Conformance, MemoryStoreInBatches) {
             "");
 }
 
+TEST_P(Conformance, MemoryStoreWholeTraceInOneBatch) {
+  // Single-check traces of one policy: decide_many_at sends runs of them to
+  // the keyed store's own batch (try_acquire_many_at).
+  conformance::trace_options o;
+  o.extra_policies = 0;
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 400000 + seed, o);
+    ASSERT_EQ(conformance::run_conformance_one_batch(*s, t, "w" + std::to_string(seed) + ":"), "");
+  }
+  // And mixed traces (runs broken by multi-check and bad requests).
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 500000 + seed);
+    ASSERT_EQ(conformance::run_conformance_one_batch(*s, t, "x" + std::to_string(seed) + ":"), "");
+  }
+}
+
 TEST_P(Conformance, QuantitiesWithinARedisStoresExactRange) {
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;

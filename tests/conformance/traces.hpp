@@ -416,6 +416,28 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pre
   return "";
 }
 
+/// Runs `t` through `s` as one `decide_many_at` of all its steps (in order,
+/// so each sees the earlier ones' admits) and compares the requests'
+/// decisions.
+inline std::string run_conformance_one_batch(store& s, const trace& t, std::string_view prefix = "") {
+  auto [ids, err] = define_all(s, t, prefix);
+  if (!err.empty()) return t.describe() + ": define: " + err;
+  std::vector<std::vector<std::string>> keys(t.steps.size());
+  std::vector<std::vector<check>> checks(t.steps.size());
+  std::vector<store_request> batch;
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    const trace_step& st = t.steps[i];
+    for (const auto& c : st.checks) keys[i].push_back(std::string(prefix) + c.key);
+    for (std::size_t k = 0; k < st.checks.size(); ++k) checks[i].push_back({ids[st.checks[k].policy], keys[i][k]});
+    batch.push_back({.checks = checks[i], .now = st.now, .cost = st.cost, .id = {}});
+  }
+  std::vector<store_decision> out(batch.size());
+  s.decide_many_at(batch, out);
+  std::vector<answer> got;
+  for (const auto& d : out) got.push_back({d, {}});
+  return compare(t, got, expected_answers(t), false);
+}
+
 /// Every algorithm a trace can start from (each plain one, and composites).
 inline const algorithm all_algorithms[] = {
     algorithm::fixed_window, algorithm::sliding_log, algorithm::sliding_counter, algorithm::sliding_buckets,
