@@ -240,11 +240,11 @@ int main(int argc, char** argv) {
     const char* note;
   };
   const row rows[] = {
-      {"keyed-1M-steady-virtualtime", "direct_at_ns", "keyed_limiter::try_acquire_at, 1M keys revisited shuffled"},
+      {"store-direct-1M-steady-virtualtime", "direct_at_ns", "keyed_limiter::try_acquire_at, 1M keys revisited shuffled"},
       {"store-1M-steady-virtualtime", "store_at_ns", "the same through store& (memory_store::decide_at, one check)"},
-      {"keyed-1M-steady", "direct_clock_ns", "keyed_limiter::try_acquire (steady clock)"},
+      {"store-direct-1M-steady", "direct_clock_ns", "keyed_limiter::try_acquire (steady clock)"},
       {"store-1M-steady", "store_clock_ns", "the same through store& (store::decide: reads the clock)"},
-      {"keyed-1M-steady-batch", "direct_many_ns", "keyed_limiter::try_acquire_many_at, batches"},
+      {"store-direct-1M-steady-batch", "direct_many_ns", "keyed_limiter::try_acquire_many_at, batches"},
       {"store-1M-steady-batch", "store_many_ns", "the same through store& (decide_many_at)"},
   };
   for (const row& w : rows) emit(w.scenario, summarize(field(r, w.counter)), w.note);

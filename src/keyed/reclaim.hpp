@@ -43,6 +43,11 @@ reader_slot* register_reader();
 /// Whether readers may skip their fence (the writer issues membarrier).
 bool asymmetric_fences() noexcept;
 
+/// `asymmetric_fences()`, read once at start-up instead of on every read
+/// section (a section that begins before it is set takes a full barrier,
+/// which is correct either way).
+inline const bool asym_fences = asymmetric_fences();
+
 /// This thread's slot; null until its first read section.
 inline thread_local reader_slot* tl_slot = nullptr;
 
@@ -61,7 +66,7 @@ class basic_read_guard {
     std::atomic<std::uint64_t>& c = slot_->ctr[static_cast<unsigned>(D)];
     ctr_ = c.load(std::memory_order_relaxed) + 1;
 #if !defined(__SANITIZE_THREAD__)
-    if (asymmetric_fences()) {
+    if (asym_fences) {
       c.store(ctr_, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
       return;
