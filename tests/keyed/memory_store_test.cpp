@@ -39,6 +39,23 @@ TEST(MemoryStore, OneCheckDecidesAsTheKeyedStore) {
   EXPECT_EQ(s.stats().keys, 1U);
 }
 
+TEST(MemoryStore, TheDocsExample) {
+  // docs/stores.md, as written there.
+  sluice::memory_store store;
+  auto api = store.define("api", sluice::parse_policy("gcra 100/1s burst=20").value()).value();
+  auto day = store.define("day", sluice::parse_policy("fixed-window 10000/1d").value()).value();
+  const sluice::check checks[] = {{api, "user:42"}, {day, "user:42"}};
+  sluice::decision each[2];
+  sluice::store_decision d =
+      store.decide({.checks = checks, .now = 0, .cost = 1, .id = {}}, each);  // decide reads the clock
+  EXPECT_TRUE(d.d.allowed);
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_EQ(each[0].remaining, 19);
+  EXPECT_EQ(each[1].remaining, 9999);
+  EXPECT_EQ(d.d.remaining, 19);
+  EXPECT_EQ(d.d.part, 0);
+}
+
 TEST(MemoryStore, SameNameKeepsItsIdAndNewNamesGetNewOnes) {
   memory_store s;
   const policy_id a = s.define("a", policy("fixed-window 3/10ns")).value();
