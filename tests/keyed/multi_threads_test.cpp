@@ -196,5 +196,58 @@ TEST(MemoryStoreThreads, RedefinitionLosesNoAdmitAndGrantsNoFreshLimit) {
   EXPECT_EQ(s.stats().decisions, 1500U * 3U);
 }
 
+TEST(MemoryStoreThreads, ChangingLimitsNeverHandAFreshWindow) {
+  // The limit flips between 1000 and 1500 while three threads decide: every
+  // admit is counted by whichever policy holds the state, so A never takes
+  // more than the larger limit (a fresh state at any redefinition would).
+  memory_store s;
+  const policy_id p = s.define_at("p", policy("fixed-window 1000/1000000h"), 0).value();
+  std::atomic<std::int64_t> on_a{0};
+  std::latch start(4);
+  auto single = [&] {
+    start.arrive_and_wait();
+    const check a{p, "A"};
+    for (int i = 0; i < 1000; ++i)
+      if (s.decide_at({.checks = {&a, 1}, .now = 0, .cost = 1, .id = {}}).d.allowed) on_a.fetch_add(1);
+  };
+  std::thread t1(single);
+  std::thread t2(single);
+  std::thread t3(single);
+  std::thread r([&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < 100; ++i)
+      ASSERT_TRUE(
+          s.define_at("p", policy(i % 2 ? "fixed-window 1000/1000000h" : "fixed-window 1500/1000000h"), 0).ok());
+  });
+  t1.join();
+  t2.join();
+  t3.join();
+  r.join();
+  EXPECT_GE(on_a.load(), 1000);
+  EXPECT_LE(on_a.load(), 1500);
+}
+
+TEST(MemoryStoreThreads, ARequestIdRacingItselfIsChargedOnce) {
+  memory_store s;
+  const policy_id p = s.define("p", policy("fixed-window 1000/1000000h")).value();
+  std::latch start(3);
+  auto repeat = [&] {
+    start.arrive_and_wait();
+    const check a{p, "A"};
+    for (int i = 0; i < 300; ++i)
+      EXPECT_TRUE(s.decide_at({.checks = {&a, 1}, .now = 0, .cost = 1, .id = "req-" + std::to_string(i)}).d.allowed);
+  };
+  std::thread t1(repeat);
+  std::thread t2(repeat);
+  std::thread t3(repeat);
+  t1.join();
+  t2.join();
+  t3.join();
+  const check a{p, "A"};
+  // 300 distinct ids, each charged once, whichever thread came first.
+  EXPECT_EQ(s.peek_at({.checks = {&a, 1}, .now = 0, .cost = 1, .id = {}}).d.remaining, 1000 - 300 - 1);
+  EXPECT_EQ(s.stats().replayed, 600U);
+}
+
 }  // namespace
 }  // namespace sluice
