@@ -240,7 +240,8 @@ int main(int argc, char** argv) {
     const char* note;
   };
   const row rows[] = {
-      {"store-direct-1M-steady-virtualtime", "direct_at_ns", "keyed_limiter::try_acquire_at, 1M keys revisited shuffled"},
+      {"store-direct-1M-steady-virtualtime", "direct_at_ns",
+       "keyed_limiter::try_acquire_at, 1M keys revisited shuffled"},
       {"store-1M-steady-virtualtime", "store_at_ns", "the same through store& (memory_store::decide_at, one check)"},
       {"store-direct-1M-steady", "direct_clock_ns", "keyed_limiter::try_acquire (steady clock)"},
       {"store-1M-steady", "store_clock_ns", "the same through store& (store::decide: reads the clock)"},
