@@ -7,7 +7,9 @@
 #   bench/run.sh --with-peers    then cpp-floor and go-xtime in the same invocation,
 #                                and one combined table with the x-CAS-floor ratio
 #   bench/run.sh --keyed         the keyed store instead (keyed_bench: 1M keys first
-#                                touch and steady state, its floor, threads, 10M purge);
+#                                touch and steady state, its floor, threads, 10M purge;
+#                                store_bench: the same 1M keys through store& beside the
+#                                direct calls, interleaved, and the ratios);
 #                                with --with-peers, beside go-xtime, java-guava and
 #                                node-rlflex-memory (their keyed-1M rows)
 #   bench/run.sh --no-build      use the binaries already in build-bench/
@@ -55,7 +57,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # ---- build -------------------------------------------------------------------
 bench_targets=(decide_bench decide_ir)
-[ "$keyed" = 1 ] && bench_targets=(keyed_bench)
+[ "$keyed" = 1 ] && bench_targets=(keyed_bench store_bench)
 if [ "$do_build" = 1 ]; then
   say "configure + build (Release) in $build"
   mkdir -p "$build"
@@ -189,6 +191,11 @@ if [ "$keyed" = 1 ]; then
   RUNS=$RUNS "$build/bench/keyed_bench" ${FILTER:+--benchmark_filter="$FILTER"} >"$out/keyed_bench.log" \
     2>"$out/keyed_bench.err" || { cat "$out/keyed_bench.err" >&2; say "ERROR: keyed_bench failed"; exit 1; }
   grep -E $'^RESULT\t' "$out/keyed_bench.log" | tee -a "$tsv"
+  say "running store_bench (RUNS=$RUNS)"
+  RUNS=$RUNS "$build/bench/store_bench" >"$out/store_bench.log" 2>"$out/store_bench.err" ||
+    { cat "$out/store_bench.err" >&2; say "ERROR: store_bench failed"; exit 1; }
+  grep -E $'^RESULT\t' "$out/store_bench.log" | tee -a "$tsv"
+  grep -E '^# store/direct' "$out/store_bench.log" >&2
   peer_steps=go-xtime,java-guava,node-rlflex-memory
 else
   gbench "$build/bench/decide_bench"
