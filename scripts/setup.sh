@@ -8,9 +8,11 @@ set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libfmt-dev libcli11-dev libabsl-dev
-          clang-format clang-tidy)
+          clang-format clang-tidy
+          libboost-dev libtomlplusplus-dev nlohmann-json3-dev
+          nginx-light curl python3)
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(hyperfine valgrind linux-perf)
+  packages+=(hyperfine valgrind linux-perf wrk)
 fi
 
 missing=()

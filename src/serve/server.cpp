@@ -1,0 +1,395 @@
+// The HTTP server (server.hpp): Boost.Beast/Asio, one io_context per thread.
+// The only translation unit that includes Beast (it costs ~10 s and ~550 MB
+// of compiler memory per file).
+//
+// Boost 1.74 + g++ 12 + -std=c++20: asio/awaitable.hpp uses std::exchange
+// without including <utility>, so it comes first.
+#include <utility>
+// clang-format off
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+// clang-format on
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <ostream>
+#include <thread>
+#include <unordered_set>
+
+#include "server.hpp"
+
+namespace sluice::serve {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+namespace {
+
+std::string_view sv(beast::string_view s) noexcept { return {s.data(), s.size()}; }
+
+class session;
+
+// One event loop and what lives on it. Touched only from its own thread
+// (after run() starts), except `ioc.post`.
+struct worker {
+  net::io_context ioc{1};
+  std::vector<std::pair<std::unique_ptr<tcp::acceptor>, listener_role>> acceptors;
+  std::unordered_set<session*> sessions;
+  std::unique_ptr<net::steady_timer> retry_accept;
+};
+
+}  // namespace
+
+struct server::impl {
+  service& svc;
+  limits lim;
+  server_hooks hooks;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<bound_address> addrs;
+  std::atomic<bool> draining{false};
+  std::ostream* log = nullptr;
+
+  impl(service& s, limits l, server_hooks h) : svc(s), lim(l), hooks(std::move(h)) {}
+  void accept(worker& w, tcp::acceptor& acc, listener_role role);
+  void begin_drain();
+};
+
+namespace {
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  session(tcp::socket s, worker& w, server::impl& srv, listener_role role)
+      : stream_(std::move(s)), w_(w), srv_(srv), role_(role) {
+    beast::error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_ = ep.address().to_string();
+    srv_.svc.stats().connections.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~session() {
+    w_.sessions.erase(this);
+    srv_.svc.stats().connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  void start() {
+    w_.sessions.insert(this);
+    wait_for_request();
+  }
+
+  // Draining: a connection waiting for its next request is closed now; one
+  // with a request in flight finishes it and closes after.
+  void close_if_idle() {
+    if (!busy_) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      stream_.cancel();
+    }
+  }
+
+ private:
+  // The idle timeout runs until the request's first byte arrives; from
+  // there the whole request must come within the request timeout, however
+  // slowly its bytes trickle in.
+  void wait_for_request() {
+    busy_ = false;
+    if (srv_.draining.load(std::memory_order_relaxed)) return close();
+    if (buf_.size() > 0) return read_request();
+    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.idle_timeout));
+    stream_.async_read_some(buf_.prepare(8192), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      if (ec) {
+        if (ec == beast::error::timeout) self->srv_.svc.stats().timeouts.fetch_add(1, std::memory_order_relaxed);
+        return self->close();
+      }
+      self->buf_.commit(n);
+      self->read_request();
+    });
+  }
+
+  void read_request() {
+    busy_ = true;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.lim.header_bytes));
+    parser_->body_limit(srv_.lim.body_bytes);
+    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.request_timeout));
+    http::async_read(stream_, buf_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+  void on_read(beast::error_code ec) {
+    if (ec == http::error::header_limit) return fail(431, "request header fields too large");
+    if (ec == http::error::body_limit) return fail(413, "request body too large");
+    if (ec == beast::error::timeout) {
+      srv_.svc.stats().timeouts.fetch_add(1, std::memory_order_relaxed);
+      return close();
+    }
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset)
+      return close();
+    if (ec) return fail(400, "malformed HTTP request");
+    handle();
+  }
+
+  void handle() {
+    auto& req = parser_->get();
+    headers_.clear();
+    for (const auto& f : req) headers_.push_back(header_view{sv(f.name_string()), sv(f.value())});
+    const http_request hr{sv(req.method_string()), sv(req.target()), headers_, req.body(), peer_};
+    srv_.svc.handle(hr, out_, role_);
+    const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
+    write(out_, keep, req.version());
+  }
+
+  void fail(unsigned status, std::string_view why) {
+    srv_.svc.stats().count_status(status);
+    srv_.svc.stats().bad_requests.fetch_add(1, std::memory_order_relaxed);
+    out_.clear();
+    out_.status = status;
+    out_.content_type = "application/json";
+    out_.body = std::string("{\"error\":{\"field\":\"request\",\"message\":\"") + std::string(why) + "\"}}\n";
+    write(out_, false, 11);
+  }
+
+  void write(const http_response& r, bool keep_alive, unsigned version) {
+    res_ = {};
+    res_.version(version);
+    res_.result(static_cast<http::status>(r.status));
+    for (const auto& f : r.fields) res_.set(beast::string_view(f.name.data(), f.name.size()), f.value);
+    if (!r.content_type.empty()) res_.set(http::field::content_type, r.content_type);
+    res_.keep_alive(keep_alive);
+    if (r.status != 204 && r.status != 304 && r.status >= 200) {
+      res_.body() = r.body;
+      res_.prepare_payload();
+    }
+    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.request_timeout));
+    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec || !self->res_.keep_alive()) return self->close();
+      self->wait_for_request();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  worker& w_;
+  server::impl& srv_;
+  listener_role role_;
+  std::string peer_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  http_response out_;
+  std::vector<header_view> headers_;
+  bool busy_ = false;
+};
+
+}  // namespace
+
+void server::impl::accept(worker& w, tcp::acceptor& acc, listener_role role) {
+  acc.async_accept([this, &w, &acc, role](beast::error_code ec, tcp::socket s) {
+    if (ec == net::error::operation_aborted || draining.load(std::memory_order_relaxed)) return;
+    if (ec) {
+      // Out of descriptors (EMFILE) and the like: wait a little, then accept again.
+      if (!w.retry_accept) w.retry_accept = std::make_unique<net::steady_timer>(w.ioc);
+      w.retry_accept->expires_after(std::chrono::milliseconds(50));
+      w.retry_accept->async_wait([this, &w, &acc, role](beast::error_code e) {
+        if (!e) accept(w, acc, role);
+      });
+      return;
+    }
+    auto& m = svc.stats();
+    if (m.connections.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(lim.max_connections)) {
+      m.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      beast::error_code ignored;
+      s.close(ignored);
+    } else {
+      beast::error_code ignored;
+      s.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<session>(std::move(s), w, *this, role)->start();
+    }
+    accept(w, acc, role);
+  });
+}
+
+void server::impl::begin_drain() {
+  if (draining.exchange(true)) return;
+  svc.set_draining();
+  for (auto& wp : workers) {
+    worker* w = wp.get();
+    net::post(w->ioc, [w] {
+      for (auto& [acc, role] : w->acceptors) {
+        beast::error_code ec;
+        acc->close(ec);
+      }
+      if (w->retry_accept) w->retry_accept->cancel();
+      // Copy: closing a session may end it, which erases it from the set.
+      std::vector<session*> open(w->sessions.begin(), w->sessions.end());
+      for (session* s : open) s->close_if_idle();
+    });
+  }
+}
+
+server::server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+server::~server() = default;
+
+const std::vector<bound_address>& server::addresses() const noexcept { return impl_->addrs; }
+
+result<std::unique_ptr<server>> server::bind(service& svc, const config& c, server_hooks hooks) {
+  auto p = std::make_unique<impl>(svc, c.lim, std::move(hooks));
+  const unsigned threads = c.threads != 0 ? c.threads : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i) p->workers.push_back(std::make_unique<worker>());
+  const auto open = [&](worker& w, const listen_address& a, listener_role role, bool reuse) -> result<std::uint16_t> {
+    const std::string where =
+        (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
+    beast::error_code ec;
+    const tcp::endpoint ep(net::ip::make_address(a.host, ec), a.port);
+    if (ec) return error{"listen", where + ": " + ec.message()};
+    auto acc = std::make_unique<tcp::acceptor>(w.ioc);
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec && reuse) acc->set_option(reuse_port(true), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
+    if (ec) return error{"listen", where + ": " + ec.message()};
+    const std::uint16_t port = acc->local_endpoint().port();
+    w.acceptors.emplace_back(std::move(acc), role);
+    return port;
+  };
+  for (const auto& a : c.listen) {
+    listen_address actual = a;
+    for (std::size_t i = 0; i < p->workers.size(); ++i) {
+      auto port = open(*p->workers[i], actual, listener_role::decision, true);
+      if (!port) return port.err();
+      actual.port = *port;  // port 0: every loop binds the port the first one got
+    }
+    p->addrs.push_back(bound_address{actual, listener_role::decision});
+  }
+  if (c.admin) {
+    auto port = open(*p->workers[0], *c.admin, listener_role::admin, false);
+    if (!port) return port.err();
+    listen_address actual = *c.admin;
+    actual.port = *port;
+    p->addrs.push_back(bound_address{actual, listener_role::admin});
+  }
+  return std::unique_ptr<server>(new server(std::move(p)));
+}
+
+void server::run(std::ostream& log) {
+  impl& p = *impl_;
+  p.log = &log;
+  worker& first = *p.workers[0];
+  for (auto& w : p.workers)
+    for (auto& [acc, role] : w->acceptors) p.accept(*w, *acc, role);
+
+  net::signal_set signals(first.ioc, SIGTERM, SIGINT, SIGHUP);
+  // The caller may have blocked these signals until now (so that one sent
+  // before the handlers were in place is not lost): unblock them, before
+  // the other loops' threads start and inherit the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  for (const auto& a : p.addrs) {
+    const std::string host =
+        a.address.host.find(':') != std::string::npos ? "[" + a.address.host + "]" : a.address.host;
+    log << "sluice serve: listening on http://" << host << ":" << a.address.port
+        << (a.role == listener_role::admin ? " (admin)" : " (decisions)") << "\n";
+  }
+  log << "sluice serve: " << p.workers.size() << (p.workers.size() == 1 ? " thread" : " threads") << ", ready"
+      << std::endl;
+  net::steady_timer drain_deadline(first.ioc);
+  net::steady_timer interval(first.ioc);
+  std::function<void()> wait_signal;
+  wait_signal = [&] {
+    signals.async_wait([&](beast::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        auto r = p.svc.reload();
+        if (r) {
+          log << "sluice serve: reloaded " << p.svc.current()->file << " (" << r->added.size() << " added, "
+              << r->changed.size() << " changed, " << r->kept.size() << " kept)";
+          for (const auto& n : r->notes) log << "; " << n;
+          log << std::endl;
+        } else {
+          log << "sluice serve: reload refused, the running configuration stays: " << r.err().what() << std::endl;
+        }
+        return wait_signal();
+      }
+      log << "sluice serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", draining" << std::endl;
+      p.begin_drain();
+      interval.cancel();
+      drain_deadline.expires_after(std::chrono::nanoseconds(p.lim.drain_timeout));
+      drain_deadline.async_wait([&](beast::error_code e) {
+        if (e) return;
+        log << "sluice serve: drain timeout, closing the remaining connections" << std::endl;
+        for (auto& w : p.workers) w->ioc.stop();
+      });
+      // The deadline must not keep the loop alive once everything drained:
+      // a watcher ends it when the loops' other work is gone.
+      signals.cancel();
+    });
+  };
+  wait_signal();
+  std::function<void()> tick_interval;
+  if (p.hooks.interval > 0 && p.hooks.on_interval) {
+    tick_interval = [&] {
+      interval.expires_after(std::chrono::nanoseconds(p.hooks.interval));
+      interval.async_wait([&](beast::error_code ec) {
+        if (ec || p.draining.load()) return;
+        p.hooks.on_interval();
+        tick_interval();
+      });
+    };
+    tick_interval();
+  }
+
+  std::vector<std::thread> threads;
+  std::atomic<std::size_t> running{p.workers.size()};
+  for (std::size_t i = 1; i < p.workers.size(); ++i) {
+    threads.emplace_back([&p, i, &running] {
+      p.workers[i]->ioc.run();
+      running.fetch_sub(1);
+    });
+  }
+  // The first loop also owns the drain deadline: it ends when every session
+  // of every loop is gone (the last loop to finish cancels the deadline).
+  net::steady_timer idle_check(first.ioc);
+  std::function<void()> watch;
+  watch = [&] {
+    if (!p.draining.load()) {
+      idle_check.expires_after(std::chrono::milliseconds(50));
+      idle_check.async_wait([&](beast::error_code ec) {
+        if (!ec) watch();
+      });
+      return;
+    }
+    if (!first.sessions.empty() || running.load() > 1) {
+      idle_check.expires_after(std::chrono::milliseconds(10));
+      idle_check.async_wait([&](beast::error_code ec) {
+        if (!ec) watch();
+      });
+      return;
+    }
+    drain_deadline.cancel();
+  };
+  watch();
+  first.ioc.run();
+  for (auto& w : p.workers) w->ioc.stop();
+  for (auto& t : threads) t.join();
+  log << "sluice serve: stopped" << std::endl;
+}
+
+}  // namespace sluice::serve
