@@ -82,6 +82,11 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
     for (std::size_t j = i; j < checks.size(); ++j) {
       if (checks[j].shadow || done[j] || checks[j].cost != cost) continue;
       done[j] = true;
+      // Two rules giving the same (policy, key) at the same cost: one check.
+      bool repeated = false;
+      for (std::size_t k = 0; k < n && !repeated; ++k)
+        repeated = group[k].policy == a.ids[checks[j].policy] && group[k].key == checks[j].key;
+      if (repeated) continue;
       group[n] = check{a.ids[checks[j].policy], checks[j].key};
       group_idx[n] = j;
       ++n;
@@ -392,6 +397,12 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     if (k->get_ref<const std::string&>().size() > c.lim.key_bytes) {
       bad_request(res, 400, where + ".key", "longer than " + std::to_string(c.lim.key_bytes) + " bytes");
       return false;
+    }
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      if (checks[i].policy == *idx && checks[i].key == k->get_ref<const std::string&>()) {
+        bad_request(res, 400, where, "names the same policy and key as checks[" + std::to_string(i) + "]");
+        return false;
+      }
     }
     checks.push_back(planned_check{*idx, k->get<std::string>(), 1, false, 0});
     return true;

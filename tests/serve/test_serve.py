@@ -141,6 +141,18 @@ class DecideApi(ServeCase):
         self.assertEqual(st, 200)
         self.assertTrue(json.loads(b)["allowed"])
 
+    def test_request_id_is_charged_once(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}))
+        st, _, b = s.decide([("api", "k")], rid="order-17")
+        self.assertEqual((st, b["remaining"], b["source"], b["id"]), (200, 4, "store", "order-17"))
+        st, _, b = s.decide([("api", "k")], rid="order-17")
+        self.assertEqual((st, b["remaining"], b["source"]), (200, 4, "replayed"))
+        st, _, b = s.decide([("api", "k")])
+        self.assertEqual((b["remaining"], b["source"]), (3, "store"))
+        st, _, data = s.request("POST", "/v1/decide",
+                                '{"checks":[{"policy":"api","key":"k"},{"policy":"api","key":"k"}]}')
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (400, "checks[1]"))
+
     def test_cost(self):
         s, _ = self.start_config(base_config({"api": "fixed-window 10/1h"}))
         st, _, b = s.decide([("api", "k")], cost=7)

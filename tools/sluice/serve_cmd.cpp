@@ -100,6 +100,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     }
     err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << loaded->keys << " keys of " << loaded->policies
         << " policies restored\n";
+    for (const auto& why : loaded->skipped) err << "sluice serve: snapshot: starting fresh: " << why << "\n";
   }
   const auto save = [&](const char* when) {
     if (store_cfg.snapshot.empty()) return true;
