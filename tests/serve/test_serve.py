@@ -618,5 +618,27 @@ class NginxAuthRequest(ServeCase):
         self.assertEqual(st, 500)
 
 
+class Install(unittest.TestCase):
+    def test_cmake_install_gives_binary_config_and_unit(self):
+        build = os.environ.get("SLUICE_BUILD_DIR")
+        cmake = os.environ.get("CMAKE_COMMAND", "cmake")
+        self.assertTrue(build, "SLUICE_BUILD_DIR is not set")
+        prefix = tempfile.mkdtemp(prefix="sluice-install-")
+        self.addCleanup(shutil.rmtree, prefix)
+        subprocess.run([cmake, "--install", build, "--prefix", prefix], check=True, capture_output=True)
+        binary = os.path.join(prefix, "bin", "sluice")
+        conf = os.path.join(prefix, "etc", "sluice", "sluice.toml")
+        unit = os.path.join(prefix, "lib", "systemd", "system", "sluice.service")
+        for f in [binary, conf, unit, os.path.join(prefix, "share", "sluice", "nginx-sluice.conf")]:
+            self.assertTrue(os.path.isfile(f), f)
+        r = subprocess.run([binary, "serve", "--check", conf], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(unit) as f:
+            text = f.read()
+        self.assertIn("ExecStart=%s serve --config %s" % (binary, conf), text)
+        self.assertIn("ExecReload=/bin/kill -HUP $MAINPID", text)
+        self.assertNotIn("@", text)
+
+
 if __name__ == "__main__":
     unittest.main()
