@@ -44,7 +44,9 @@ cat > "$RUN/sluice.toml" <<TOML
 listen = "127.0.0.1:$P_SLUICE"
 threads = 1
 [policies]
-api = "gcra 1000000/1s burst=1000"
+# 1 per second with a burst of a million: every request admitted, and every
+# key touched stays held (not fresh) for the whole run.
+api = "gcra 1/1s burst=1000000"
 [[rules]]
 policy = "api"
 key = "query:key"
