@@ -85,6 +85,8 @@ class session : public std::enable_shared_from_this<session> {
 
   void start() {
     w_.sessions.insert(this);
+    beast::error_code ec;
+    socket_.non_blocking(true, ec);
     watch();
     wait_for_request();
   }
@@ -121,8 +123,14 @@ class session : public std::enable_shared_from_this<session> {
     if (srv_.draining.load(std::memory_order_relaxed)) return close();
     if (buf_.size() > 0) return read_request();
     set_deadline(srv_.lim.idle_timeout);
-    socket_.async_read_some(buf_.prepare(8192), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    // Wait for readability, then read what is there: unlike async_read_some,
+    // no speculative recv that fails with EAGAIN on every keep-alive turn.
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->close();
+      beast::error_code e;
+      const std::size_t n = self->socket_.read_some(self->buf_.prepare(8192), e);
+      if (e == net::error::would_block || e == net::error::try_again) return self->wait_for_request();
+      if (e) return self->close();
       self->buf_.commit(n);
       self->read_request();
     });
