@@ -460,6 +460,22 @@ class Lifecycle(ServeCase):
         self.assertEqual((st, b["remaining"]), (200, 2))
 
 
+    def test_periodic_snapshot(self):
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        s, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) +
+                                 '[store]\nsnapshot = "%s"\nsnapshot_interval = "200ms"\n' % snap)
+        s.decide([("api", "alice")])
+        self.assertTrue(s.wait_log("keys saved (periodic)", 5), s.log())
+        self.assertTrue(os.path.isfile(os.path.join(snap, "api.snap")))
+        # A kill -9 now loses at most the last interval: the restart sees alice's request.
+        s.proc.kill()
+        s.proc.wait()
+        s2, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) + '[store]\nsnapshot = "%s"\n' % snap)
+        st, _, b = s2.decide([("api", "alice")])
+        self.assertEqual((st, b["remaining"]), (200, 1))
+
+
 class SlowClients(ServeCase):
     def test_idle_and_byte_at_a_time_connections_do_not_delay_others(self):
         s, _ = self.start_config(base_config({"api": "gcra 1000000/1s"},
