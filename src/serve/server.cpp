@@ -163,6 +163,7 @@ class session : public std::enable_shared_from_this<session> {
     const http_request hr{sv(req.method_string()), sv(req.target()), headers_, req.body(), peer_};
     srv_.svc.handle(hr, out_, role_);
     const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
+    head_ = req.method() == http::verb::head;
     write(out_, keep, req.version());
   }
 
@@ -170,6 +171,7 @@ class session : public std::enable_shared_from_this<session> {
     srv_.svc.stats().count_status(status);
     srv_.svc.stats().bad_requests.fetch_add(1, std::memory_order_relaxed);
     out_.clear();
+    head_ = false;
     out_.status = status;
     out_.content_type = "application/json";
     out_.body = std::string("{\"error\":{\"field\":\"request\",\"message\":\"") + std::string(why) + "\"}}\n";
@@ -211,7 +213,7 @@ class session : public std::enable_shared_from_this<session> {
       b += "Connection: keep-alive\r\n";
     }
     b += "\r\n";
-    if (r.status != 204 && r.status != 304) b += r.body;
+    if (r.status != 204 && r.status != 304 && !head_) b += r.body;  // HEAD: the length, no body
     set_deadline(srv_.lim.request_timeout);
     net::async_write(socket_, net::buffer(wire_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec || !self->keep_alive_) return self->close();
@@ -237,6 +239,7 @@ class session : public std::enable_shared_from_this<session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string wire_;
   bool keep_alive_ = true;
+  bool head_ = false;  // the request being answered is a HEAD
   http_response out_;
   std::vector<header_view> headers_;
   bool busy_ = false;

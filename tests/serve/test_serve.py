@@ -315,6 +315,13 @@ class Metrics(ServeCase):
         self.assertTrue(text.endswith("\n"))
         st, _, body = s.request("GET", "/healthz")
         self.assertEqual((st, body), (200, "ok\n"))
+        # HEAD: the length, no body, and the connection stays usable.
+        c = s.conn()
+        st, h, body = s.request("HEAD", "/healthz", conn=c)
+        self.assertEqual((st, h["content-length"], body), (200, "3", ""))
+        st, _, body = s.request("GET", "/healthz", conn=c)
+        self.assertEqual((st, body), (200, "ok\n"))
+        c.close()
         st, _, _ = s.request("GET", "/readyz")
         self.assertEqual(st, 200)
 
