@@ -40,9 +40,12 @@ class session;
 // One event loop and what lives on it. Touched only from its own thread
 // (after run() starts), except `ioc.post`.
 struct worker {
+  // Declared first, destroyed last: destroying `ioc` destroys the handlers
+  // still queued (after a drain timeout), and with them sessions, which
+  // erase themselves from this set.
+  std::unordered_set<session*> sessions;
   net::io_context ioc{1};
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, listener_role>> acceptors;
-  std::unordered_set<session*> sessions;
   std::unique_ptr<net::steady_timer> retry_accept;
 };
 

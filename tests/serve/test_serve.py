@@ -444,6 +444,19 @@ class Lifecycle(ServeCase):
         with self.assertRaises(OSError):
             socket.create_connection(("127.0.0.1", s.port), 1)
 
+    def test_a_request_that_never_completes_stops_the_drain_at_its_timeout(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}, server='drain_timeout = "1s"\n'))
+        stuck = socket.create_connection(("127.0.0.1", s.port))
+        stuck.sendall(b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(0.2)
+        t0 = time.time()
+        s.signal(signal.SIGTERM)
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertLess(time.time() - t0, 5)
+        self.assertGreaterEqual(time.time() - t0, 0.9)
+        self.assertIn("drain timeout", s.log())
+        stuck.close()
+
     def test_snapshot_restart_hands_out_no_fresh_limit(self):
         snap = tempfile.mkdtemp(prefix="sluice-snap-")
         self.addCleanup(shutil.rmtree, snap)
