@@ -445,4 +445,16 @@ std::size_t memory_store::purge(tick now) {
   return dropped;
 }
 
+void memory_store::for_each_policy(const std::function<void(std::string_view, keyed_limiter&)>& fn) {
+  std::vector<policy_entry*> es;
+  {
+    std::lock_guard lock(impl_->define_mu);
+    for (const auto& e : impl_->entries) es.push_back(e.get());
+  }
+  for (policy_entry* e : es) {
+    std::lock_guard r(e->redefine);
+    fn(e->name, *e->owned);
+  }
+}
+
 }  // namespace sluice

@@ -13,6 +13,7 @@
 #include "input.hpp"
 #include "output.hpp"
 #include "replay.hpp"
+#include "serve_cmd.hpp"
 #include "store_flag.hpp"
 #include "worst_case_cmd.hpp"
 
@@ -33,6 +34,8 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   CLI::App* compare_cmd = add_compare(app, compare);
   worst_case_flags worst;
   CLI::App* worst_cmd = add_worst_case(app, worst);
+  serve_flags serve;
+  CLI::App* serve_cmd = add_serve(app, serve);
   app.require_subcommand(0, 1);
   const auto written = [&](const std::string& text) {
     if (auto why = write_and_flush(out, text)) return output_error(err, stdout_name, *why);
@@ -52,6 +55,7 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
     return exit_usage;
   }
   if (replay_cmd->parsed()) return run_replay(replay, in, out, err);
+  if (serve_cmd->parsed()) return run_serve(serve, out, err);
   if (worst_cmd->parsed()) return run_worst_case(worst, out, err);
   if (compare_cmd->parsed()) {
     // A progress bar only for a person watching a terminal.

@@ -114,6 +114,13 @@ class memory_store final : public store {
   /// dropped.
   std::size_t purge(tick now);
 
+  /// Calls `fn` with each defined policy's name and keyed store, in the
+  /// order they were defined, each under its policy's redefinition lock (no
+  /// `define` of that name meanwhile; decisions go on). For snapshots: `fn`
+  /// may read the states (save_snapshot) or, before the store serves,
+  /// replace them (load_snapshot).
+  void for_each_policy(const std::function<void(std::string_view name, keyed_limiter& states)>& fn);
+
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;
 

@@ -1,0 +1,191 @@
+// The configuration of `sluice serve`: listeners, the store, named policies
+// and the rules that map an HTTP request to checks. Read from a TOML file
+// (docs/serve.md has every key; serve/sluice.toml is the sample) or built
+// from the command line's --policy/--key for the simple case.
+//
+// Every error names the place: "FILE:LINE:COLUMN: message", the column
+// 1-based in bytes, pointing into the value at fault (for a policy
+// expression, at the offending token inside the string).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/any.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice::serve {
+
+/// A TCP address to listen on: an IPv4 or IPv6 literal and a port.
+struct listen_address {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  friend bool operator==(const listen_address&, const listen_address&) = default;
+};
+
+/// "127.0.0.1:8080", "[::1]:8080"; the host must be an IP literal (no name
+/// lookups), the port 0..65535 (0: any free port). The error names "listen".
+result<listen_address> parse_listen(std::string_view text);
+
+/// What a remote store does when it cannot answer in time (semantics.md,
+/// "Remote stores": Failures).
+enum class failure_mode : std::uint8_t {
+  fail_open,    ///< admit
+  fail_closed,  ///< deny, with retry_after = the configured back-off
+  local,        ///< decide with an in-process limiter of the same policy
+};
+
+/// The name of a failure mode: "fail-open", "fail-closed", "local".
+std::string_view name_of(failure_mode m) noexcept;
+
+/// Where the states live.
+struct store_config {
+  /// "memory" (in process, the default) or a Redis URL:
+  /// redis://[user:password@]host:port[/db] or unix:///path[?db=N].
+  std::string url = "memory";
+  /// Memory store: a snapshot path. When set, the states are loaded from it
+  /// at start (when it exists) and saved to it at shutdown.
+  std::string snapshot;
+  /// Memory store: also save every this many nanoseconds (0: only at shutdown).
+  tick snapshot_interval = 0;
+  /// Remote store: time to connect, and to wait for one command's reply.
+  tick connect_timeout = 200'000'000;
+  tick command_timeout = 100'000'000;
+  /// Remote store: connections (0: one per server thread).
+  std::size_t pool_size = 0;
+  /// Remote store: what decides when the store fails.
+  failure_mode on_failure = failure_mode::fail_closed;
+  /// Remote store, fail-closed: the retry_after of its denials (ns).
+  tick fail_closed_retry_after = 1'000'000'000;
+  /// Remote store: answer known denials locally (the exact deny cache).
+  bool deny_cache = true;
+  /// Remote store: the prefix of every key it writes.
+  std::string key_prefix = "sluice:";
+  /// True for the in-process store.
+  [[nodiscard]] bool is_memory() const noexcept { return url == "memory"; }
+};
+
+/// Where one part of a key comes from.
+enum class key_source : std::uint8_t {
+  client,   ///< the client's address (or a trusted proxy's forwarded header)
+  header,   ///< a request header's value
+  path,     ///< the N-th segment of the path (1-based)
+  query,    ///< a query parameter's value (raw, not percent-decoded)
+  literal,  ///< a fixed text
+  method,   ///< the request method
+  host,     ///< the Host header (lower-cased)
+};
+
+/// One part of a key: "client", "header:X-Api-Key", "path:2", "query:user",
+/// "literal:global", "method", "host".
+struct key_part {
+  key_source from = key_source::client;
+  std::string arg;          ///< header or parameter name, literal text
+  std::size_t segment = 0;  ///< key_source::path: 1-based
+  friend bool operator==(const key_part&, const key_part&) = default;
+};
+
+/// Parses one key part; the error (field "key") says what is accepted.
+result<key_part> parse_key_part(std::string_view text);
+
+/// Parses a key: parts joined by '+' ("client+header:X-User"), each as
+/// parse_key_part. The parts' values are joined with ':' into the key
+/// (':' and '%' inside a value are written %3A and %25, so different
+/// requests never share a key by accident).
+result<std::vector<key_part>> parse_key(std::string_view text);
+
+/// The cost of a rule's checks: fixed, or read from a header (a whole number
+/// ≥ 1; a request without the header costs `fixed`).
+struct cost_spec {
+  std::int64_t fixed = 1;
+  std::string header;  ///< empty: always `fixed`
+};
+
+/// When a rule applies: every given condition must hold.
+struct match_spec {
+  std::vector<std::string> methods;  ///< any of these (upper case); empty: any method
+  std::string path_prefix;           ///< the path starts with it; empty: any path
+  std::string host;                  ///< the host equals it (lower case, port stripped); empty: any
+  /// Headers that must be present (nullopt) or have exactly this value.
+  std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+};
+
+/// A rule: a request it matches gets one check of `policy` under the key
+/// the rule builds. A request may match several rules (several checks).
+struct rule {
+  std::string name;
+  match_spec match;
+  std::string policy;
+  std::vector<key_part> key;
+  cost_spec cost;
+  /// Decide and count, but never deny (the check is left out of the answer).
+  bool shadow = false;
+};
+
+/// A named policy, as written and as parsed.
+struct named_policy {
+  std::string name;
+  std::string text;
+  any_policy policy;
+};
+
+/// Limits against hostile or broken clients.
+struct limits {
+  std::size_t header_bytes = 8 * 1024;    ///< request line + headers; more: 431
+  std::size_t body_bytes = 64 * 1024;     ///< request body; more: 413
+  std::size_t key_bytes = 256;            ///< one key; longer: 400 (403 on the auth endpoint)
+  std::size_t max_connections = 10'000;   ///< open at once; more are closed at accept
+  tick idle_timeout = 60'000'000'000;     ///< keep-alive wait for a request's first byte
+  tick request_timeout = 10'000'000'000;  ///< from a request's first byte to its last
+  tick drain_timeout = 10'000'000'000;    ///< SIGTERM: the longest wait for in-flight requests
+};
+
+/// The whole configuration of a service.
+struct config {
+  /// The file it came from ("" for the command line).
+  std::string file;
+  /// The decision listeners (JSON API, auth endpoint, metrics, health).
+  std::vector<listen_address> listen{listen_address{}};
+  /// The admin listener (reload; metrics, health); none by default.
+  std::optional<listen_address> admin;
+  /// Event loops (threads); 0: one per core.
+  unsigned threads = 0;
+  limits lim;
+  /// A bearer token required on POST /v1/decide (empty: none).
+  std::string token;
+  /// Lets POST /v1/decide give the instant ("now", in the store's ticks):
+  /// for replays and tests; off by default (a client could pick its time).
+  bool client_time = false;
+  /// Peers whose `forwarded_header` is believed for key part "client".
+  std::vector<std::string> trusted_proxies;
+  /// "X-Real-IP" (the whole value) or "X-Forwarded-For" (its last entry).
+  std::string forwarded_header;
+  store_config store;
+  std::vector<named_policy> policies;
+  std::vector<rule> rules;
+
+  /// The policy of that name, or null.
+  [[nodiscard]] const named_policy* find_policy(std::string_view name) const noexcept;
+};
+
+/// Parses a TOML configuration; `name` stands for the file in messages.
+/// The error's field is "NAME:LINE:COLUMN".
+result<config> parse_config(std::string_view text, const std::string& name);
+
+/// Reads and parses a file; a file that cannot be read is an error naming it.
+result<config> load_config(const std::string& path);
+
+/// The configuration the command line builds without a file: one policy
+/// "default" and one rule keyed by `key` (parse_key), on 127.0.0.1:8080.
+result<config> simple_config(std::string_view policy, std::string_view key);
+
+/// A policy name the wire can carry: 1..64 of [A-Za-z0-9_.-].
+bool valid_policy_name(std::string_view name) noexcept;
+
+}  // namespace sluice::serve

@@ -1,0 +1,153 @@
+// Prometheus text exposition of the service's counters (metrics.hpp).
+#include "metrics.hpp"
+
+namespace sluice::serve {
+
+std::string seconds_text(std::uint64_t ns) {
+  std::string out = std::to_string(ns / 1'000'000'000u);
+  std::uint64_t frac = ns % 1'000'000'000u;
+  if (frac == 0) return out;
+  std::string digits = std::to_string(frac);
+  digits.insert(0, 9 - digits.size(), '0');
+  while (!digits.empty() && digits.back() == '0') digits.pop_back();
+  return out + "." + digits;
+}
+
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+policy_counters& metrics::for_policy(std::string_view name) {
+  const std::lock_guard lock(mutex_);
+  for (auto& p : policies_)
+    if (p.name == name) return p;
+  auto& p = policies_.emplace_back();
+  p.name = std::string(name);
+  return p;
+}
+
+void metrics::observe_latency(tick ns) noexcept {
+  if (ns < 0) ns = 0;
+  std::size_t i = 0;
+  while (i < latency_bounds.size() && ns > latency_bounds[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  latency_count_.fetch_add(1, std::memory_order_relaxed);
+  latency_sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+}
+
+void metrics::count_status(unsigned status) noexcept {
+  if (status < status_.size()) status_[status].fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void sample(std::string& out, std::string_view name, std::uint64_t v) {
+  out += name;
+  out += ' ';
+  out += std::to_string(v);
+  out += '\n';
+}
+
+}  // namespace
+
+std::string metrics::render(const store_stats& store) const {
+  std::string out;
+  out.reserve(4096);
+  const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  {
+    const std::lock_guard lock(mutex_);
+    family(out, "sluice_decisions_total", "counter", "Checks decided, by policy and the request's result.");
+    for (const auto& p : policies_) {
+      const std::string l = label_value(p.name);
+      out += "sluice_decisions_total{policy=\"" + l + "\",result=\"allowed\"} " + std::to_string(r(p.allowed)) + "\n";
+      out += "sluice_decisions_total{policy=\"" + l + "\",result=\"denied\"} " + std::to_string(r(p.denied)) + "\n";
+    }
+    family(out, "sluice_shadow_decisions_total", "counter",
+           "Checks of shadow rules (decided and counted, never denied), by policy and what they would have done.");
+    for (const auto& p : policies_) {
+      const std::string l = label_value(p.name);
+      out += "sluice_shadow_decisions_total{policy=\"" + l + "\",result=\"allowed\"} " +
+             std::to_string(r(p.shadow_allowed)) + "\n";
+      out += "sluice_shadow_decisions_total{policy=\"" + l + "\",result=\"denied\"} " +
+             std::to_string(r(p.shadow_denied)) + "\n";
+    }
+    family(out, "sluice_shadow_denials_total", "counter", "Shadow checks that would have denied, by policy.");
+    for (const auto& p : policies_)
+      out += "sluice_shadow_denials_total{policy=\"" + label_value(p.name) + "\"} " +
+             std::to_string(r(p.shadow_denied)) + "\n";
+  }
+  family(out, "sluice_decision_duration_seconds", "histogram", "Time to decide a request, server side.");
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < latency_bounds.size(); ++i) {
+    cumulative += r(buckets_[i]);
+    out += "sluice_decision_duration_seconds_bucket{le=\"" +
+           seconds_text(static_cast<std::uint64_t>(latency_bounds[i])) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  cumulative += r(buckets_.back());
+  // _count is read after the buckets; +Inf must equal _count, so both print the buckets' sum.
+  out += "sluice_decision_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  out += "sluice_decision_duration_seconds_sum " + seconds_text(r(latency_sum_ns_)) + "\n";
+  out += "sluice_decision_duration_seconds_count " + std::to_string(cumulative) + "\n";
+
+  family(out, "sluice_keys", "gauge", "States held by the store (0 where the store cannot tell).");
+  sample(out, "sluice_keys", store.keys);
+  family(out, "sluice_store_decisions_total", "counter", "Requests the store answered, by where the answer came from.");
+  out += "sluice_store_decisions_total{source=\"store\"} " + std::to_string(store.from_store) + "\n";
+  out += "sluice_store_decisions_total{source=\"deny-cache\"} " + std::to_string(store.deny_cache_hits) + "\n";
+  out += "sluice_store_decisions_total{source=\"replayed\"} " + std::to_string(store.replayed) + "\n";
+  out += "sluice_store_decisions_total{source=\"fallback\"} " + std::to_string(store.fallbacks) + "\n";
+  out += "sluice_store_decisions_total{source=\"error\"} " + std::to_string(store.errors) + "\n";
+  family(out, "sluice_store_errors_total", "counter", "Calls to the store that failed (timeout, refused, bad state).");
+  sample(out, "sluice_store_errors_total", store.store_failures + store.errors);
+  family(out, "sluice_store_fallbacks_total", "counter", "Requests decided by the failure mode instead of the store.");
+  sample(out, "sluice_store_fallbacks_total", store.fallbacks);
+  family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");
+  sample(out, "sluice_deny_cache_hits_total", store.deny_cache_hits);
+  family(out, "sluice_clock_skew_total", "counter",
+         "Requests behind a key's latest admit by more than the tolerance (clients whose clocks disagree).");
+  sample(out, "sluice_clock_skew_total", store.clock_skew);
+
+  family(out, "sluice_http_responses_total", "counter", "HTTP responses, by status code.");
+  for (std::size_t code = 100; code < status_.size(); ++code) {
+    const std::uint64_t v = r(status_[code]);
+    if (v != 0) out += "sluice_http_responses_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(v) + "\n";
+  }
+  family(out, "sluice_connections", "gauge", "Client connections open now.");
+  out += "sluice_connections " + std::to_string(connections.load(std::memory_order_relaxed)) + "\n";
+  family(out, "sluice_connections_refused_total", "counter", "Connections closed at accept: max_connections reached.");
+  sample(out, "sluice_connections_refused_total", r(connections_refused));
+  family(out, "sluice_connection_timeouts_total", "counter", "Connections closed by the idle or request timeout.");
+  sample(out, "sluice_connection_timeouts_total", r(timeouts));
+  family(out, "sluice_bad_requests_total", "counter", "Requests refused for their content (4xx).");
+  sample(out, "sluice_bad_requests_total", r(bad_requests));
+  family(out, "sluice_config_reloads_total", "counter", "Configuration reloads, by result.");
+  out += "sluice_config_reloads_total{result=\"applied\"} " + std::to_string(r(reloads_ok)) + "\n";
+  out += "sluice_config_reloads_total{result=\"refused\"} " + std::to_string(r(reloads_failed)) + "\n";
+  return out;
+}
+
+}  // namespace sluice::serve

@@ -1,0 +1,74 @@
+// The service's counters and their Prometheus text exposition (format
+// 0.0.4). Recording is relaxed atomics only (no lock on the decision path);
+// a policy's counters are created once, by name, and live as long as the
+// registry, so a reload that keeps a policy keeps its counts.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "sluice/store.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice::serve {
+
+/// Counts of one policy's checks.
+struct policy_counters {
+  std::string name;
+  std::atomic<std::uint64_t> allowed{0};         ///< checks of admitted requests
+  std::atomic<std::uint64_t> denied{0};          ///< checks of denied requests
+  std::atomic<std::uint64_t> shadow_allowed{0};  ///< shadow checks that admitted
+  std::atomic<std::uint64_t> shadow_denied{0};   ///< shadow checks that would have denied
+};
+
+/// Every metric of one service. Thread-safe.
+class metrics {
+ public:
+  /// The bounds of the latency histogram, in nanoseconds.
+  static constexpr std::array<tick, 14> latency_bounds{1'000,     2'500,      5'000,       10'000,       25'000,
+                                                       50'000,    100'000,    250'000,     500'000,      1'000'000,
+                                                       2'500'000, 10'000'000, 100'000'000, 1'000'000'000};
+
+  /// The counters of the policy named `name`, created at the first call.
+  /// The reference stays valid for the registry's lifetime.
+  policy_counters& for_policy(std::string_view name);
+
+  /// Records one decision's server-side time.
+  void observe_latency(tick ns) noexcept;
+
+  /// Counts one response by status code (2xx, 4xx, ... are kept per code).
+  void count_status(unsigned status) noexcept;
+
+  std::atomic<std::int64_t> connections{0};           ///< open now
+  std::atomic<std::uint64_t> connections_refused{0};  ///< closed at accept (max_connections)
+  std::atomic<std::uint64_t> timeouts{0};             ///< connections closed by the idle or request timeout
+  std::atomic<std::uint64_t> reloads_ok{0};           ///< configurations applied
+  std::atomic<std::uint64_t> reloads_failed{0};       ///< configurations refused
+  std::atomic<std::uint64_t> bad_requests{0};         ///< requests answered 4xx for their content
+
+  /// The exposition: every family with HELP and TYPE, `store` giving the
+  /// store's own counts (keys held, errors, fallbacks, deny-cache hits,
+  /// clock skew).
+  [[nodiscard]] std::string render(const store_stats& store) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::deque<policy_counters> policies_;  // deque: references stay valid as it grows
+  std::array<std::atomic<std::uint64_t>, latency_bounds.size() + 1> buckets_{};
+  std::atomic<std::uint64_t> latency_count_{0};
+  std::atomic<std::uint64_t> latency_sum_ns_{0};
+  std::array<std::atomic<std::uint64_t>, 600> status_{};  // index: status code 0..599
+};
+
+/// `ns` as seconds with up to nine decimals ("0.000012", "3", "1.5").
+std::string seconds_text(std::uint64_t ns);
+
+/// A Prometheus label value with \\, \" and \n escaped.
+std::string label_value(std::string_view v);
+
+}  // namespace sluice::serve

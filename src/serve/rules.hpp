@@ -1,0 +1,100 @@
+// From an HTTP request to checks: the rules of a configuration (config.hpp)
+// matched against a request's method, path, host and headers, each matching
+// rule giving one check (a policy, a key built from the request, a cost).
+// Independent of the HTTP library, so the fuzz target and the tests drive
+// it with plain strings.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "sluice/result.hpp"
+
+namespace sluice::serve {
+
+/// One request header, as received.
+struct header_view {
+  std::string_view name;
+  std::string_view value;
+};
+
+/// What the rules see of a request.
+struct request_view {
+  std::string_view method;
+  /// The request target: the path and an optional "?query".
+  std::string_view target;
+  std::span<const header_view> headers;
+  /// The peer's IP address as text (the TCP connection's other end).
+  std::string_view peer;
+
+  /// The first header of that name (ASCII case-insensitive), if any.
+  [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept;
+};
+
+/// One check a request must pass.
+struct planned_check {
+  std::size_t policy = 0;  ///< index into the configuration's policies
+  std::string key;
+  std::int64_t cost = 1;
+  bool shadow = false;
+  std::size_t rule = 0;  ///< index into the configuration's rules
+};
+
+/// The rules of one configuration, ready to match requests. Immutable once
+/// built: any number of threads may call `plan` at once.
+class rule_set {
+ public:
+  /// Requires `c` to be a configuration parse_config accepted (every rule's
+  /// policy defined). Keeps no reference to `c`.
+  explicit rule_set(const config& c);
+
+  /// Writes to `out` (cleared first) one check per rule that matches `r`, in
+  /// the rules' order. A rule whose key names something the request lacks
+  /// (a header, a path segment, a query parameter) does not apply. The error
+  /// names what is wrong with the request: a key longer than the limit
+  /// ("key"), a cost header that is not a whole number ≥ 1 ("cost"), more
+  /// than max_checks checks ("checks").
+  std::optional<error> plan(const request_view& r, std::vector<planned_check>& out) const;
+
+  /// The value key part "client" has for `r`: `r.peer`, or the trusted
+  /// forwarded header's value when the peer is a trusted proxy.
+  [[nodiscard]] std::string_view client_of(const request_view& r) const noexcept;
+
+ private:
+  struct compiled_rule {
+    match_spec match;
+    std::size_t policy = 0;
+    std::vector<key_part> key;
+    cost_spec cost;
+    bool shadow = false;
+    std::string name;
+  };
+  std::vector<compiled_rule> rules_;
+  std::vector<std::string> trusted_;
+  std::string forwarded_;
+  bool forwarded_is_list_ = false;  // X-Forwarded-For: the last entry
+  std::size_t key_bytes_ = 256;
+};
+
+/// Appends `value` to `key` with ':' and '%' written %3A and %25 (how key
+/// parts are joined without ambiguity).
+void append_key_part(std::string& key, std::string_view value);
+
+/// The path of a target (before '?'), and the raw value of query parameter
+/// `name` (the first one), if present.
+std::string_view path_of(std::string_view target) noexcept;
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) noexcept;
+
+/// The N-th (1-based) non-empty segment of a path, if present.
+std::optional<std::string_view> path_segment(std::string_view path, std::size_t n) noexcept;
+
+/// ASCII case-insensitive equality (header names).
+bool iequals(std::string_view a, std::string_view b) noexcept;
+
+}  // namespace sluice::serve

@@ -1,0 +1,549 @@
+// The decision service's request handling (service.hpp).
+#include "service.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sluice/snapshot.hpp"
+#include "stores.hpp"
+#include "wire.hpp"
+
+namespace sluice::serve {
+
+struct service::active {
+  std::shared_ptr<const config> cfg;
+  rule_set rules;
+  std::vector<policy_id> ids;               // per cfg->policies index
+  std::vector<policy_counters*> counters;   // per policy
+  std::vector<std::string> policy_members;  // RateLimit-Policy member per policy ("" if none)
+  std::vector<std::string> encoded;         // encode_policy bytes per policy, to tell changes
+
+  explicit active(std::shared_ptr<const config> c) : cfg(c), rules(*c) {}
+
+  [[nodiscard]] std::optional<std::size_t> policy_index(std::string_view name) const noexcept {
+    for (std::size_t i = 0; i < cfg->policies.size(); ++i)
+      if (cfg->policies[i].name == name) return i;
+    return std::nullopt;
+  }
+};
+
+namespace {
+
+// What a set of checks decided, for the response writers.
+struct outcome {
+  decision d{};  // the request's decision (all_of over the enforced checks)
+  source from = source::store;
+  bool any_enforced = false;
+  std::vector<std::size_t> enforced;   // indexes into the planned checks
+  std::vector<decision> per;           // per enforced check
+  std::vector<std::optional<tick>> t;  // RateLimit t per enforced check (ns)
+  std::vector<decision> shadow;        // per planned check (shadow ones only meaningful)
+};
+
+std::string error_body(std::string_view field, std::string_view message) {
+  std::string out = "{\"error\":{\"field\":";
+  append_json_string(out, field);
+  out += ",\"message\":";
+  append_json_string(out, message);
+  out += "}}\n";
+  return out;
+}
+
+void bad_request(http_response& res, unsigned status, std::string_view field, std::string_view message) {
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = error_body(field, message);
+}
+
+std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
+
+// Decides `checks` at `now`: the enforced ones grouped by cost, each group
+// one atomic all_of request in the order the group first appears (a denied
+// group stops the rest, which are not charged); every shadow check alone.
+void run_checks(store& st, const service::active& a, std::span<const planned_check> checks, tick now,
+                std::string_view id, outcome& out) {
+  std::array<check, max_checks> group;
+  std::array<std::size_t, max_checks> group_idx{};
+  std::array<decision, max_checks> group_out;
+  out.enforced.clear();
+  out.per.clear();
+  out.t.clear();
+  out.d = decision{true, std::numeric_limits<std::int64_t>::max(), 0, 0, 0, -1};
+  out.from = source::store;
+  out.any_enforced = false;
+  std::array<bool, max_checks> done{};
+  bool denied = false;
+  std::size_t group_no = 0;
+  std::string group_id;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i].shadow || done[i]) continue;
+    const std::int64_t cost = checks[i].cost;
+    std::size_t n = 0;
+    for (std::size_t j = i; j < checks.size(); ++j) {
+      if (checks[j].shadow || done[j] || checks[j].cost != cost) continue;
+      done[j] = true;
+      // Two rules giving the same (policy, key) at the same cost: one check.
+      bool repeated = false;
+      for (std::size_t k = 0; k < n && !repeated; ++k)
+        repeated = group[k].policy == a.ids[checks[j].policy] && group[k].key == checks[j].key;
+      if (repeated) continue;
+      group[n] = check{a.ids[checks[j].policy], checks[j].key};
+      group_idx[n] = j;
+      ++n;
+    }
+    if (denied) continue;  // not decided, not charged
+    std::string_view gid = id;
+    if (!id.empty() && group_no > 0) {
+      group_id = std::string(id) + "#" + std::to_string(group_no);
+      gid = group_id;
+    }
+    ++group_no;
+    const store_request r{std::span<const check>(group.data(), n), now, cost, gid};
+    const store_decision sd = st.decide_at(r, std::span<decision>(group_out.data(), n));
+    out.any_enforced = true;
+    if (sd.from != source::store) out.from = sd.from;
+    for (std::size_t k = 0; k < n; ++k) {
+      out.enforced.push_back(group_idx[k]);
+      out.per.push_back(group_out[k]);
+    }
+    if (!sd.d.allowed) {
+      denied = true;
+      if (out.d.allowed) out.d = sd.d;
+      out.d.allowed = false;
+      out.d.retry_after = std::max(out.d.retry_after, sd.d.retry_after);
+      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
+      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
+    } else if (out.d.allowed) {
+      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
+      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
+      out.d.release_after = std::max(out.d.release_after, sd.d.release_after);
+    }
+  }
+  if (!out.any_enforced) out.d.remaining = 0;
+  // t: when `remaining` grows by one, i.e. the retry_after of a request of
+  // cost remaining + 1 on that check alone, read after the decision.
+  for (std::size_t k = 0; k < out.per.size(); ++k) {
+    const decision& pd = out.per[k];
+    const planned_check& pc = checks[out.enforced[k]];
+    if (pd.remaining >= sf_integer_max) {
+      out.t.emplace_back(std::nullopt);
+      continue;
+    }
+    if (!pd.allowed && pd.remaining + 1 == pc.cost) {  // this very request: its own wait
+      out.t.emplace_back(pd.retry_after);
+      continue;
+    }
+    const check one{a.ids[pc.policy], pc.key};
+    const store_decision peek = st.peek_at(store_request{std::span<const check>(&one, 1), now, pd.remaining + 1, {}});
+    out.t.emplace_back(peek.d.retry_after);
+  }
+  // Shadow checks: decided and counted, never part of the answer.
+  out.shadow.assign(checks.size(), decision{});
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (!checks[i].shadow) continue;
+    const check one{a.ids[checks[i].policy], checks[i].key};
+    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, checks[i].cost, {}});
+    out.shadow[i] = sd.d;
+    policy_counters* pc = a.counters[checks[i].policy];
+    (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
+  }
+  for (std::size_t k = 0; k < out.enforced.size(); ++k) {
+    policy_counters* pc = a.counters[checks[out.enforced[k]].policy];
+    (out.d.allowed ? pc->allowed : pc->denied).fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// RateLimit-Policy, RateLimit, Retry-After and Cache-Control for an outcome.
+void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const outcome& o,
+                       http_response& res) {
+  if (o.enforced.empty()) return;
+  std::string policy_field;
+  std::string rl_field;
+  for (std::size_t k = 0; k < o.enforced.size(); ++k) {
+    const planned_check& pc = checks[o.enforced[k]];
+    const std::string& member = a.policy_members[pc.policy];
+    if (member.empty()) continue;
+    if (!policy_field.empty()) {
+      policy_field += ", ";
+      rl_field += ", ";
+    }
+    policy_field += member;
+    rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
+  }
+  if (!policy_field.empty()) {
+    res.fields.push_back({"RateLimit-Policy", std::move(policy_field)});
+    res.fields.push_back({"RateLimit", std::move(rl_field)});
+  }
+  if (!o.d.allowed) {
+    if (o.d.retry_after != never) res.fields.push_back({"Retry-After", std::to_string(ceil_seconds(o.d.retry_after))});
+    res.fields.push_back({"Cache-Control", "no-store"});
+  }
+}
+
+bool token_ok(const config& c, const http_request& req) {
+  if (c.token.empty()) return true;
+  std::string_view got;
+  for (const auto& h : req.headers)
+    if (iequals(h.name, "Authorization")) got = h.value;
+  constexpr std::string_view scheme = "Bearer ";
+  if (got.size() < scheme.size() || !iequals(got.substr(0, scheme.size()), scheme)) return false;
+  got.remove_prefix(scheme.size());
+  // Constant time in the token's length: no early exit on the first mismatch.
+  unsigned diff = got.size() == c.token.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < c.token.size(); ++i)
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(c.token[i]) ^
+                                  static_cast<unsigned char>(i < got.size() ? got[i] : 0));
+  return diff == 0;
+}
+
+remote_store_factory g_remote_factory = nullptr;
+
+}  // namespace
+
+void set_remote_store_factory(remote_store_factory f) noexcept { g_remote_factory = f; }
+
+service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
+service::~service() = default;
+
+result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store> st) {
+  std::unique_ptr<service> s(new service(std::move(st)));
+  reload_report report;
+  auto a = s->build(std::move(c), nullptr, report);
+  if (!a) return a.err();
+  s->active_.store(*a);
+  return s;
+}
+
+std::shared_ptr<const config> service::current() const { return active_.load()->cfg; }
+
+result<std::shared_ptr<const service::active>> service::build(config next, const active* old, reload_report& report) {
+  auto cfg = std::make_shared<const config>(std::move(next));
+  auto a = std::make_shared<active>(cfg);
+  std::vector<std::pair<std::string, const any_policy*>> redefined;  // to undo on failure
+  for (const auto& p : cfg->policies) {
+    std::string enc = encode_policy(p.policy);
+    std::optional<std::size_t> before = old != nullptr ? old->policy_index(p.name) : std::nullopt;
+    policy_id id = 0;
+    if (before && old->encoded[*before] == enc) {
+      id = old->ids[*before];
+      report.kept.push_back(p.name);
+    } else {
+      auto defined = store_->define(p.name, p.policy);
+      if (!defined) {
+        for (auto it = redefined.rbegin(); it != redefined.rend(); ++it) {
+          if (it->second != nullptr) (void)store_->define(it->first, *it->second);
+        }
+        return error{"policies." + p.name, defined.err().what()};
+      }
+      id = *defined;
+      redefined.emplace_back(p.name, before ? &old->cfg->policies[*before].policy : nullptr);
+      (before ? report.changed : report.added).push_back(p.name);
+    }
+    a->ids.push_back(id);
+    a->encoded.push_back(std::move(enc));
+    a->counters.push_back(&metrics_.for_policy(p.name));
+    a->policy_members.push_back(policy_member(p.name, p.policy));
+  }
+  if (old != nullptr) {
+    const config& oc = *old->cfg;
+    if (oc.listen != cfg->listen || oc.admin != cfg->admin) report.notes.push_back("listeners change at restart only");
+    if (oc.threads != cfg->threads) report.notes.push_back("threads change at restart only");
+    if (oc.store.url != cfg->store.url || oc.store.snapshot != cfg->store.snapshot)
+      report.notes.push_back("the store changes at restart only");
+  }
+  return std::shared_ptr<const active>(std::move(a));
+}
+
+result<reload_report> service::apply(config next) {
+  const std::lock_guard lock(reload_mutex_);
+  reload_report report;
+  const auto old = active_.load();
+  auto a = build(std::move(next), old.get(), report);
+  if (!a) {
+    metrics_.reloads_failed.fetch_add(1, std::memory_order_relaxed);
+    return a.err();
+  }
+  active_.store(*a);
+  metrics_.reloads_ok.fetch_add(1, std::memory_order_relaxed);
+  return report;
+}
+
+result<reload_report> service::reload() {
+  const auto file = current()->file;
+  if (file.empty()) return error{"reload", "this service was started without a configuration file"};
+  auto c = load_config(file);
+  if (!c) {
+    metrics_.reloads_failed.fetch_add(1, std::memory_order_relaxed);
+    return c.err();
+  }
+  return apply(std::move(c).value());
+}
+
+bool service::ready() {
+  if (draining_.load(std::memory_order_relaxed)) return false;
+  const auto a = active_.load();
+  if (a->ids.empty()) return true;
+  const check probe{a->ids.front(), std::string_view("\x01sluice-readyz")};
+  const store_decision d = store_->peek(store_request{std::span<const check>(&probe, 1), 0, 1, {}});
+  return d.from == source::store || d.from == source::deny_cache || d.from == source::replayed;
+}
+
+void service::handle(const http_request& req, http_response& res, listener_role role) {
+  res.clear();
+  const std::string_view path = path_of(req.target);
+  const auto a = active_.load();
+  if (path == "/v1/authorize" && role == listener_role::decision) {
+    authorize(*a, req, res);
+  } else if (path == "/v1/decide" && role == listener_role::decision) {
+    if (req.method != "POST") {
+      bad_request(res, 405, "method", "POST /v1/decide with a JSON body");
+      res.fields.push_back({"Allow", "POST"});
+    } else if (!token_ok(*a->cfg, req)) {
+      bad_request(res, 401, "authorization", "a valid bearer token is required");
+      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+    } else {
+      decide_json(*a, req, res);
+    }
+  } else if (path == "/metrics") {
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = metrics_.render(store_->stats());
+  } else if (path == "/healthz") {
+    res.content_type = "text/plain";
+    res.body = "ok\n";
+  } else if (path == "/readyz") {
+    const bool ok = ready();
+    res.status = ok ? 200 : 503;
+    res.content_type = "text/plain";
+    res.body = ok ? "ready\n" : "not ready\n";
+  } else if (role == listener_role::admin && path.substr(0, 7) == "/admin/") {
+    admin(req, res);
+  } else {
+    bad_request(res, 404, "path", "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
+  }
+  if (res.status >= 400 && res.status < 500) metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
+  metrics_.count_status(res.status);
+}
+
+void service::authorize(const active& a, const http_request& req, http_response& res) {
+  // Behind nginx the original request comes in headers; called directly,
+  // the request itself is the one to decide.
+  request_view v{req.method, req.target, req.headers, req.peer};
+  for (const auto& h : req.headers) {
+    if (iequals(h.name, "X-Original-URI")) v.target = h.value;
+    if (iequals(h.name, "X-Original-Method")) v.method = h.value;
+  }
+  thread_local std::vector<planned_check> checks;
+  thread_local outcome o;
+  if (auto e = a.rules.plan(v, checks)) {
+    // nginx turns anything but 2xx/401/403 into a 500: a bad request is a 403.
+    res.status = 403;
+    res.fields.push_back({"X-Sluice-Decision", "invalid"});
+    res.fields.push_back({"Cache-Control", "no-store"});
+    return;
+  }
+  const tick t0 = steady_clock::now();
+  run_checks(*store_, a, checks, store_->now(), {}, o);
+  metrics_.observe_latency(steady_clock::now() - t0);
+  res.status = o.d.allowed ? 204 : 403;
+  res.fields.push_back({"X-Sluice-Decision", o.d.allowed ? "allowed" : "limited"});
+  write_rate_fields(a, checks, o, res);
+}
+
+void service::decide_json(const active& a, const http_request& req, http_response& res) {
+  using nlohmann::json;
+  json doc;
+  try {
+    doc = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    bad_request(res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    return;
+  }
+  if (!doc.is_object()) {
+    bad_request(res, 400, "body",
+                "must be a JSON object such as {\"checks\":[{\"policy\":\"api\",\"key\":\"alice\"}]}");
+    return;
+  }
+  const config& c = *a.cfg;
+  std::vector<planned_check> checks;
+  std::int64_t cost = 1;
+  std::string id;
+  std::optional<tick> now;
+  const auto read_check = [&](const json& j, const std::string& where) -> bool {
+    if (!j.is_object()) {
+      bad_request(res, 400, where, "must be an object {\"policy\": ..., \"key\": ...}");
+      return false;
+    }
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() != "policy" && it.key() != "key") {
+        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy and key)");
+        return false;
+      }
+    }
+    const auto p = j.find("policy");
+    if (p == j.end() || !p->is_string()) {
+      bad_request(res, 400, where + ".policy", "must be the name of a policy (a string)");
+      return false;
+    }
+    const auto idx = a.policy_index(p->get_ref<const std::string&>());
+    if (!idx) {
+      bad_request(res, 400, where + ".policy", "unknown policy '" + p->get<std::string>() + "'");
+      return false;
+    }
+    const auto k = j.find("key");
+    if (k == j.end() || !k->is_string()) {
+      bad_request(res, 400, where + ".key", "must be a string");
+      return false;
+    }
+    if (k->get_ref<const std::string&>().size() > c.lim.key_bytes) {
+      bad_request(res, 400, where + ".key", "longer than " + std::to_string(c.lim.key_bytes) + " bytes");
+      return false;
+    }
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      if (checks[i].policy == *idx && checks[i].key == k->get_ref<const std::string&>()) {
+        bad_request(res, 400, where, "names the same policy and key as checks[" + std::to_string(i) + "]");
+        return false;
+      }
+    }
+    checks.push_back(planned_check{*idx, k->get<std::string>(), 1, false, 0});
+    return true;
+  };
+  bool shorthand = false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& f = it.key();
+    const json& v = it.value();
+    if (f == "checks") {
+      if (!v.is_array() || v.empty()) {
+        bad_request(res, 400, "checks", "must be a non-empty array of {\"policy\": ..., \"key\": ...}");
+        return;
+      }
+      if (v.size() > max_checks) {
+        bad_request(res, 400, "checks", "at most " + std::to_string(max_checks) + " checks");
+        return;
+      }
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (!read_check(v[i], "checks[" + std::to_string(i) + "]")) return;
+    } else if (f == "policy" || f == "key") {
+      shorthand = true;
+    } else if (f == "cost") {
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX) ||
+          v.get<std::int64_t>() < 1) {
+        bad_request(res, 400, "cost", "must be a whole number of at least 1");
+        return;
+      }
+      cost = v.get<std::int64_t>();
+    } else if (f == "id") {
+      if (!v.is_string() || v.get_ref<const std::string&>().size() > 256) {
+        bad_request(res, 400, "id", "must be a string of at most 256 bytes");
+        return;
+      }
+      id = v.get<std::string>();
+    } else if (f == "now") {
+      if (!c.client_time) {
+        bad_request(res, 400, "now", "not accepted: server.client_time is off");
+        return;
+      }
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
+        bad_request(res, 400, "now", "must be a whole number of ticks (ns)");
+        return;
+      }
+      now = v.get<std::int64_t>();
+    } else {
+      bad_request(res, 400, f, "unknown field (known: checks, policy, key, cost, id, now)");
+      return;
+    }
+  }
+  if (shorthand) {
+    if (!checks.empty()) {
+      bad_request(res, 400, "checks", "give either checks or policy and key, not both");
+      return;
+    }
+    json one = json::object();
+    if (doc.contains("policy")) one["policy"] = doc["policy"];
+    if (doc.contains("key")) one["key"] = doc["key"];
+    if (!read_check(one, "checks[0]")) return;
+  }
+  if (checks.empty()) {
+    bad_request(res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
+    return;
+  }
+  for (auto& pc : checks) pc.cost = cost;
+  outcome o;
+  const tick t0 = steady_clock::now();
+  run_checks(*store_, a, checks, now ? *now : store_->now(), id, o);
+  metrics_.observe_latency(steady_clock::now() - t0);
+  res.status = o.d.allowed ? 200 : 429;
+  res.content_type = "application/json";
+  std::string& b = res.body;
+  b = "{\"allowed\":";
+  b += o.d.allowed ? "true" : "false";
+  b += ",\"remaining\":" + std::to_string(o.d.remaining);
+  b += ",\"retry_after\":";
+  b += o.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(o.d.retry_after));
+  b += ",\"retry_after_ns\":" + ns_or_never(o.d.retry_after);
+  b += ",\"reset_after_ns\":" + ns_or_never(o.d.reset_after);
+  if (o.d.release_after != 0) b += ",\"release_after_ns\":" + ns_or_never(o.d.release_after);
+  b += ",\"source\":\"";
+  b += name_of(o.from);
+  b += '"';
+  if (!id.empty()) {
+    b += ",\"id\":";
+    append_json_string(b, id);
+  }
+  b += ",\"checks\":[";
+  for (std::size_t k = 0; k < o.per.size(); ++k) {
+    const decision& d = o.per[k];
+    const planned_check& pc = checks[o.enforced[k]];
+    if (k > 0) b += ',';
+    b += "{\"policy\":";
+    append_json_string(b, c.policies[pc.policy].name);
+    b += ",\"key\":";
+    append_json_string(b, pc.key);
+    b += ",\"allowed\":";
+    b += d.allowed ? "true" : "false";
+    b += ",\"remaining\":" + std::to_string(d.remaining);
+    b += ",\"retry_after_ns\":" + ns_or_never(d.retry_after);
+    b += ",\"reset_after_ns\":" + ns_or_never(d.reset_after);
+    b += '}';
+  }
+  b += "]}\n";
+  write_rate_fields(a, checks, o, res);
+}
+
+void service::admin(const http_request& req, http_response& res) {
+  const std::string_view path = path_of(req.target);
+  if (path == "/admin/reload") {
+    if (req.method != "POST") {
+      bad_request(res, 405, "method", "POST /admin/reload");
+      res.fields.push_back({"Allow", "POST"});
+      return;
+    }
+    auto r = reload();
+    res.content_type = "application/json";
+    if (!r) {
+      res.status = 400;
+      res.body = error_body(r.err().field, r.err().message);
+      return;
+    }
+    const auto list = [](const std::vector<std::string>& v) {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) out += ',';
+        append_json_string(out, v[i]);
+      }
+      return out + "]";
+    };
+    res.body = "{\"reloaded\":true,\"added\":" + list(r->added) + ",\"changed\":" + list(r->changed) +
+               ",\"kept\":" + list(r->kept) + ",\"notes\":" + list(r->notes) + "}\n";
+    return;
+  }
+  bad_request(res, 404, "path", "no such admin endpoint (POST /admin/reload)");
+}
+
+result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads) {
+  if (c.is_memory()) return make_memory_store(c);
+  if (g_remote_factory == nullptr)
+    return error{"store.url", "'" + c.url + "': this sluice has no Redis store built in (use \"memory\")"};
+  return g_remote_factory(c, threads);
+}
+
+}  // namespace sluice::serve

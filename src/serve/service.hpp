@@ -1,0 +1,135 @@
+// The decision service without the network: an HTTP request in (method,
+// target, headers, body, peer), a response out. The server (server.hpp)
+// moves bytes; this decides, through a `sluice::store&`, and writes the
+// answer: the JSON API, the nginx auth_request endpoint, metrics, health,
+// and the admin endpoints. Reloads swap the whole configuration at once.
+//
+// Thread safety: `handle` may be called from any number of threads at once,
+// also while `reload`/`apply` runs on another.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+#include "metrics.hpp"
+#include "rules.hpp"
+#include "sluice/result.hpp"
+#include "sluice/store.hpp"
+
+namespace sluice::serve {
+
+/// A request as the server hands it over.
+struct http_request {
+  std::string_view method;
+  std::string_view target;
+  std::span<const header_view> headers;
+  std::string_view body;
+  std::string_view peer;
+};
+
+/// A response header. Values hold only what the service wrote itself
+/// (numbers, validated policy names): no request byte reaches them.
+struct http_field {
+  std::string_view name;
+  std::string value;
+};
+
+/// The answer the server sends.
+struct http_response {
+  unsigned status = 200;
+  std::string content_type;  ///< empty: none
+  std::string body;
+  std::vector<http_field> fields;
+  void clear() {
+    status = 200;
+    content_type.clear();
+    body.clear();
+    fields.clear();
+  }
+};
+
+/// Which listener a request came in on.
+enum class listener_role : std::uint8_t { decision, admin };
+
+/// What a reload did.
+struct reload_report {
+  std::vector<std::string> added, changed, kept;
+  std::vector<std::string> notes;  ///< settings that need a restart, ...
+};
+
+/// The service over one store.
+class service {
+ public:
+  /// Builds the service and defines every policy of `c` in `st`; the error
+  /// names the policy the store refused.
+  static result<std::unique_ptr<service>> create(config c, std::unique_ptr<store> st);
+
+  service(const service&) = delete;
+  service& operator=(const service&) = delete;
+  ~service();
+
+  /// Answers one request.
+  void handle(const http_request& req, http_response& res, listener_role role);
+
+  /// Reads the configuration file again and applies it (see apply). The
+  /// error is the file's (FILE:LINE:COLUMN) or the store's; then nothing
+  /// changed.
+  result<reload_report> reload();
+
+  /// Applies a new configuration: unchanged policies keep their states,
+  /// changed ones are redefined in the store (their states carried over),
+  /// new ones defined; rules, limits and the token are replaced. Listeners,
+  /// threads and the store are read at start only (a note says so).
+  result<reload_report> apply(config next);
+
+  /// The configuration in force.
+  [[nodiscard]] std::shared_ptr<const config> current() const;
+
+  /// The store.
+  [[nodiscard]] store& backing_store() noexcept { return *store_; }
+
+  /// The counters.
+  [[nodiscard]] serve::metrics& stats() noexcept { return metrics_; }
+
+  /// Whether the store answers (for /readyz).
+  [[nodiscard]] bool ready();
+
+  /// Marks the service as stopping: /readyz answers 503 from now on.
+  void set_draining() noexcept { draining_.store(true, std::memory_order_relaxed); }
+
+  /// The view of one configuration the request path reads (service.cpp).
+  struct active;
+
+ private:
+  service(std::unique_ptr<store> st);
+  result<std::shared_ptr<const active>> build(config next, const active* old, reload_report& report);
+
+  void decide_json(const active& a, const http_request& req, http_response& res);
+  void authorize(const active& a, const http_request& req, http_response& res);
+  void admin(const http_request& req, http_response& res);
+
+  std::unique_ptr<store> store_;
+  serve::metrics metrics_;
+  std::atomic<std::shared_ptr<const active>> active_;
+  std::mutex reload_mutex_;
+  std::atomic<bool> draining_{false};
+};
+
+/// Builds a store for a configuration. The memory store is built in; a
+/// remote one (redis://, unix://) through the factory set with
+/// set_remote_store_factory. `threads` is the service's event loops.
+result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads);
+
+/// The hook a remote store (the Redis store) registers itself with.
+using remote_store_factory = result<std::unique_ptr<store>> (*)(const store_config&, unsigned threads);
+void set_remote_store_factory(remote_store_factory f) noexcept;
+
+}  // namespace sluice::serve

@@ -1,0 +1,89 @@
+// The service's stores (stores.hpp): the memory store, and its snapshots
+// through memory_store::for_each_policy.
+#include "stores.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sluice/keyed.hpp"
+#include "sluice/snapshot.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice::serve {
+
+namespace {
+
+std::string file_of(const std::string& dir, std::string_view policy) {
+  return dir + "/" + std::string(policy) + ".snap";
+}
+
+const named_policy* policy_named(const config& c, std::string_view name) { return c.find_policy(name); }
+
+}  // namespace
+
+result<std::unique_ptr<store>> make_memory_store(const store_config&) {
+  return std::unique_ptr<store>(std::make_unique<memory_store>());
+}
+
+result<snapshot_report> save_snapshots(store& st, const config& c, const std::string& dir) {
+  auto* m = dynamic_cast<memory_store*>(&st);
+  if (m == nullptr) return error{"store.snapshot", "only the memory store keeps snapshots"};
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return error{"store.snapshot", "cannot create '" + dir + "': " + std::strerror(errno)};
+  snapshot_report rep;
+  std::optional<error> failed;
+  m->for_each_policy([&](std::string_view name, keyed_limiter& states) {
+    // Only the policies in force: one removed by a reload is left out.
+    if (failed || policy_named(c, name) == nullptr) return;
+    auto info = save_snapshot(states, file_of(dir, name));
+    if (!info) {
+      failed = info.err();
+      return;
+    }
+    ++rep.policies;
+    rep.keys += info->keys;
+  });
+  if (failed) return *failed;
+  return rep;
+}
+
+result<snapshot_report> load_snapshots(store& st, const config& c, const std::string& dir) {
+  auto* m = dynamic_cast<memory_store*>(&st);
+  if (m == nullptr) return error{"store.snapshot", "only the memory store keeps snapshots"};
+  snapshot_report rep;
+  std::optional<error> failed;
+  m->for_each_policy([&](std::string_view name, keyed_limiter& states) {
+    const named_policy* p = policy_named(c, name);
+    if (failed || p == nullptr) return;
+    const std::string f = file_of(dir, name);
+    struct stat sb {};
+    if (::stat(f.c_str(), &sb) != 0) {
+      rep.skipped.push_back(std::string(name) + ": no snapshot file");
+      return;
+    }
+    auto snap = read_snapshot(f, p->policy);
+    if (!snap) {
+      // A file saved for another policy (the configuration changed while
+      // the service was down) cannot continue: that policy starts fresh.
+      if (snap.err().message.find("saved for another limiter") != std::string::npos) {
+        rep.skipped.push_back(std::string(name) + ": " + snap.err().message);
+        return;
+      }
+      failed = snap.err();
+      return;
+    }
+    auto info = load_snapshot(states, f);
+    if (!info) {
+      failed = info.err();
+      return;
+    }
+    ++rep.policies;
+    rep.keys += info->keys;
+  });
+  if (failed) return *failed;
+  return rep;
+}
+
+}  // namespace sluice::serve

@@ -1,0 +1,161 @@
+"""Helpers for the sluice serve tests: start a real `sluice serve` (and a real
+nginx) on free 127.0.0.1 ports, talk to it with http.client, stop it by PID.
+
+Environment: SLUICE_BINARY (the sluice command), SLUICE_SOURCE_DIR (the checkout).
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+BINARY = os.environ.get("SLUICE_BINARY", "build/sluice")
+SOURCE = os.environ.get("SLUICE_SOURCE_DIR", ".")
+
+
+class Server:
+    """A running `sluice serve`; ports come from its 'listening on' lines."""
+
+    def __init__(self, args, cwd=None, env=None):
+        self.log_file = tempfile.NamedTemporaryFile(prefix="sluice-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([BINARY, "serve"] + args, stdout=subprocess.DEVNULL, stderr=self.log_file,
+                                     cwd=cwd, env=env)
+        self.port = None
+        self.admin_port = None
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            text = self.log()
+            if "ready" in text:
+                for m in re.finditer(r"listening on http://127\.0\.0\.1:(\d+) \((\w+)\)", text):
+                    if m.group(2) == "admin":
+                        self.admin_port = int(m.group(1))
+                    elif self.port is None:
+                        self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("sluice serve exited %s:\n%s" % (self.proc.returncode, text))
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("sluice serve did not start:\n" + self.log())
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def log(self):
+        with open(self.log_file.name, "r", errors="replace") as f:
+            return f.read()
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait_log(self, text, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.log():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self, timeout=15):
+        """SIGTERM and wait; returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def conn(self, admin=False, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.admin_port if admin else self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, admin=False, conn=None):
+        """One request; returns (status, headers dict (lower-case names), body text)."""
+        c = conn or self.conn(admin)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read().decode("utf-8", "replace")
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        if conn is None:
+            c.close()
+        return r.status, hdrs, data
+
+    def decide(self, checks, cost=None, rid=None, now=None, headers=None, conn=None):
+        body = {"checks": [{"policy": p, "key": k} for p, k in checks]}
+        if cost is not None:
+            body["cost"] = cost
+        if rid is not None:
+            body["id"] = rid
+        if now is not None:
+            body["now"] = now
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        status, hdrs, data = self.request("POST", "/v1/decide", json.dumps(body), h, conn=conn)
+        return status, hdrs, json.loads(data)
+
+    def metrics(self):
+        status, _, data = self.request("GET", "/metrics")
+        assert status == 200
+        return data
+
+
+def write_config(text):
+    f = tempfile.NamedTemporaryFile("w", prefix="sluice-", suffix=".toml", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+def metric(text, name_and_labels):
+    """The value of one sample in a Prometheus exposition (or None)."""
+    for line in text.splitlines():
+        if line.startswith(name_and_labels + " "):
+            return float(line.split(" ")[-1])
+    return None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Nginx:
+    """A real nginx (Debian's) with a generated config, stopped by PID."""
+
+    def __init__(self, conf_text, workdir):
+        self.workdir = workdir
+        self.conf = os.path.join(workdir, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write(conf_text)
+        self.proc = subprocess.Popen(["nginx", "-p", workdir, "-c", self.conf, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def wait_port(self, port, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("nginx exited: " + self.proc.stderr.read().decode())
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not listen on %d" % port)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

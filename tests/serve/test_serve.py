@@ -1,0 +1,680 @@
+"""sluice serve through real processes and real clients (http.client, nginx).
+
+Each TestCase class is one ctest test (tests/serve/CMakeLists.txt). Every
+server binds 127.0.0.1 on a port the system picks and is stopped by PID.
+"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_support import BINARY, SOURCE, Nginx, Server, free_port, metric, write_config  # noqa: E402
+
+HOUR = 3600 * 10**9
+
+
+def base_config(policies, rules="", server=""):
+    text = '[server]\nlisten = "127.0.0.1:0"\n' + ("" if "threads" in server else "threads = 2\n") + server
+    text += "\n[policies]\n"
+    for name, expr in policies.items():
+        text += '%s = "%s"\n' % (name, expr)
+    return text + rules
+
+
+class ServeCase(unittest.TestCase):
+    servers = []
+
+    def start(self, *args, **kw):
+        s = Server(list(args), **kw)
+        self.addCleanup(s.stop)
+        return s
+
+    def start_config(self, text, *extra):
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        return self.start("--config", path, *extra), path
+
+
+class DecideApi(ServeCase):
+    def test_admits_then_denies_with_headers(self):
+        s, _ = self.start_config(base_config({"api": "token-bucket 2/1h burst=2"}))
+        st, h, b = s.decide([("api", "alice")])
+        self.assertEqual(st, 200)
+        self.assertTrue(b["allowed"])
+        self.assertEqual(b["remaining"], 1)
+        self.assertEqual(h["ratelimit-policy"], '"api";q=2;w=3600')
+        self.assertEqual(h["ratelimit"], '"api";r=1;t=1800')
+        self.assertNotIn("retry-after", h)
+        st, h, b = s.decide([("api", "alice")])
+        self.assertEqual((st, b["remaining"]), (200, 0))
+        st, h, b = s.decide([("api", "alice")])
+        self.assertEqual(st, 429)
+        self.assertFalse(b["allowed"])
+        self.assertEqual(b["checks"][0]["key"], "alice")
+        # One token every 1800 s; the wait is exact in ns and rounded up on the wire.
+        self.assertGreater(b["retry_after_ns"], 1799 * 10**9)
+        self.assertLessEqual(b["retry_after_ns"], 1800 * 10**9)
+        self.assertEqual(h["retry-after"], "1800")
+        self.assertEqual(b["retry_after"], 1800)
+        self.assertEqual(h["ratelimit"], '"api";r=0;t=1800')
+        self.assertEqual(h["cache-control"], "no-store")
+        # Another key is not affected.
+        st, _, b = s.decide([("api", "bob")])
+        self.assertEqual((st, b["remaining"]), (200, 1))
+
+    def test_several_checks_give_several_members_and_deny_charges_none(self):
+        s, _ = self.start_config(base_config({"a": "fixed-window 5/1h", "b": "quota 1"}))
+        st, h, b = s.decide([("a", "k"), ("b", "k")])
+        self.assertEqual(st, 200)
+        self.assertEqual(h["ratelimit-policy"], '"a";q=5;w=3600, "b";q=1')
+        self.assertTrue(h["ratelimit"].startswith('"a";r=4;t='))
+        self.assertTrue(h["ratelimit"].endswith(', "b";r=0'))  # a spent quota never frees up: no t
+        st, h, b = s.decide([("a", "k"), ("b", "k")])
+        self.assertEqual(st, 429)
+        self.assertNotIn("retry-after", h)  # never: no Retry-After, the body says so
+        self.assertEqual(b["retry_after_ns"], "never")
+        self.assertIsNone(b["retry_after"])
+        # The denied request charged neither check: a alone still has 4.
+        st, _, b = s.decide([("a", "k")])
+        self.assertEqual(b["remaining"], 3)
+
+    def test_bad_requests_name_the_field(self):
+        s, _ = self.start_config(base_config({"api": "gcra 10/1s"}))
+        cases = [
+            ("{not json", "body"),
+            ("[1,2]", "body"),
+            ('{"checks":[{"policy":"nope","key":"k"}]}', "checks[0].policy"),
+            ('{"checks":[{"policy":"api"}]}', "checks[0].key"),
+            ('{"checks":[{"policy":"api","key":"k","x":1}]}', "checks[0].x"),
+            ('{"checks":[]}', "checks"),
+            ('{"checks":[{"policy":"api","key":"k"}],"cost":0}', "cost"),
+            ('{"checks":[{"policy":"api","key":"k"}],"cost":"3"}', "cost"),
+            ('{"checks":[{"policy":"api","key":"k"}],"now":5}', "now"),
+            ('{"checks":[{"policy":"api","key":"k"}],"bogus":1}', "bogus"),
+            ('{"checks":[{"policy":"api","key":"%s"}]}' % ("x" * 300), "checks[0].key"),
+        ]
+        for body, field in cases:
+            st, h, data = s.request("POST", "/v1/decide", body, {"Content-Type": "application/json"})
+            self.assertEqual(st, 400, body)
+            self.assertEqual(json.loads(data)["error"]["field"], field, body)
+        st, h, _ = s.request("GET", "/v1/decide")
+        self.assertEqual((st, h.get("allow")), (405, "POST"))
+        st, _, _ = s.request("GET", "/nowhere")
+        self.assertEqual(st, 404)
+
+    def test_crlf_in_a_key_never_reaches_a_header(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 1/1h"}))
+        key = "evil\r\nX-Injected: yes\r\n\r\n<html>"
+        for _ in range(2):
+            c = s.conn()
+            c.request("POST", "/v1/decide", json.dumps({"checks": [{"policy": "api", "key": key}]}))
+            r = c.getresponse()
+            body = r.read()
+            names = [k.lower() for k, _ in r.getheaders()]
+            self.assertNotIn("x-injected", names)
+            for _, v in r.getheaders():
+                self.assertNotIn("\r", v)
+                self.assertNotIn("\n", v)
+            self.assertEqual(json.loads(body)["checks"][0]["key"], key)  # escaped in JSON, intact
+            self.assertNotIn(b"\r", body)
+            self.assertIn(b"evil\\u000d\\u000aX-Injected", body)
+            c.close()
+
+    def test_bearer_token(self):
+        s, _ = self.start_config(base_config({"api": "gcra 10/1s"}, server='token = "s3cret"\n'))
+        st, h, _ = s.request("POST", "/v1/decide", '{"policy":"api","key":"k"}')
+        self.assertEqual(st, 401)
+        self.assertIn("Bearer", h["www-authenticate"])
+        st, _, _ = s.request("POST", "/v1/decide", '{"policy":"api","key":"k"}', {"Authorization": "Bearer wrong"})
+        self.assertEqual(st, 401)
+        st, _, b = s.request("POST", "/v1/decide", '{"policy":"api","key":"k"}', {"Authorization": "Bearer s3cret"})
+        self.assertEqual(st, 200)
+        self.assertTrue(json.loads(b)["allowed"])
+
+    def test_request_id_is_charged_once(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}))
+        st, _, b = s.decide([("api", "k")], rid="order-17")
+        self.assertEqual((st, b["remaining"], b["source"], b["id"]), (200, 4, "store", "order-17"))
+        st, _, b = s.decide([("api", "k")], rid="order-17")
+        self.assertEqual((st, b["remaining"], b["source"]), (200, 4, "replayed"))
+        st, _, b = s.decide([("api", "k")])
+        self.assertEqual((b["remaining"], b["source"]), (3, "store"))
+        st, _, data = s.request("POST", "/v1/decide",
+                                '{"checks":[{"policy":"api","key":"k"},{"policy":"api","key":"k"}]}')
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (400, "checks[1]"))
+
+    def test_cost(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 10/1h"}))
+        st, _, b = s.decide([("api", "k")], cost=7)
+        self.assertEqual((st, b["remaining"]), (200, 3))
+        st, _, b = s.decide([("api", "k")], cost=4)
+        self.assertEqual((st, b["remaining"]), (429, 3))
+        st, _, b = s.decide([("api", "k")], cost=11)
+        self.assertEqual((st, b["retry_after_ns"]), (429, "never"))
+
+
+class Authorize(ServeCase):
+    RULES = """
+[[rules]]
+policy = "api"
+path_prefix = "/api/"
+key = "header:X-Api-Key"
+
+[[rules]]
+policy = "per_path"
+key = "query:user+path:2"
+
+[[rules]]
+policy = "watch"
+key = "literal:all"
+shadow = true
+"""
+
+    def test_rules_keys_and_shadow(self):
+        s, _ = self.start_config(base_config(
+            {"api": "fixed-window 2/1h", "per_path": "fixed-window 1/1h", "watch": "fixed-window 1/1h"}, self.RULES))
+        # No X-Api-Key: only per_path (query user + 2nd segment) and the shadow rule apply.
+        st, h, b = s.request("GET", "/v1/authorize?user=u1")
+        self.assertEqual(st, 204)
+        self.assertEqual(b, "")
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Original-URI": "/api/items?user=u1",
+                                                              "X-Api-Key": "alice"})
+        self.assertEqual(st, 204)
+        self.assertEqual(h["ratelimit-policy"], '"api";q=2;w=3600, "per_path";q=1;w=3600')
+        self.assertTrue(h["ratelimit"].startswith('"api";r=1;t='))
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Original-URI": "/api/items?user=u1",
+                                                              "X-Api-Key": "alice"})
+        self.assertEqual(st, 403)
+        self.assertEqual(h["x-sluice-decision"], "limited")
+        self.assertEqual(h["content-length"], "0")
+        self.assertIn("retry-after", h)
+        # Another user on the same path passes (api has 1 left for alice: the denial charged nothing).
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Original-URI": "/api/items?user=u2",
+                                                              "X-Api-Key": "alice"})
+        self.assertEqual(st, 204)
+        # The shadow rule denied 3 of 4 times, and never blocked anything.
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_shadow_denials_total{policy="watch"}'), 3)
+        self.assertEqual(metric(m, 'sluice_shadow_decisions_total{policy="watch",result="allowed"}'), 1)
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="api",result="denied"}'), 1)
+
+    def test_bad_input_is_a_403_not_a_500(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 2/1h"},
+                                             '[[rules]]\npolicy = "api"\nkey = "header:X-Api-Key"\n'
+                                             'cost = "header:X-Cost"\n', 'max_key_bytes = 16\n'))
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "k" * 17})
+        self.assertEqual((st, h["x-sluice-decision"]), (403, "invalid"))
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "k", "X-Cost": "lots"})
+        self.assertEqual((st, h["x-sluice-decision"]), (403, "invalid"))
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "k", "X-Cost": "2"})
+        self.assertEqual((st, h["ratelimit"].split(";t=")[0]), (204, '"api";r=0'))
+
+    def test_no_file_start(self):
+        s = self.start("--policy", "gcra 100/1m burst=20", "--key", "header:X-Api-Key", "--listen", "127.0.0.1:0",
+                       "--threads", "1")
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
+        self.assertEqual(st, 204)
+        self.assertEqual(h["ratelimit-policy"], '"default";q=100;w=60')
+        self.assertEqual(h["ratelimit"], '"default";r=19;t=1')
+        for _ in range(19):
+            s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
+        st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
+        self.assertEqual((st, h["retry-after"]), (403, "1"))
+
+
+def replay_seconds(ns):
+    if ns == "never":
+        return "never"
+    whole, frac = divmod(ns, 10**9)
+    return str(whole) + ("." + ("%09d" % frac).rstrip("0") if frac else "")
+
+
+class ReplayParity(ServeCase):
+    """The same requests through sluice serve and sluice replay: the same decisions."""
+
+    POLICIES = {
+        "tb": "token-bucket 5/2s burst=3",
+        "gc": "gcra 4/1s burst=2",
+        "fw": "fixed-window 3/1s",
+        "sl": "sliding-log 3/2s",
+        "sc": "sliding-counter 4/1s",
+        "lq": "leaky-queue 2/1s queue=3",
+        "co": "all(token-bucket 3/1s, fixed-window 5/2s)",
+    }
+
+    def test_same_decisions_as_replay(self):
+        s, _ = self.start_config(base_config(self.POLICIES, server="client_time = true\n"))
+        base = 86400 * 1000  # seconds: a multiple of every window, far past the steady clock
+        rng = random.Random(11)
+        conn = s.conn()
+        for name, expr in self.POLICIES.items():
+            t = 0
+            lines, served = [], []
+            for i in range(300):
+                t += rng.choice([0, 0, 1, 10, 100, 250, 400, 999, 1000, 1500]) * 10**6  # ms steps, in ns
+                key = rng.choice(["a", "b", "c"])
+                cost = rng.choice([1, 1, 1, 2, 3])
+                now = base * 10**9 + t
+                lines.append("%s %s %d" % (replay_seconds(now), key, cost))
+                st, _, b = s.decide([(name, key)], cost=cost, now=now, conn=conn)
+                self.assertEqual(st, 200 if b["allowed"] else 429)
+                c = b["checks"][0]
+                served.append(("yes" if b["allowed"] else "no", str(c["remaining"]),
+                               replay_seconds(c["retry_after_ns"]), replay_seconds(c["reset_after_ns"])))
+            out = subprocess.run([BINARY, "replay", "--policy", expr], input="\n".join(lines) + "\n",
+                                 capture_output=True, text=True, check=True).stdout.splitlines()
+            header = out[0].split(",")
+            rows = [dict(zip(header, r.split(","))) for r in out[1:]]
+            self.assertEqual(len(rows), len(served))
+            for i, (row, got) in enumerate(zip(rows, served)):
+                want = (row["allowed"], row["remaining"], row["retry_after"], row["reset_after"])
+                self.assertEqual(got, want, "%s request %d (%s)" % (name, i + 1, lines[i]))
+        conn.close()
+
+
+class Metrics(ServeCase):
+    def test_exposition(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 2/1h"}))
+        for _ in range(3):
+            s.decide([("api", "k")])
+        st, h, text = s.request("GET", "/metrics")
+        self.assertEqual(st, 200)
+        self.assertEqual(h["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+        self.assertEqual(metric(text, 'sluice_decisions_total{policy="api",result="allowed"}'), 2)
+        self.assertEqual(metric(text, 'sluice_decisions_total{policy="api",result="denied"}'), 1)
+        self.assertEqual(metric(text, "sluice_decision_duration_seconds_count"), 3)
+        self.assertEqual(metric(text, 'sluice_decision_duration_seconds_bucket{le="+Inf"}'), 3)
+        self.assertEqual(metric(text, "sluice_keys"), 1)
+        for fam in ["sluice_shadow_denials_total", "sluice_store_errors_total", "sluice_store_fallbacks_total",
+                    "sluice_deny_cache_hits_total", "sluice_clock_skew_total", "sluice_connections"]:
+            self.assertIn("# TYPE " + fam + " ", text)
+        # Every sample's family has HELP and TYPE first; buckets are cumulative.
+        seen = set()
+        last = -1
+        for line in text.splitlines():
+            if line.startswith("# TYPE "):
+                seen.add(line.split()[2])
+            elif not line.startswith("#"):
+                name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line).group(0)
+                fam = re.sub(r"_(bucket|sum|count)$", "", name)
+                self.assertTrue(name in seen or fam in seen, line)
+                if name.endswith("_bucket"):
+                    v = float(line.split()[-1])
+                    self.assertGreaterEqual(v, last)
+                    last = v
+        self.assertTrue(text.endswith("\n"))
+        st, _, body = s.request("GET", "/healthz")
+        self.assertEqual((st, body), (200, "ok\n"))
+        # HEAD: the length, no body, and the connection stays usable.
+        c = s.conn()
+        st, h, body = s.request("HEAD", "/healthz", conn=c)
+        self.assertEqual((st, h["content-length"], body), (200, "3", ""))
+        st, _, body = s.request("GET", "/healthz", conn=c)
+        self.assertEqual((st, body), (200, "ok\n"))
+        c.close()
+        st, _, _ = s.request("GET", "/readyz")
+        self.assertEqual(st, 200)
+
+
+class Check(ServeCase):
+    def run_check(self, text):
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        r = subprocess.run([BINARY, "serve", "--check", path], capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr, path
+
+    def test_sample_config_is_valid(self):
+        r = subprocess.run([BINARY, "serve", "--check", os.path.join(SOURCE, "etc", "sluice.toml")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok (4 policies, 4 rules)", r.stdout)
+
+    def test_errors_name_file_line_column(self):
+        cases = [
+            ('[policies]\napi = "token-bucket 2/1s bust=2"\n', ":2:26: policies.api: unknown option 'bust'"),
+            ('[policies]\napi = "gcra 1/1s"\n[[rules]]\npolicy = "apx"\n', ":4:10: rules[0].policy: unknown policy 'apx'"),
+            ('[policies\n', ":1:10:"),
+            ('[server]\nlisten = "localhost:80"\n[policies]\na = "quota 1"\n', ":2:10: server.listen:"),
+            ('[server]\nthreds = 2\n[policies]\na = "quota 1"\n', ":2:1: unknown key 'threds' in server"),
+            ('[policies]\na = "quota 1"\n[[rules]]\npolicy = "a"\nkey = "heder:X"\n', ":5:7: rules[0].key:"),
+            ('[store]\nurl = "mysql://x"\n[policies]\na = "quota 1"\n', ":2:7: store.url:"),
+            ('[policies]\n"a b" = "quota 1"\n', ":2:1: policy name 'a b'"),
+        ]
+        for text, want in cases:
+            rc, out, path = self.run_check(text)
+            self.assertEqual(rc, 2, text)
+            self.assertIn(path + want, out, text)
+
+
+RELOAD_V1 = """
+[server]
+listen = "127.0.0.1:0"
+admin = "127.0.0.1:0"
+threads = 1
+
+[policies]
+a = "fixed-window 3/1h"
+b = "fixed-window 2/1h"
+"""
+
+
+class Reload(ServeCase):
+    def test_sighup_and_admin(self):
+        s, path = self.start_config(RELOAD_V1)
+        for _ in range(3):
+            s.decide([("a", "k")])
+        st, _, b = s.decide([("a", "k")])
+        self.assertEqual(st, 429)
+        st, _, b = s.decide([("b", "k")])
+        self.assertEqual(b["remaining"], 1)
+        # a unchanged (keeps its state), b raised (keeps what it consumed), c new.
+        with open(path, "w") as f:
+            f.write(RELOAD_V1.replace('b = "fixed-window 2/1h"', 'b = "fixed-window 5/1h"\nc = "quota 1"'))
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("reloaded"), s.log())
+        self.assertIn("1 added, 1 changed, 1 kept", s.log())
+        st, _, b = s.decide([("a", "k")])
+        self.assertEqual(st, 429)  # a throttled client never gets a fresh limit
+        st, _, b = s.decide([("b", "k")])
+        self.assertEqual((st, b["remaining"]), (200, 3))
+        st, _, b = s.decide([("c", "k")])
+        self.assertEqual(st, 200)
+        # A bad file is refused; the running configuration stays.
+        with open(path, "w") as f:
+            f.write(RELOAD_V1 + 'd = "gcra 0/0s"\n')
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("reload refused"), s.log())
+        self.assertRegex(s.log(), r"reload refused.*:10:\d+: policies\.d")
+        st, _, b = s.decide([("c", "k")])
+        self.assertEqual(st, 429)  # c still exists, its quota spent
+        # The admin endpoint: refuses with the file's error, then applies the fixed file.
+        st, _, body = s.request("POST", "/admin/reload", admin=True)
+        self.assertEqual(st, 400)
+        self.assertIn(":10:", json.loads(body)["error"]["field"])
+        st, _, _ = s.request("POST", "/admin/reload")  # not on the decision listener
+        self.assertEqual(st, 404)
+        with open(path, "w") as f:
+            f.write(RELOAD_V1.replace('"fixed-window 3/1h"', '"fixed-window 4/1h"'))
+        st, _, body = s.request("POST", "/admin/reload", admin=True)
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body)["changed"], ["a", "b"])
+        st, _, b = s.decide([("a", "k")])
+        self.assertEqual((st, b["remaining"]), (200, 0))  # 3 consumed of the new 4
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_config_reloads_total{result="applied"}'), 2)
+        self.assertEqual(metric(m, 'sluice_config_reloads_total{result="refused"}'), 2)
+
+
+class Lifecycle(ServeCase):
+    def test_sigterm_drains_in_flight_and_exits_0(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}))
+        idle = socket.create_connection(("127.0.0.1", s.port))
+        busy = socket.create_connection(("127.0.0.1", s.port))
+        body = b'{"policy":"api","key":"k"}'
+        head = b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        busy.sendall(head)  # a request in flight: its body has not come yet
+        time.sleep(0.2)
+        s.signal(signal.SIGTERM)
+        self.assertTrue(s.wait_log("draining"))
+        time.sleep(0.2)
+        self.assertIsNone(s.proc.poll())  # still serving the request in flight
+        busy.sendall(body)
+        busy.settimeout(5)
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.endswith(b"}\n"):
+            chunk = busy.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+        self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply)
+        self.assertIn(b"Connection: close", reply)
+        idle.settimeout(5)
+        self.assertEqual(idle.recv(10), b"")  # the idle connection was closed
+        self.assertEqual(s.proc.wait(10), 0)
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", s.port), 1)
+
+    def test_a_request_that_never_completes_stops_the_drain_at_its_timeout(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}, server='drain_timeout = "1s"\n'))
+        stuck = socket.create_connection(("127.0.0.1", s.port))
+        stuck.sendall(b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(0.2)
+        t0 = time.time()
+        s.signal(signal.SIGTERM)
+        self.assertEqual(s.proc.wait(10), 0)
+        self.assertLess(time.time() - t0, 5)
+        self.assertGreaterEqual(time.time() - t0, 0.9)
+        self.assertIn("drain timeout", s.log())
+        stuck.close()
+
+    def test_snapshot_restart_hands_out_no_fresh_limit(self):
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        text = base_config({"api": "fixed-window 3/1h", "tb": "token-bucket 10/1h burst=10"})
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        s = self.start("--config", path, "--snapshot", snap)
+        for _ in range(3):
+            s.decide([("api", "alice")])
+        for _ in range(4):
+            s.decide([("tb", "alice")])
+        self.assertEqual(s.stop(), 0)
+        self.assertIn("keys saved (shutdown)", s.log())
+        s2 = self.start("--config", path, "--snapshot", snap)
+        self.assertIn("2 keys of 2 policies restored", s2.log())
+        st, _, b = s2.decide([("api", "alice")])
+        self.assertEqual(st, 429)
+        st, _, b = s2.decide([("tb", "alice")])
+        self.assertEqual((st, b["remaining"]), (200, 5))
+        st, _, b = s2.decide([("api", "bob")])
+        self.assertEqual((st, b["remaining"]), (200, 2))
+
+
+    def test_periodic_snapshot(self):
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        s, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) +
+                                 '[store]\nsnapshot = "%s"\nsnapshot_interval = "200ms"\n' % snap)
+        s.decide([("api", "alice")])
+        self.assertTrue(s.wait_log("keys saved (periodic)", 5), s.log())
+        self.assertTrue(os.path.isfile(os.path.join(snap, "api.snap")))
+        # A kill -9 now loses at most the last interval: the restart sees alice's request.
+        s.proc.kill()
+        s.proc.wait()
+        s2, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) + '[store]\nsnapshot = "%s"\n' % snap)
+        st, _, b = s2.decide([("api", "alice")])
+        self.assertEqual((st, b["remaining"]), (200, 1))
+
+
+class SlowClients(ServeCase):
+    def test_idle_and_byte_at_a_time_connections_do_not_delay_others(self):
+        s, _ = self.start_config(base_config({"api": "gcra 1000000/1s"},
+                                             server='request_timeout = "2s"\nidle_timeout = "3s"\nthreads = 1\n'))
+        idle = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(500)]
+        slow = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(500)]
+        request = b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n\r\n"
+        conn = s.conn(timeout=5)
+        worst = 0.0
+        start = time.time()
+        for i in range(40):
+            for sock in slow:
+                try:
+                    sock.send(request[i:i + 1])
+                except OSError:
+                    pass
+            t0 = time.time()
+            st, _, b = s.decide([("api", "k%d" % i)], conn=conn)
+            worst = max(worst, time.time() - t0)
+            self.assertEqual(st, 200)
+            time.sleep(0.025)
+        self.assertLess(worst, 0.25, "a request waited %.3f s behind slow clients" % worst)
+        # The byte-at-a-time clients are cut off by the request timeout, the idle ones by the idle timeout.
+        time.sleep(max(0, start + 3.5 - time.time()))
+        closed = 0
+        for sock in slow + idle:
+            sock.settimeout(2)
+            try:
+                data = sock.recv(100)
+                closed += data == b""
+            except ConnectionResetError:
+                closed += 1
+            except socket.timeout:
+                pass
+            sock.close()
+        self.assertEqual(closed, 1000)
+        self.assertGreaterEqual(metric(s.metrics(), "sluice_connection_timeouts_total"), 1000)
+        conn.close()
+
+
+class Hostile(ServeCase):
+    def test_limits(self):
+        s, _ = self.start_config(base_config({"api": "gcra 100/1s"},
+                                             server="max_header_bytes = 1024\nmax_body_bytes = 256\n"
+                                                    "max_connections = 40\nthreads = 1\n"))
+        st, _, _ = s.request("GET", "/healthz", headers={"X-Big": "x" * 2000})
+        self.assertEqual(st, 431)
+        st, _, _ = s.request("POST", "/v1/decide", body="{" + " " * 300 + "}")
+        self.assertEqual(st, 413)
+        raw = socket.create_connection(("127.0.0.1", s.port))
+        raw.sendall(b"GARBAGE\r\n\r\n")
+        raw.settimeout(5)
+        self.assertTrue(raw.recv(100).startswith(b"HTTP/1.1 400"))
+        raw.close()
+        # Connection limit: the ones past 40 are closed at once, the others still served.
+        socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(50)]
+        time.sleep(0.3)
+        refused = 0
+        for sock in socks:
+            sock.settimeout(0.5)
+            try:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                data = sock.recv(100)
+                refused += data == b""
+            except (ConnectionResetError, BrokenPipeError):
+                refused += 1
+        self.assertEqual(refused, 10)
+        for sock in socks:
+            sock.close()
+        time.sleep(0.3)
+        st, _, _ = s.request("GET", "/healthz")
+        self.assertEqual(st, 200)
+        self.assertGreaterEqual(metric(s.metrics(), "sluice_connections_refused_total"), 10)
+
+
+NGINX_SLUICE = """
+[server]
+listen = "127.0.0.1:0"
+threads = 1
+trusted_proxies = ["127.0.0.1"]
+forwarded_header = "X-Real-IP"
+
+[policies]
+api = "fixed-window 3/1h"
+per_ip = "fixed-window 100/1h"
+
+[[rules]]
+policy = "api"
+path_prefix = "/api/"
+key = "header:X-Api-Key"
+
+[[rules]]
+policy = "per_ip"
+key = "client"
+"""
+
+
+class NginxAuthRequest(ServeCase):
+    def test_client_gets_429_with_retry_after_and_ratelimit(self):
+        if shutil.which("nginx") is None:
+            self.fail("nginx is not installed (scripts/setup.sh installs nginx-light)")
+        s, _ = self.start_config(NGINX_SLUICE)
+        work = tempfile.mkdtemp(prefix="sluice-nginx-")
+        os.chmod(work, 0o755)  # nginx's workers run as another user
+        self.addCleanup(shutil.rmtree, work)
+        os.makedirs(os.path.join(work, "html", "api"))
+        os.makedirs(os.path.join(work, "logs"))
+        with open(os.path.join(work, "html", "index.html"), "w") as f:
+            f.write("ok\n")
+        port = free_port()
+        with open(os.path.join(SOURCE, "etc", "nginx-sluice.conf")) as f:
+            conf = f.read()
+        conf = (conf.replace("127.0.0.1:8080", "127.0.0.1:%d" % s.port)
+                .replace("127.0.0.1:8000", "127.0.0.1:%d" % port)
+                .replace("/run/nginx-sluice.pid", os.path.join(work, "nginx.pid"))
+                .replace("/var/log/nginx/sluice-error.log", os.path.join(work, "logs", "error.log"))
+                .replace("/var/www/html", os.path.join(work, "html")))
+        ngx = Nginx(conf, work)
+        self.addCleanup(ngx.stop)
+        ngx.wait_port(port)
+        import http.client as hc
+
+        def get(path, key="alice"):
+            c = hc.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", path, headers={"X-Api-Key": key})
+            r = c.getresponse()
+            body = r.read().decode()
+            h = {k.lower(): v for k, v in r.getheaders()}
+            c.close()
+            return r.status, h, body
+
+        for i in range(3):
+            st, h, body = get("/api/items")
+            self.assertEqual((st, body), (200, "ok\n"))
+            self.assertEqual(h["ratelimit-policy"], '"api";q=3;w=3600, "per_ip";q=100;w=3600')
+            self.assertTrue(h["ratelimit"].startswith('"api";r=%d;t=' % (2 - i)), h["ratelimit"])
+        st, h, body = get("/api/items")
+        self.assertEqual((st, body), (429, "rate limited\n"))
+        self.assertRegex(h["retry-after"], r"^\d+$")
+        self.assertGreater(int(h["retry-after"]), 0)
+        self.assertTrue(h["ratelimit"].startswith('"api";r=0;t='))
+        self.assertIn("ratelimit-policy", h)
+        self.assertEqual(h["cache-control"], "no-store")
+        # Another key passes; the per-address rule saw nginx's X-Real-IP (127.0.0.1), not a missing key.
+        st, h, _ = get("/api/items", key="bob")
+        self.assertEqual(st, 200)
+        self.assertRegex(h["ratelimit"], r'"per_ip";r=96;t=\d+$')
+        # sluice saw every subrequest; nginx logged no unexpected status.
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="api",result="denied"}'), 1)
+        with open(os.path.join(work, "logs", "error.log")) as f:
+            self.assertNotIn("unexpected status", f.read())
+        # sluice down: nginx fails closed (500) with this configuration.
+        self.assertEqual(s.stop(), 0)
+        st, _, _ = get("/api/items", key="carol")
+        self.assertEqual(st, 500)
+
+
+class Install(unittest.TestCase):
+    def test_cmake_install_gives_binary_config_and_unit(self):
+        build = os.environ.get("SLUICE_BUILD_DIR")
+        cmake = os.environ.get("CMAKE_COMMAND", "cmake")
+        self.assertTrue(build, "SLUICE_BUILD_DIR is not set")
+        prefix = tempfile.mkdtemp(prefix="sluice-install-")
+        self.addCleanup(shutil.rmtree, prefix)
+        subprocess.run([cmake, "--install", build, "--prefix", prefix], check=True, capture_output=True)
+        binary = os.path.join(prefix, "bin", "sluice")
+        conf = os.path.join(prefix, "etc", "sluice", "sluice.toml")
+        unit = os.path.join(prefix, "lib", "systemd", "system", "sluice.service")
+        for f in [binary, conf, unit, os.path.join(prefix, "share", "sluice", "nginx-sluice.conf")]:
+            self.assertTrue(os.path.isfile(f), f)
+        r = subprocess.run([binary, "serve", "--check", conf], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(unit) as f:
+            text = f.read()
+        self.assertIn("ExecStart=%s serve --config %s" % (binary, conf), text)
+        self.assertIn("ExecReload=/bin/kill -HUP $MAINPID", text)
+        self.assertNotIn("@", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,146 @@
+// `sluice serve` (serve_cmd.hpp): builds the configuration, the store and
+// the service, binds, serves, and at the end saves the memory store's
+// snapshot.
+#include "serve_cmd.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <CLI/CLI.hpp>
+
+#include <ostream>
+
+#include "cli.hpp"
+#include "server.hpp"
+#include "service.hpp"
+#include "store_flag.hpp"
+#include "stores.hpp"
+
+namespace sluice::cli {
+
+namespace {
+
+// A remote store URL (redis://, unix://) goes to the command's one store
+// factory (store_flag.hpp), where the Redis store adds its schemes.
+// TODO(redis): pass the timeouts and the failure mode of `c` once
+// store_setup carries them.
+result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsigned /*threads*/) {
+  auto made = make_store(c.url, store_setup{.keyed = {}, .key_prefix = c.key_prefix});
+  if (!made) return error{"store.url", made.err().message};
+  return std::move(made.value().s);
+}
+
+}  // namespace
+
+CLI::App* add_serve(CLI::App& app, serve_flags& f) {
+  CLI::App* cmd = app.add_subcommand("serve", "The HTTP decision service (JSON API, nginx auth_request, metrics)");
+  cmd->add_option("--config", f.config, "the TOML configuration file (see docs/serve.md)");
+  cmd->add_option("--check", f.check, "validate a configuration file and exit (errors name file:line:column)");
+  cmd->add_option("--policy", f.policy, "without a file: the one policy, e.g. 'gcra 100/1m burst=20'");
+  cmd->add_option("--key", f.key, "without a file: the key, e.g. header:X-Api-Key, client, query:key (default client)");
+  cmd->add_option("--listen", f.listen, "the decision listener, HOST:PORT (default 127.0.0.1:8080)");
+  cmd->add_option("--admin", f.admin, "the admin listener (POST /admin/reload), HOST:PORT");
+  cmd->add_option("--snapshot", f.snapshot,
+                  "memory store: a folder to save the states to at shutdown, and load at start");
+  cmd->add_option("--threads", f.threads, "event loops (default: the file's, else one per core)")
+      ->check(CLI::Range(1u, 1024u))
+      ->each([&f](const std::string&) { f.threads_given = true; });
+  return cmd;
+}
+
+int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
+  using namespace sluice::serve;
+  const auto usage = [&](const std::string& msg) {
+    err << "sluice: " << msg << "\n";
+    return exit_usage;
+  };
+  if (!f.check.empty()) {
+    auto c = load_config(f.check);
+    if (!c) return usage(c.err().what());
+    out << f.check << ": ok (" << c->policies.size() << (c->policies.size() == 1 ? " policy, " : " policies, ")
+        << c->rules.size() << (c->rules.size() == 1 ? " rule)" : " rules)") << "\n";
+    return exit_ok;
+  }
+  result<config> c = error{"", ""};
+  if (!f.config.empty()) {
+    if (!f.policy.empty()) return usage("serve: give --config or --policy, not both");
+    c = load_config(f.config);
+  } else if (!f.policy.empty()) {
+    c = simple_config(f.policy, f.key);
+  } else {
+    return usage("serve: give --config FILE, or --policy EXPR [--key SPEC] (run 'sluice serve --help')");
+  }
+  if (!c) return usage(c.err().what());
+  config cfg = std::move(c).value();
+  if (!f.listen.empty()) {
+    auto a = parse_listen(f.listen);
+    if (!a) return usage("--listen: " + a.err().message);
+    cfg.listen = {*a};
+  }
+  if (!f.admin.empty()) {
+    auto a = parse_listen(f.admin);
+    if (!a) return usage("--admin: " + a.err().message);
+    cfg.admin = *a;
+  }
+  if (f.threads_given) cfg.threads = f.threads;
+  if (!f.snapshot.empty()) {
+    if (!cfg.store.is_memory()) return usage("--snapshot: only the memory store keeps a snapshot");
+    cfg.store.snapshot = f.snapshot;
+  }
+
+  // Signals wait until the server's handlers are in place (server::run).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  serve::set_remote_store_factory(&remote_store);
+  auto st = serve::make_store(cfg.store, cfg.threads);
+  if (!st) {
+    err << "sluice: " << st.err().what() << "\n";
+    return 1;
+  }
+  const store_config store_cfg = cfg.store;
+  auto svc = service::create(cfg, std::move(st).value());
+  if (!svc) {
+    err << "sluice: " << svc.err().what() << "\n";
+    return 1;
+  }
+  service& s = **svc;
+  if (!store_cfg.snapshot.empty()) {
+    auto loaded = load_snapshots(s.backing_store(), *s.current(), store_cfg.snapshot);
+    if (!loaded) {
+      err << "sluice: " << loaded.err().what() << "\n";
+      return 1;
+    }
+    err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << loaded->keys << " keys of " << loaded->policies
+        << " policies restored\n";
+    for (const auto& why : loaded->skipped) err << "sluice serve: snapshot: starting fresh: " << why << "\n";
+  }
+  const auto save = [&](const char* when) {
+    if (store_cfg.snapshot.empty()) return true;
+    auto saved = save_snapshots(s.backing_store(), *s.current(), store_cfg.snapshot);
+    if (!saved) {
+      err << "sluice serve: snapshot not saved (" << when << "): " << saved.err().what() << std::endl;
+      return false;
+    }
+    err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << saved->keys << " keys saved (" << when << ")"
+        << std::endl;
+    return true;
+  };
+  server_hooks hooks;
+  if (!store_cfg.snapshot.empty() && store_cfg.snapshot_interval > 0) {
+    hooks.interval = store_cfg.snapshot_interval;
+    hooks.on_interval = [&] { save("periodic"); };
+  }
+  auto srv = server::bind(s, cfg, std::move(hooks));
+  if (!srv) {
+    err << "sluice: " << srv.err().what() << "\n";
+    return 1;
+  }
+  (*srv)->run(err);
+  return save("shutdown") ? exit_ok : 1;
+}
+
+}  // namespace sluice::cli
