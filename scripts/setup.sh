@@ -10,9 +10,11 @@ packages=(cmake ninja-build g++ make pkg-config
           libfmt-dev libcli11-dev libabsl-dev
           clang-format clang-tidy
           libboost-dev libtomlplusplus-dev nlohmann-json3-dev
-          nginx-light curl python3)
+          nginx-light curl python3
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+          python3-grpcio python3-protobuf)
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(hyperfine valgrind linux-perf wrk)
+  packages+=(hyperfine valgrind linux-perf wrk nghttp2-client)
 fi
 
 missing=()
