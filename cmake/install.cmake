@@ -16,3 +16,20 @@ install(FILES ${PROJECT_BINARY_DIR}/sluiceConfig.cmake ${PROJECT_BINARY_DIR}/slu
 if(TARGET sluice)
   install(TARGETS sluice RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+
+# sluice serve: a sample configuration, the nginx configuration it documents,
+# and a systemd unit.
+if(TARGET sluice)
+  install(FILES ${PROJECT_SOURCE_DIR}/etc/sluice.toml DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/sluice)
+  install(FILES ${PROJECT_SOURCE_DIR}/etc/nginx-sluice.conf DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice)
+  # The unit names the installed paths, so it is written at install time
+  # (`cmake --install --prefix P` gives P's paths, the configuration in
+  # P/etc/sluice, beside where the file is installed).
+  install(CODE "
+    set(CMAKE_INSTALL_FULL_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+    set(CMAKE_INSTALL_FULL_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}\")
+    set(unit \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/sluice.service\")
+    message(STATUS \"Installing: \${unit}\")
+    configure_file(${PROJECT_SOURCE_DIR}/etc/sluice.service.in \"\${unit}\" @ONLY)
+  ")
+endif()

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ostream>
@@ -55,8 +56,11 @@ struct server::impl {
   std::vector<bound_address> addrs;
   std::atomic<bool> draining{false};
   std::ostream* log = nullptr;
+  tick check_period = 1'000'000'000;  // how often a connection's deadline is checked
 
-  impl(service& s, limits l, server_hooks h) : svc(s), lim(l), hooks(std::move(h)) {}
+  impl(service& s, limits l, server_hooks h) : svc(s), lim(l), hooks(std::move(h)) {
+    check_period = std::clamp<tick>(std::min(lim.idle_timeout, lim.request_timeout) / 8, 10'000'000, 1'000'000'000);
+  }
   void accept(worker& w, tcp::acceptor& acc, listener_role role);
   void begin_drain();
 };
@@ -66,9 +70,9 @@ namespace {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket s, worker& w, server::impl& srv, listener_role role)
-      : stream_(std::move(s)), w_(w), srv_(srv), role_(role) {
+      : socket_(std::move(s)), timer_(w.ioc), w_(w), srv_(srv), role_(role) {
     beast::error_code ec;
-    const auto ep = stream_.socket().remote_endpoint(ec);
+    const auto ep = socket_.remote_endpoint(ec);
     if (!ec) peer_ = ep.address().to_string();
     srv_.svc.stats().connections.fetch_add(1, std::memory_order_relaxed);
   }
@@ -81,33 +85,52 @@ class session : public std::enable_shared_from_this<session> {
 
   void start() {
     w_.sessions.insert(this);
+    beast::error_code ec;
+    socket_.non_blocking(true, ec);
+    watch();
     wait_for_request();
   }
 
   // Draining: a connection waiting for its next request is closed now; one
   // with a request in flight finishes it and closes after.
   void close_if_idle() {
-    if (!busy_) {
-      beast::error_code ec;
-      stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-      stream_.cancel();
-    }
+    if (!busy_) close();
   }
 
  private:
-  // The idle timeout runs until the request's first byte arrives; from
-  // there the whole request must come within the request timeout, however
-  // slowly its bytes trickle in.
+  // Timeouts: one deadline per connection, moved on each change of state
+  // (a store, no timer syscall per request), checked by one timer that
+  // wakes every `check_period`. The idle timeout runs until a request's
+  // first byte arrives; from there the whole request must come within the
+  // request timeout, however slowly its bytes trickle in; the response must
+  // leave within it too.
+  void set_deadline(tick timeout) noexcept { deadline_ = steady_clock::now() + timeout; }
+
+  void watch() {
+    timer_.expires_after(std::chrono::nanoseconds(srv_.check_period));
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->socket_.is_open()) return;
+      if (steady_clock::now() >= self->deadline_) {
+        self->srv_.svc.stats().timeouts.fetch_add(1, std::memory_order_relaxed);
+        return self->close();
+      }
+      self->watch();
+    });
+  }
+
   void wait_for_request() {
     busy_ = false;
     if (srv_.draining.load(std::memory_order_relaxed)) return close();
     if (buf_.size() > 0) return read_request();
-    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.idle_timeout));
-    stream_.async_read_some(buf_.prepare(8192), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-      if (ec) {
-        if (ec == beast::error::timeout) self->srv_.svc.stats().timeouts.fetch_add(1, std::memory_order_relaxed);
-        return self->close();
-      }
+    set_deadline(srv_.lim.idle_timeout);
+    // Wait for readability, then read what is there: unlike async_read_some,
+    // no speculative recv that fails with EAGAIN on every keep-alive turn.
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->close();
+      beast::error_code e;
+      const std::size_t n = self->socket_.read_some(self->buf_.prepare(8192), e);
+      if (e == net::error::would_block || e == net::error::try_again) return self->wait_for_request();
+      if (e) return self->close();
       self->buf_.commit(n);
       self->read_request();
     });
@@ -118,18 +141,14 @@ class session : public std::enable_shared_from_this<session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.lim.header_bytes));
     parser_->body_limit(srv_.lim.body_bytes);
-    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.request_timeout));
-    http::async_read(stream_, buf_, *parser_,
+    set_deadline(srv_.lim.request_timeout);
+    http::async_read(socket_, buf_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
     if (ec == http::error::header_limit) return fail(431, "request header fields too large");
     if (ec == http::error::body_limit) return fail(413, "request body too large");
-    if (ec == beast::error::timeout) {
-      srv_.svc.stats().timeouts.fetch_add(1, std::memory_order_relaxed);
-      return close();
-    }
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset)
       return close();
@@ -157,38 +176,67 @@ class session : public std::enable_shared_from_this<session> {
     write(out_, false, 11);
   }
 
+  // The response is formatted by hand into one reused buffer (status line,
+  // fields, body) and sent with one write: cheaper than Beast's serializer,
+  // and the values are the service's own (no request bytes, no CR/LF).
   void write(const http_response& r, bool keep_alive, unsigned version) {
-    res_ = {};
-    res_.version(version);
-    res_.result(static_cast<http::status>(r.status));
-    for (const auto& f : r.fields) res_.set(beast::string_view(f.name.data(), f.name.size()), f.value);
-    if (!r.content_type.empty()) res_.set(http::field::content_type, r.content_type);
-    res_.keep_alive(keep_alive);
-    if (r.status != 204 && r.status != 304 && r.status >= 200) {
-      res_.body() = r.body;
-      res_.prepare_payload();
+    keep_alive_ = keep_alive;
+    std::string& b = wire_;
+    b.clear();
+    b += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+    b += std::to_string(r.status);
+    b += ' ';
+    const auto reason = http::obsolete_reason(static_cast<http::status>(r.status));
+    b.append(reason.data(), reason.size());
+    b += "\r\n";
+    for (const auto& f : r.fields) {
+      b += f.name;
+      b += ": ";
+      b += f.value;
+      b += "\r\n";
     }
-    stream_.expires_after(std::chrono::nanoseconds(srv_.lim.request_timeout));
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec || !self->res_.keep_alive()) return self->close();
+    if (!r.content_type.empty()) {
+      b += "Content-Type: ";
+      b += r.content_type;
+      b += "\r\n";
+    }
+    if (r.status != 204 && r.status != 304 && r.status >= 200) {
+      b += "Content-Length: ";
+      b += std::to_string(r.body.size());
+      b += "\r\n";
+    }
+    if (!keep_alive) {
+      b += "Connection: close\r\n";
+    } else if (version == 10) {
+      b += "Connection: keep-alive\r\n";
+    }
+    b += "\r\n";
+    if (r.status != 204 && r.status != 304) b += r.body;
+    set_deadline(srv_.lim.request_timeout);
+    net::async_write(socket_, net::buffer(wire_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec || !self->keep_alive_) return self->close();
       self->wait_for_request();
     });
   }
 
   void close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.socket().close(ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
+    timer_.cancel();
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  tick deadline_ = 0;
   worker& w_;
   server::impl& srv_;
   listener_role role_;
   std::string peer_;
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;
+  std::string wire_;
+  bool keep_alive_ = true;
   http_response out_;
   std::vector<header_view> headers_;
   bool busy_ = false;

@@ -460,6 +460,22 @@ class Lifecycle(ServeCase):
         self.assertEqual((st, b["remaining"]), (200, 2))
 
 
+    def test_periodic_snapshot(self):
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        s, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) +
+                                 '[store]\nsnapshot = "%s"\nsnapshot_interval = "200ms"\n' % snap)
+        s.decide([("api", "alice")])
+        self.assertTrue(s.wait_log("keys saved (periodic)", 5), s.log())
+        self.assertTrue(os.path.isfile(os.path.join(snap, "api.snap")))
+        # A kill -9 now loses at most the last interval: the restart sees alice's request.
+        s.proc.kill()
+        s.proc.wait()
+        s2, _ = self.start_config(base_config({"api": "fixed-window 3/1h"}) + '[store]\nsnapshot = "%s"\n' % snap)
+        st, _, b = s2.decide([("api", "alice")])
+        self.assertEqual((st, b["remaining"]), (200, 1))
+
+
 class SlowClients(ServeCase):
     def test_idle_and_byte_at_a_time_connections_do_not_delay_others(self):
         s, _ = self.start_config(base_config({"api": "gcra 1000000/1s"},
@@ -616,6 +632,28 @@ class NginxAuthRequest(ServeCase):
         self.assertEqual(s.stop(), 0)
         st, _, _ = get("/api/items", key="carol")
         self.assertEqual(st, 500)
+
+
+class Install(unittest.TestCase):
+    def test_cmake_install_gives_binary_config_and_unit(self):
+        build = os.environ.get("SLUICE_BUILD_DIR")
+        cmake = os.environ.get("CMAKE_COMMAND", "cmake")
+        self.assertTrue(build, "SLUICE_BUILD_DIR is not set")
+        prefix = tempfile.mkdtemp(prefix="sluice-install-")
+        self.addCleanup(shutil.rmtree, prefix)
+        subprocess.run([cmake, "--install", build, "--prefix", prefix], check=True, capture_output=True)
+        binary = os.path.join(prefix, "bin", "sluice")
+        conf = os.path.join(prefix, "etc", "sluice", "sluice.toml")
+        unit = os.path.join(prefix, "lib", "systemd", "system", "sluice.service")
+        for f in [binary, conf, unit, os.path.join(prefix, "share", "sluice", "nginx-sluice.conf")]:
+            self.assertTrue(os.path.isfile(f), f)
+        r = subprocess.run([binary, "serve", "--check", conf], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(unit) as f:
+            text = f.read()
+        self.assertIn("ExecStart=%s serve --config %s" % (binary, conf), text)
+        self.assertIn("ExecReload=/bin/kill -HUP $MAINPID", text)
+        self.assertNotIn("@", text)
 
 
 if __name__ == "__main__":
