@@ -8,6 +8,8 @@ Environment: SLUICE_BINARY, SLUICE_SOURCE_DIR, PROTOC.
 """
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -15,7 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
-from serve_support import SOURCE, Server, write_config  # noqa: E402
+from serve_support import BINARY, SOURCE, Server, write_config  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -301,6 +303,75 @@ class Malformed(EnvoyCase):
         self.assertNotEqual(e.exception.code(), grpc.StatusCode.OK)
         # The server still answers.
         self.assertEqual(self.ask(user("after")).overall_code, OK)
+
+
+class Lifecycle(unittest.TestCase):
+    """The listener from --grpc, reloads of [[envoy]] rules, and errors."""
+
+    def start(self, *args):
+        s = Server(list(args))
+        self.addCleanup(s.stop)
+        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
+        self.assertIsNotNone(m, s.log())
+        ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
+        self.addCleanup(ch.close)
+        call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                              response_deserializer=rls.RateLimitResponse.FromString)
+        return s, call
+
+    def test_grpc_flag_without_a_file_has_no_envoy_rules(self):
+        s, call = self.start("--policy", "gcra 10/1s", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
+        res = call(rls.RateLimitRequest(domain="edge", descriptors=[user("a")]), timeout=5)
+        self.assertEqual(res.overall_code, OK)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        self.assertEqual(s.stop(), 0)
+
+    def test_reload_applies_new_envoy_rules_and_keeps_states(self):
+        path = write_config(CONFIG)
+        self.addCleanup(os.unlink, path)
+        s, call = self.start("--config", path)
+        ask = lambda *d, domain="edge": call(rls.RateLimitRequest(domain=domain, descriptors=list(d)), timeout=5)
+        self.assertEqual(ask(user("kim")).statuses[0].limit_remaining, 2)
+        self.assertFalse(ask(desc(("tenant", "t1")), domain="more").statuses[0].HasField("current_limit"))
+        with open(path, "a") as f:
+            f.write('\n[[envoy]]\ndomain = "more"\ndescriptor = ["tenant"]\npolicy = "per_user"\n')
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("reloaded"), s.log())
+        res = ask(desc(("tenant", "t1")), domain="more")
+        self.assertEqual(res.statuses[0].current_limit.name, "per_user")
+        self.assertEqual(res.statuses[0].limit_remaining, 2)
+        self.assertEqual(ask(user("kim")).statuses[0].limit_remaining, 1)  # state kept
+        self.assertEqual(s.stop(), 0)
+
+    def test_config_errors_name_file_line_column(self):
+        bad = write_config('[policies]\na = "gcra 1/1s"\n[[envoy]]\ndomain = "x"\ndescriptor = ["k"]\n'
+                           'policy = "nope"\n')
+        self.addCleanup(os.unlink, bad)
+        r = subprocess.run([BINARY, "serve", "--check", bad], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(bad + ":6:10: envoy[0].policy: unknown policy 'nope'", r.stderr)
+        bad2 = write_config('[policies]\na = "gcra 1/1s"\n[grpc]\nlisten = "localhost:1"\n')
+        self.addCleanup(os.unlink, bad2)
+        r = subprocess.run([BINARY, "serve", "--check", bad2], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(bad2 + ":4:10: grpc.listen:", r.stderr)
+
+    def test_port_in_use_is_an_error(self):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        self.addCleanup(taken.close)
+        r = subprocess.run([BINARY, "serve", "--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc",
+                            "127.0.0.1:%d" % taken.getsockname()[1]], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("grpc.listen: cannot listen on 127.0.0.1:%d" % taken.getsockname()[1], r.stderr)
+        # Nor does a second sluice share a first one's port (no SO_REUSEPORT).
+        first, _ = self.start("--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
+        port = re.search(r"grpc://127\.0\.0\.1:(\d+)", first.log()).group(1)
+        r = subprocess.run([BINARY, "serve", "--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc",
+                            "127.0.0.1:" + port], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("grpc.listen: cannot listen on 127.0.0.1:" + port, r.stderr)
 
 
 if __name__ == "__main__":

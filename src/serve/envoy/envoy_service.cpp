@@ -351,6 +351,9 @@ result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, cons
   const std::string target = host + ":" + std::to_string(where.port);
   grpc::ServerBuilder builder;
   int port = 0;
+  // No SO_REUSEPORT (gRPC's default): a second server on the port is an
+  // error here, not a silent share of the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(p.get());
   const auto body = svc.current()->lim.body_bytes;
