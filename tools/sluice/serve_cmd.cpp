@@ -12,12 +12,27 @@
 #include "cli.hpp"
 #include "server.hpp"
 #include "service.hpp"
+#include "store_flag.hpp"
 #include "stores.hpp"
 #ifdef SLUICE_WITH_ENVOY
 #include "envoy_service.hpp"
 #endif
 
 namespace sluice::cli {
+
+namespace {
+
+// A remote store URL (redis://, unix://) goes to the command's one store
+// factory (store_flag.hpp), where the Redis store adds its schemes.
+// TODO(redis): pass the timeouts and the failure mode of `c` once
+// store_setup carries them.
+result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsigned /*threads*/) {
+  auto made = make_store(c.url, store_setup{.keyed = {}, .key_prefix = c.key_prefix});
+  if (!made) return error{"store.url", made.err().message};
+  return std::move(made.value().s);
+}
+
+}  // namespace
 
 CLI::App* add_serve(CLI::App& app, serve_flags& f) {
   CLI::App* cmd = app.add_subcommand("serve", "The HTTP decision service (JSON API, nginx auth_request, metrics)");
@@ -95,7 +110,8 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  auto st = make_store(cfg.store, cfg.threads);
+  serve::set_remote_store_factory(&remote_store);
+  auto st = serve::make_store(cfg.store, cfg.threads);
   if (!st) {
     err << "sluice: " << st.err().what() << "\n";
     return 1;

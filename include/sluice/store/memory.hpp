@@ -96,11 +96,18 @@ class memory_store final : public store {
   /// The store's clock (steady ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
-  /// Decisions by source, and the keys held over every policy.
+  /// Decisions by source (peeks are not counted), and the keys held over
+  /// every policy.
   [[nodiscard]] store_stats stats() const override;
 
   /// The id of a defined name, if any.
   [[nodiscard]] std::optional<policy_id> find(std::string_view name) const;
+
+  /// Calls `fn` with the keyed store that holds `id`'s states (to save or
+  /// restore a snapshot, purge, inspect), while no redefinition of that
+  /// policy can run; decisions go on meanwhile. Returns false (without
+  /// calling it) for an unknown id. `fn` must not call `define`.
+  bool with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn);
 
   /// Drops every fresh state of every policy at `now` (keyed_limiter::purge)
   /// and forgets request ids older than the window. Returns the states
