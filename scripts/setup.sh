@@ -8,9 +8,10 @@
 #   scripts/setup.sh --bench    also what the benchmarks and peers need
 set -euo pipefail
 
-# git: `make lint` checks the tracked files. The service (the next issues)
-# builds on hiredis, Boost, toml++ and nlohmann-json, and its tests start
-# their own redis-server and nginx (on free ports) and reach them with curl.
+# git: `make lint` checks the tracked files. The Redis store builds on
+# hiredis, the service on Boost, toml++ and nlohmann-json, its Envoy front end
+# on grpc++ and protobuf; the tests start their own redis-server and nginx (on
+# free ports) and reach them with curl, python3's http.client and grpcio.
 # libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
 # --no-install-recommends needs it named.
 packages=(make cmake ninja-build g++ pkg-config git
@@ -18,11 +19,13 @@ packages=(make cmake ninja-build g++ pkg-config git
           libfmt-dev libcli11-dev libabsl-dev
           clang-format clang-tidy
           libhiredis-dev libboost-dev libtomlplusplus-dev nlohmann-json3-dev
-          redis-server nginx-light curl)
+          redis-server redis-tools nginx-light curl python3
+          libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+          python3-grpcio python3-protobuf)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    --bench) packages+=(hyperfine valgrind linux-perf) ;;
+    --bench) packages+=(hyperfine valgrind linux-perf wrk nghttp2-client) ;;
     *) echo "usage: scripts/setup.sh [--fuzz] [--bench]" >&2; exit 2 ;;
   esac
 done

@@ -17,6 +17,10 @@
 
 namespace sluice::serve {
 
+/// Reads `[grpc]` and `[[envoy]]` of `doc` into `c` (envoy_rules.cpp); the
+/// policies must be read already.
+std::optional<error> read_envoy_sections(const std::string& file, const toml::table& doc, config& c);
+
 namespace {
 
 // An error at a place in the file.
@@ -361,9 +365,10 @@ std::optional<error> read_rule(const std::string& file, const toml::table& t, st
 std::optional<error> read_document(const std::string& file, const toml::table& doc, config& c) {
   for (auto&& [k, v] : doc) {
     const std::string_view key = k.str();
-    if (key != "server" && key != "store" && key != "policies" && key != "rules")
-      return at_place(file, k.source().begin,
-                      "unknown section '" + std::string(key) + "' (known: server, store, policies, rules)");
+    if (key != "server" && key != "store" && key != "policies" && key != "rules" && key != "grpc" && key != "envoy")
+      return at_place(
+          file, k.source().begin,
+          "unknown section '" + std::string(key) + "' (known: server, store, policies, rules, grpc, envoy)");
   }
   if (const toml::node* n = doc.get("server")) {
     if (!n->is_table()) return at_place(file, n->source().begin, "server must be a table ([server])");
@@ -386,6 +391,7 @@ std::optional<error> read_document(const std::string& file, const toml::table& d
     std::size_t i = 0;
     for (const toml::node& e : *a) SLUICE_TRY(read_rule(file, *e.as_table(), i++, c));
   }
+  SLUICE_TRY(read_envoy_sections(file, doc, c));
   return std::nullopt;
 }
 

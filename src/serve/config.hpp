@@ -128,6 +128,26 @@ struct rule {
   bool shadow = false;
 };
 
+/// One entry an Envoy descriptor must carry: its key, and the value it must
+/// equal (nullopt: any value, each value limited apart).
+struct envoy_entry {
+  std::string key;
+  std::optional<std::string> value;
+  friend bool operator==(const envoy_entry&, const envoy_entry&) = default;
+};
+
+/// An Envoy rule (`[[envoy]]`, docs/serve.md "Envoy"): a descriptor of a
+/// ShouldRateLimit request in `domain` whose entries are exactly `entries`
+/// (the same keys in the same order, each value equal where one is given)
+/// gets one check of `policy`, keyed by the entries' values joined as key
+/// parts are (append_key_part). The first matching rule applies.
+struct envoy_rule {
+  std::string name;
+  std::string domain;
+  std::vector<envoy_entry> entries;
+  std::string policy;
+};
+
 /// A named policy, as written and as parsed.
 struct named_policy {
   std::string name;
@@ -169,6 +189,11 @@ struct config {
   store_config store;
   std::vector<named_policy> policies;
   std::vector<rule> rules;
+  /// The gRPC listener of Envoy's rate limit service ([grpc] listen); none
+  /// by default. Only a build with gRPC can serve it (sluice_envoy).
+  std::optional<listen_address> grpc;
+  /// The rules for Envoy's descriptors ([[envoy]]).
+  std::vector<envoy_rule> envoy;
 
   /// The policy of that name, or null.
   [[nodiscard]] const named_policy* find_policy(std::string_view name) const noexcept;

@@ -216,6 +216,11 @@ result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store
 
 std::shared_ptr<const config> service::current() const { return active_.load()->cfg; }
 
+service::policy_table service::policies() const {
+  const auto a = active_.load();
+  return policy_table{a->cfg, a->ids};
+}
+
 result<std::shared_ptr<const service::active>> service::build(config next, const active* old, reload_report& report) {
   auto cfg = std::make_shared<const config>(std::move(next));
   auto a = std::make_shared<active>(cfg);

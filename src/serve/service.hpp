@@ -93,6 +93,15 @@ class service {
   /// The configuration in force.
   [[nodiscard]] std::shared_ptr<const config> current() const;
 
+  /// The configuration in force and the store's id of each of its policies
+  /// (`ids[i]` is `cfg->policies[i]`'s), read at one instant: what another
+  /// front end (the Envoy gRPC service) decides with.
+  struct policy_table {
+    std::shared_ptr<const config> cfg;
+    std::vector<policy_id> ids;
+  };
+  [[nodiscard]] policy_table policies() const;
+
   /// The store.
   [[nodiscard]] store& backing_store() noexcept { return *store_; }
 

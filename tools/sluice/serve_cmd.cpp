@@ -14,6 +14,9 @@
 #include "service.hpp"
 #include "store_flag.hpp"
 #include "stores.hpp"
+#ifdef SLUICE_WITH_ENVOY
+#include "envoy_service.hpp"
+#endif
 
 namespace sluice::cli {
 
@@ -39,6 +42,7 @@ CLI::App* add_serve(CLI::App& app, serve_flags& f) {
   cmd->add_option("--key", f.key, "without a file: the key, e.g. header:X-Api-Key, client, query:key (default client)");
   cmd->add_option("--listen", f.listen, "the decision listener, HOST:PORT (default 127.0.0.1:8080)");
   cmd->add_option("--admin", f.admin, "the admin listener (POST /admin/reload), HOST:PORT");
+  cmd->add_option("--grpc", f.grpc, "Envoy's gRPC rate limit service listener, HOST:PORT (see docs/serve.md)");
   cmd->add_option("--snapshot", f.snapshot,
                   "memory store: a folder to save the states to at shutdown, and load at start");
   cmd->add_option("--threads", f.threads, "event loops (default: the file's, else one per core)")
@@ -81,6 +85,17 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     if (!a) return usage("--admin: " + a.err().message);
     cfg.admin = *a;
   }
+  if (!f.grpc.empty()) {
+    auto a = parse_listen(f.grpc);
+    if (!a) return usage("--grpc: " + a.err().message);
+    cfg.grpc = *a;
+  }
+#ifndef SLUICE_WITH_ENVOY
+  if (cfg.grpc)
+    return usage(std::string(f.grpc.empty() ? "grpc.listen" : "--grpc") +
+                 ": this sluice was built without gRPC, so it cannot serve Envoy's rate limit service "
+                 "(install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc and rebuild)");
+#endif
   if (f.threads_given) cfg.threads = f.threads;
   if (!f.snapshot.empty()) {
     if (!cfg.store.is_memory()) return usage("--snapshot: only the memory store keeps a snapshot");
@@ -139,7 +154,26 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     err << "sluice: " << srv.err().what() << "\n";
     return 1;
   }
+#ifdef SLUICE_WITH_ENVOY
+  // Envoy's gRPC service: started with the signals still blocked, so its
+  // threads leave them to the server's loop; stopped after the loop drained.
+  std::unique_ptr<envoy::grpc_front_end> grpc;
+  if (cfg.grpc) {
+    auto g = envoy::grpc_front_end::start(s, *cfg.grpc);
+    if (!g) {
+      err << "sluice: " << g.err().what() << "\n";
+      return 1;
+    }
+    grpc = std::move(g).value();
+    const auto& a = grpc->address();
+    err << "sluice serve: listening on grpc://" << (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host)
+        << ":" << a.port << " (envoy)\n";
+  }
+#endif
   (*srv)->run(err);
+#ifdef SLUICE_WITH_ENVOY
+  if (grpc) grpc->shutdown(cfg.lim.drain_timeout);
+#endif
   return save("shutdown") ? exit_ok : 1;
 }
 

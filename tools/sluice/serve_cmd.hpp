@@ -19,6 +19,7 @@ struct serve_flags {
   std::string key = "client";  ///< --key SPEC (no file)
   std::string listen;          ///< --listen ADDR: replaces the file's listeners
   std::string admin;           ///< --admin ADDR
+  std::string grpc;            ///< --grpc ADDR: Envoy's rate limit service (replaces [grpc] listen)
   std::string snapshot;        ///< --snapshot DIR (memory store)
   unsigned threads = 0;        ///< --threads N (0: the file's, else the core count)
   bool threads_given = false;

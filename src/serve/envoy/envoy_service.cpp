@@ -1,0 +1,372 @@
+// Envoy's rate limit service on gRPC's callback API (envoy_service.hpp).
+#include "envoy_service.hpp"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "envoy_rules.hpp"
+#include "metrics.hpp"
+#include "rules.hpp"
+#include "wire.hpp"
+
+namespace sluice::serve::envoy {
+
+namespace rls = ::envoy::service::ratelimit::v3;
+using response_code = rls::RateLimitResponse::Code;
+using limit_unit = rls::RateLimitResponse::RateLimit::Unit;
+
+namespace {
+
+constexpr tick second = 1'000'000'000;
+
+// The Envoy unit a window is exactly one of, else UNKNOWN (a 10 s window,
+// a quota without one). MONTH and YEAR are never exact (their lengths vary).
+limit_unit unit_of(std::optional<tick> window) noexcept {
+  if (!window) return rls::RateLimitResponse::RateLimit::UNKNOWN;
+  switch (*window) {
+    case second:
+      return rls::RateLimitResponse::RateLimit::SECOND;
+    case 60 * second:
+      return rls::RateLimitResponse::RateLimit::MINUTE;
+    case 3600 * second:
+      return rls::RateLimitResponse::RateLimit::HOUR;
+    case 86400 * second:
+      return rls::RateLimitResponse::RateLimit::DAY;
+    case 7 * 86400 * second:
+      return rls::RateLimitResponse::RateLimit::WEEK;
+    default:
+      return rls::RateLimitResponse::RateLimit::UNKNOWN;
+  }
+}
+
+std::uint32_t clamp_u32(std::int64_t v) noexcept {
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, std::numeric_limits<std::uint32_t>::max()));
+}
+
+// One configuration, ready for calls: per policy its id in the store, its
+// counters, its RateLimit-Policy member and what current_limit says.
+struct compiled {
+  std::shared_ptr<const config> cfg;
+  std::vector<policy_id> ids;
+  std::vector<policy_counters*> counters;
+  std::vector<std::string> members;
+  std::vector<std::uint32_t> requests_per_unit;
+  std::vector<limit_unit> units;
+  std::vector<bool> advertises;
+};
+
+// One matched descriptor.
+struct planned {
+  std::size_t descriptor = 0;
+  std::size_t policy = 0;
+  std::string key;
+  std::int64_t cost = 1;
+  std::size_t check = 0;  // index into the checks decided
+};
+
+grpc::Status invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
+
+}  // namespace
+
+struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
+  explicit impl(service& s) : svc(s) {}
+
+  service& svc;
+  listen_address bound;
+  std::unique_ptr<grpc::Server> server;
+  std::mutex compile_mutex;
+  std::atomic<std::shared_ptr<const compiled>> cache;
+
+  std::shared_ptr<const compiled> current() {
+    auto cfg = svc.current();
+    auto c = cache.load();
+    if (c && c->cfg == cfg) return c;
+    const std::lock_guard lock(compile_mutex);
+    c = cache.load();
+    if (c && c->cfg == cfg) return c;
+    service::policy_table t = svc.policies();
+    auto next = std::make_shared<compiled>();
+    next->cfg = t.cfg;
+    next->ids = std::move(t.ids);
+    for (const auto& p : next->cfg->policies) {
+      next->counters.push_back(&svc.stats().for_policy(p.name));
+      next->members.push_back(policy_member(p.name, p.policy));
+      const auto a = advertised_of(p.policy);
+      next->advertises.push_back(a.has_value());
+      next->requests_per_unit.push_back(a ? clamp_u32(a->quota) : 0);
+      next->units.push_back(a ? unit_of(a->window) : rls::RateLimitResponse::RateLimit::UNKNOWN);
+    }
+    cache.store(next);
+    return next;
+  }
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx, const rls::RateLimitRequest* req,
+                                            rls::RateLimitResponse* res) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const tick t0 = steady_clock::now();
+    reactor->Finish(decide(*req, *res));
+    svc.stats().observe_latency(steady_clock::now() - t0);
+    return reactor;
+  }
+
+  grpc::Status decide(const rls::RateLimitRequest& req, rls::RateLimitResponse& res);
+};
+
+grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls::RateLimitResponse& res) {
+  const auto view = current();
+  const config& cfg = *view->cfg;
+  if (req.domain().empty()) return invalid("domain: must not be empty");
+  if (req.descriptors_size() == 0) return invalid("descriptors: must not be empty");
+  const std::int64_t request_cost = req.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(req.hits_addend());
+  const bool known = knows_domain(cfg, req.domain());
+
+  thread_local std::vector<planned> plan;
+  thread_local std::vector<entry_view> entries;
+  plan.clear();
+  for (int i = 0; i < req.descriptors_size(); ++i) {
+    const auto& d = req.descriptors(i);
+    if (d.entries_size() == 0) return invalid("descriptors[" + std::to_string(i) + "].entries: must not be empty");
+    entries.clear();
+    for (int k = 0; k < d.entries_size(); ++k) {
+      const auto& e = d.entries(k);
+      if (e.key().empty() || e.value().empty())
+        return invalid("descriptors[" + std::to_string(i) + "].entries[" + std::to_string(k) + "]." +
+                       (e.key().empty() ? "key" : "value") + ": must not be empty");
+      entries.push_back(entry_view{e.key(), e.value()});
+    }
+    std::int64_t cost = request_cost;
+    if (d.has_hits_addend()) {
+      const std::uint64_t h = d.hits_addend().value();
+      if (h > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        return invalid("descriptors[" + std::to_string(i) + "].hits_addend: larger than 2^63 - 1");
+      cost = h == 0 ? 1 : static_cast<std::int64_t>(h);
+    }
+    if (!known) continue;
+    const auto rule = match_envoy(cfg, req.domain(), entries);
+    if (!rule) continue;
+    planned p;
+    p.descriptor = static_cast<std::size_t>(i);
+    p.policy = static_cast<std::size_t>(cfg.find_policy(cfg.envoy[*rule].policy) - cfg.policies.data());
+    envoy_key(entries, p.key);
+    if (p.key.size() > cfg.lim.key_bytes)
+      return invalid("descriptors[" + std::to_string(i) + "]: the key is longer than " +
+                     std::to_string(cfg.lim.key_bytes) + " bytes (server.max_key_bytes)");
+    p.cost = cost;
+    plan.push_back(std::move(p));
+  }
+
+  // The checks: one per distinct (policy, key, cost), grouped by cost.
+  std::array<check, max_checks> checks;
+  std::array<std::int64_t, max_checks> check_cost{};
+  std::array<std::size_t, max_checks> check_policy{};
+  std::size_t n = 0;
+  for (auto& p : plan) {
+    const policy_id id = view->ids[p.policy];
+    std::size_t k = 0;
+    while (k < n && !(checks[k].policy == id && checks[k].key == p.key && check_cost[k] == p.cost)) ++k;
+    if (k == n) {
+      if (n == max_checks)
+        return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
+      checks[n] = check{id, p.key};  // `plan` no longer grows: the key stays put
+      check_cost[n] = p.cost;
+      check_policy[n] = p.policy;
+      ++n;
+    }
+    p.check = k;
+  }
+  // Order by cost so each cost is one contiguous group (stable: first seen first).
+  std::array<std::size_t, max_checks> order{};
+  for (std::size_t k = 0; k < n; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n),
+                   [&](std::size_t a, std::size_t b) { return check_cost[a] < check_cost[b]; });
+  std::array<check, max_checks> sorted;
+  std::array<std::size_t, max_checks> position{};  // check index -> index in `sorted`
+  for (std::size_t k = 0; k < n; ++k) {
+    sorted[k] = checks[order[k]];
+    position[order[k]] = k;
+  }
+  std::array<decision, max_checks> per{};
+  store& st = svc.backing_store();
+  const tick now = st.now();
+  bool allowed = true;
+  tick retry_after = 0;
+  // Each group [b, e) of one cost. With one group (every descriptor at the
+  // same cost, the usual case) the request is one atomic store request. With
+  // several, every group is first peeked: any denial answers OVER_LIMIT and
+  // charges nothing; else the groups are decided in order, and only a
+  // concurrent request between the peek and the charge can deny a later
+  // group after an earlier one was charged (docs/serve.md says so).
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  for (std::size_t b = 0; b < n;) {
+    std::size_t e = b + 1;
+    while (e < n && check_cost[order[e]] == check_cost[order[b]]) ++e;
+    groups.emplace_back(b, e);
+    b = e;
+  }
+  const auto request_of = [&](std::size_t b, std::size_t e, std::int64_t cost) {
+    return store_request{std::span<const check>(sorted.data() + b, e - b), now, cost, {}};
+  };
+  const auto absorb = [&](const store_decision& sd) {
+    if (!sd.d.allowed) {
+      allowed = false;
+      retry_after = std::max(retry_after, sd.d.retry_after);
+    }
+  };
+  if (groups.size() == 1) {
+    const auto [b, e] = groups.front();
+    absorb(st.decide_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b)));
+  } else if (groups.size() > 1) {
+    for (const auto& [b, e] : groups)
+      absorb(st.peek_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b)));
+    if (allowed) {
+      for (const auto& [b, e] : groups) {
+        const store_decision sd =
+            st.decide_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b));
+        absorb(sd);
+        if (!sd.d.allowed) break;
+      }
+    }
+    if (!allowed) {
+      // Report every check that would have admitted on its untouched state:
+      // a request no state can admit is a pure read of each.
+      for (const auto& [b, e] : groups) {
+        bool group_denied = false;
+        for (std::size_t k = b; k < e; ++k) group_denied = group_denied || per[k].retry_after != 0;
+        if (group_denied) continue;
+        std::array<decision, max_checks> untouched{};
+        (void)st.peek_at(request_of(b, e, std::numeric_limits<std::int64_t>::max()),
+                         std::span<decision>(untouched.data() + b, e - b));
+        for (std::size_t k = b; k < e; ++k) {
+          per[k] = untouched[k];
+          per[k].allowed = false;
+          per[k].retry_after = 0;
+          per[k].release_after = 0;
+        }
+      }
+    }
+  }
+
+  // The response: one status per descriptor, in order.
+  res.set_overall_code(allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+  std::size_t next_plan = 0;
+  for (int i = 0; i < req.descriptors_size(); ++i) {
+    auto* status = res.add_statuses();
+    if (next_plan >= plan.size() || plan[next_plan].descriptor != static_cast<std::size_t>(i)) {
+      status->set_code(rls::RateLimitResponse::OK);  // no rule: not limited
+      continue;
+    }
+    const planned& p = plan[next_plan++];
+    const decision& d = per[position[p.check]];
+    // A check of a denied request that would have admitted reports
+    // allowed = false with retry_after 0 (store.hpp): it is not over its limit.
+    status->set_code(d.allowed || d.retry_after == 0 ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+    if (view->advertises[p.policy]) {
+      auto* lim = status->mutable_current_limit();
+      lim->set_name(cfg.policies[p.policy].name);
+      lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
+      lim->set_unit(view->units[p.policy]);
+    }
+    status->set_limit_remaining(clamp_u32(d.remaining));
+    if (d.reset_after != never) {
+      auto* reset = status->mutable_duration_until_reset();
+      reset->set_seconds(d.reset_after / second);
+      reset->set_nanos(static_cast<std::int32_t>(d.reset_after % second));
+    }
+  }
+
+  // RateLimit-Policy and RateLimit (one member per check), Retry-After on a
+  // denial: the HTTP endpoints' headers, for Envoy to add to its response.
+  std::string policy_field;
+  std::string rl_field;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t pol = check_policy[k];
+    const std::string& member = view->members[pol];
+    if (member.empty()) continue;
+    const decision& d = per[position[k]];
+    std::optional<tick> t;
+    if (d.remaining < sf_integer_max) {
+      if (!d.allowed && d.retry_after != 0 && d.remaining + 1 == check_cost[k]) {
+        t = d.retry_after;
+      } else {
+        const store_decision peek =
+            st.peek_at(store_request{std::span<const check>(&checks[k], 1), now, d.remaining + 1, {}});
+        t = peek.d.retry_after;
+      }
+    }
+    if (!policy_field.empty()) {
+      policy_field += ", ";
+      rl_field += ", ";
+    }
+    policy_field += member;
+    rl_field += ratelimit_member(cfg.policies[pol].name, d.remaining, t);
+  }
+  if (!policy_field.empty()) {
+    auto* h = res.add_response_headers_to_add();
+    h->set_key("RateLimit-Policy");
+    h->set_value(std::move(policy_field));
+    h = res.add_response_headers_to_add();
+    h->set_key("RateLimit");
+    h->set_value(std::move(rl_field));
+  }
+  if (!allowed && retry_after != never && retry_after > 0) {
+    auto* h = res.add_response_headers_to_add();
+    h->set_key("Retry-After");
+    h->set_value(std::to_string(ceil_seconds(retry_after)));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    policy_counters* pc = view->counters[check_policy[k]];
+    (allowed ? pc->allowed : pc->denied).fetch_add(1, std::memory_order_relaxed);
+  }
+  return grpc::Status::OK;
+}
+
+grpc_front_end::grpc_front_end(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+grpc_front_end::~grpc_front_end() {
+  if (impl_ && impl_->server) shutdown(0);
+}
+
+const listen_address& grpc_front_end::address() const noexcept { return impl_->bound; }
+
+void grpc_front_end::shutdown(tick drain) {
+  if (!impl_->server) return;
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::nanoseconds(drain));
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
+result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, const listen_address& where) {
+  auto p = std::make_unique<impl>(svc);
+  const bool v6 = where.host.find(':') != std::string::npos;
+  const std::string host = v6 ? "[" + where.host + "]" : where.host;
+  const std::string target = host + ":" + std::to_string(where.port);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  // No SO_REUSEPORT (gRPC's default): a second server on the port is an
+  // error here, not a silent share of the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(p.get());
+  const auto body = svc.current()->lim.body_bytes;
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::clamp<std::size_t>(body, 4096, static_cast<std::size_t>(std::numeric_limits<int>::max()))));
+  p->server = builder.BuildAndStart();
+  if (!p->server || port == 0) {
+    if (p->server) p->server->Shutdown();
+    return error{"grpc.listen", "cannot listen on " + target + " (in use, or not an address of this machine)"};
+  }
+  p->bound = listen_address{where.host, static_cast<std::uint16_t>(port)};
+  (void)p->current();
+  return std::unique_ptr<grpc_front_end>(new grpc_front_end(std::move(p)));
+}
+
+}  // namespace sluice::serve::envoy

@@ -1,0 +1,167 @@
+// The [grpc] and [[envoy]] sections of the service's configuration, and
+// matching Envoy descriptors to their rules (envoy_rules.hpp).
+#include "envoy_rules.hpp"
+
+#include <toml++/toml.h>
+#include <algorithm>
+
+#include "rules.hpp"
+
+namespace sluice::serve {
+
+namespace {
+
+error at_node(const std::string& file, const toml::node& n, const std::string& message) {
+  const auto p = n.source().begin;
+  return error{file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column), message};
+}
+
+// Every key of `t` must be one of `known`.
+std::optional<error> only(const std::string& file, const toml::table& t, std::string_view where,
+                          std::initializer_list<std::string_view> known) {
+  for (auto&& [k, v] : t) {
+    if (std::find(known.begin(), known.end(), k.str()) != known.end()) continue;
+    std::string list;
+    for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+    const auto p = k.source().begin;
+    return error{file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column),
+                 "unknown key '" + std::string(k.str()) + "' in " + std::string(where) + " (known: " + list + ")"};
+  }
+  return std::nullopt;
+}
+
+// One descriptor entry: "key" (any value), "key=value" (exactly that value),
+// or an inline table {key = "...", value = "..."}.
+result<envoy_entry> read_entry(const std::string& file, const toml::node& n, const std::string& where) {
+  envoy_entry e;
+  if (const auto* s = n.as_string()) {
+    const std::string& text = s->get();
+    const auto eq = text.find('=');
+    e.key = text.substr(0, eq);
+    if (eq != std::string::npos) e.value = text.substr(eq + 1);
+  } else if (const auto* t = n.as_table()) {
+    if (auto err = only(file, *t, where, {"key", "value"})) return *err;
+    const auto* k = t->get_as<std::string>("key");
+    if (k == nullptr) return at_node(file, n, where + ": needs key = \"...\"");
+    e.key = k->get();
+    if (const toml::node* v = t->get("value")) {
+      const auto* vs = v->as_string();
+      if (vs == nullptr) return at_node(file, *v, where + ".value: must be a string");
+      e.value = vs->get();
+    }
+  } else {
+    return at_node(file, n, where + ": must be \"key\", \"key=value\" or {key = \"...\", value = \"...\"}");
+  }
+  if (e.key.empty()) return at_node(file, n, where + ": the entry's key must not be empty");
+  if (e.value && e.value->empty())
+    return at_node(file, n, where + ": the value after '=' must not be empty (write \"" + e.key + "\" for any value)");
+  return e;
+}
+
+std::optional<error> read_envoy_rule(const std::string& file, const toml::table& t, std::size_t index, config& c) {
+  const std::string where = "envoy[" + std::to_string(index) + "]";
+  if (auto e = only(file, t, where, {"name", "domain", "descriptor", "policy"})) return e;
+  envoy_rule ru;
+  ru.name = "envoy " + std::to_string(index + 1);
+  if (const toml::node* n = t.get("name")) {
+    const auto* s = n->as_string();
+    if (s == nullptr) return at_node(file, *n, where + ".name: must be a string");
+    ru.name = s->get();
+  }
+  const toml::node* dn = t.get("domain");
+  if (dn == nullptr) return at_node(file, t, where + ": every [[envoy]] rule needs a domain");
+  if (dn->as_string() == nullptr || dn->as_string()->get().empty())
+    return at_node(file, *dn, where + ".domain: must be a non-empty string (Envoy's rate limit domain)");
+  ru.domain = dn->as_string()->get();
+  const toml::node* en = t.get("descriptor");
+  if (en == nullptr)
+    return at_node(file, t, where + ": needs descriptor = [\"key\", \"key=value\", ...] (the descriptor's entries)");
+  if (const auto* a = en->as_array()) {
+    if (a->empty()) return at_node(file, *en, where + ".descriptor: must name at least one entry");
+    if (a->size() > 8) return at_node(file, *en, where + ".descriptor: at most 8 entries");
+    std::size_t i = 0;
+    for (const toml::node& e : *a) {
+      auto entry = read_entry(file, e, where + ".descriptor[" + std::to_string(i++) + "]");
+      if (!entry) return entry.err();
+      ru.entries.push_back(*entry);
+    }
+  } else if (en->as_string() != nullptr) {
+    auto entry = read_entry(file, *en, where + ".descriptor");
+    if (!entry) return entry.err();
+    ru.entries.push_back(*entry);
+  } else {
+    return at_node(file, *en,
+                   where + ".descriptor: must be an array of entries, e.g. [\"generic_key=checkout\", \"user\"]");
+  }
+  const toml::node* pn = t.get("policy");
+  if (pn == nullptr) return at_node(file, t, where + ": every [[envoy]] rule needs a policy");
+  if (pn->as_string() == nullptr) return at_node(file, *pn, where + ".policy: must be a string");
+  ru.policy = pn->as_string()->get();
+  if (c.find_policy(ru.policy) == nullptr) {
+    std::string known;
+    for (const auto& p : c.policies) known += (known.empty() ? "" : ", ") + p.name;
+    return at_node(
+        file, *pn,
+        where + ".policy: unknown policy '" + ru.policy + "' (defined: " + (known.empty() ? "none" : known) + ")");
+  }
+  for (std::size_t k = 0; k < c.envoy.size(); ++k) {
+    if (c.envoy[k].domain == ru.domain && c.envoy[k].entries == ru.entries)
+      return at_node(file, *en,
+                     where + ".descriptor: the same domain and descriptor as envoy[" + std::to_string(k) +
+                         "] (only the first would ever apply)");
+  }
+  c.envoy.push_back(std::move(ru));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<error> read_envoy_sections(const std::string& file, const toml::table& doc, config& c) {
+  if (const toml::node* n = doc.get("grpc")) {
+    const auto* t = n->as_table();
+    if (t == nullptr) return at_node(file, *n, "grpc must be a table ([grpc])");
+    if (auto e = only(file, *t, "grpc", {"listen"})) return e;
+    if (const toml::node* ln = t->get("listen")) {
+      const auto* s = ln->as_string();
+      if (s == nullptr) return at_node(file, *ln, "grpc.listen: must be a string, e.g. \"127.0.0.1:8081\"");
+      auto a = parse_listen(s->get());
+      if (!a) return at_node(file, *ln, "grpc.listen: " + a.err().message);
+      c.grpc = *a;
+    }
+  }
+  if (const toml::node* n = doc.get("envoy")) {
+    const auto* a = n->as_array();
+    if (a == nullptr || !a->is_array_of_tables())
+      return at_node(file, *n, "envoy must be an array of tables ([[envoy]])");
+    std::size_t i = 0;
+    for (const toml::node& e : *a)
+      if (auto err = read_envoy_rule(file, *e.as_table(), i++, c)) return err;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries) {
+  for (std::size_t i = 0; i < c.envoy.size(); ++i) {
+    const envoy_rule& r = c.envoy[i];
+    if (r.domain != domain || r.entries.size() != entries.size()) continue;
+    bool ok = true;
+    for (std::size_t k = 0; k < entries.size() && ok; ++k)
+      ok = r.entries[k].key == entries[k].key && (!r.entries[k].value || *r.entries[k].value == entries[k].value);
+    if (ok) return i;
+  }
+  return std::nullopt;
+}
+
+bool knows_domain(const config& c, std::string_view domain) noexcept {
+  return std::any_of(c.envoy.begin(), c.envoy.end(), [&](const envoy_rule& r) { return r.domain == domain; });
+}
+
+void envoy_key(std::span<const entry_view> entries, std::string& out) {
+  out.clear();
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (k > 0) out += ':';
+    append_key_part(out, entries[k].value);
+  }
+}
+
+}  // namespace sluice::serve

@@ -1,0 +1,39 @@
+// The Envoy side of a configuration, without gRPC: the [grpc] and [[envoy]]
+// sections of the TOML file, and matching one descriptor of Envoy's
+// ShouldRateLimit request (a domain and its (key, value) entries) to the
+// rule that limits it. The gRPC front end (envoy/) builds on this; a build
+// without gRPC still reads and checks these sections.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "config.hpp"
+#include "sluice/result.hpp"
+
+namespace sluice::serve {
+
+/// One entry of a request's descriptor.
+struct entry_view {
+  std::string_view key;
+  std::string_view value;
+};
+
+/// The index into `c.envoy` of the first rule of `domain` whose entries
+/// match `entries` (same length, same keys in order, equal values where the
+/// rule gives one), or nullopt.
+std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries);
+
+/// Whether any rule names `domain`.
+bool knows_domain(const config& c, std::string_view domain) noexcept;
+
+/// The key a matching descriptor is limited under: its values joined with
+/// ':' as key parts are (append_key_part), so the descriptor
+/// [("remote_address", "10.0.0.1")] and the HTTP key "client" of that peer
+/// share one state when their rules name the same policy.
+void envoy_key(std::span<const entry_view> entries, std::string& out);
+
+}  // namespace sluice::serve

@@ -1,0 +1,378 @@
+"""Envoy's rate limit service (gRPC ShouldRateLimit) of `sluice serve`, through
+a real gRPC client: Debian's python3-grpcio, with message classes generated
+from the vendored .proto files (src/serve/envoy/proto) by protoc at test time.
+
+Each TestCase class is one ctest test (tests/envoy/CMakeLists.txt). Every
+server binds 127.0.0.1 on ports the system picks and is stopped by PID.
+Environment: SLUICE_BINARY, SLUICE_SOURCE_DIR, PROTOC.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "serve"))
+from serve_support import BINARY, SOURCE, Server, write_config  # noqa: E402
+
+import grpc  # noqa: E402
+
+
+def generate_stubs():
+    """protoc --python_out for the vendored protos into a temporary folder."""
+    out = tempfile.mkdtemp(prefix="sluice-envoy-pb2-")
+    proto_dir = os.path.join(SOURCE, "src", "serve", "envoy", "proto")
+    protos = []
+    for root, _, files in os.walk(proto_dir):
+        protos += [os.path.relpath(os.path.join(root, f), proto_dir) for f in files if f.endswith(".proto")]
+    subprocess.run([os.environ.get("PROTOC", "protoc"), "-I", proto_dir, "--python_out=" + out] + sorted(protos),
+                   check=True)
+    sys.path.insert(0, out)
+    return out
+
+
+generate_stubs()
+from envoy.service.ratelimit.v3 import rls_pb2 as rls  # noqa: E402
+from envoy.extensions.common.ratelimit.v3 import ratelimit_pb2 as rl  # noqa: E402
+from google.protobuf import wrappers_pb2  # noqa: E402
+
+METHOD = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+OK = rls.RateLimitResponse.OK
+OVER = rls.RateLimitResponse.OVER_LIMIT
+Unit = rls.RateLimitResponse.RateLimit
+
+CONFIG = """
+[server]
+listen = "127.0.0.1:0"
+threads = 1
+
+[grpc]
+listen = "127.0.0.1:0"
+
+[policies]
+per_user = "fixed-window 3/1m"
+per_path = "fixed-window 10/1h"
+per_ip = "token-bucket 5/10s"
+
+[[rules]]
+policy = "per_user"
+key = "header:X-User"
+
+[[envoy]]
+domain = "edge"
+descriptor = ["user"]
+policy = "per_user"
+
+[[envoy]]
+domain = "edge"
+descriptor = ["generic_key=path", "path"]
+policy = "per_path"
+
+[[envoy]]
+domain = "edge"
+descriptor = [{ key = "remote_address" }]
+policy = "per_ip"
+"""
+
+
+def desc(*entries, hits=None):
+    d = rl.RateLimitDescriptor(entries=[rl.RateLimitDescriptor.Entry(key=k, value=v) for k, v in entries])
+    if hits is not None:
+        d.hits_addend.CopyFrom(wrappers_pb2.UInt64Value(value=hits))
+    return d
+
+
+def user(name, hits=None):
+    return desc(("user", name), hits=hits)
+
+
+def path(p, hits=None):
+    return desc(("generic_key", "path"), ("path", p), hits=hits)
+
+
+def headers_of(res):
+    return {h.key: h.value for h in res.response_headers_to_add}
+
+
+class EnvoyCase(unittest.TestCase):
+    server = None
+    grpc_port = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.config_path = write_config(CONFIG)
+        cls.server = Server(["--config", cls.config_path])
+        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
+        if m is None:
+            cls.server.stop()
+            raise RuntimeError("no grpc listener in the log:\n" + cls.server.log())
+        cls.grpc_port = int(m.group(1))
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.grpc_port)
+        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                                           response_deserializer=rls.RateLimitResponse.FromString)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        status = cls.server.stop()
+        os.unlink(cls.config_path)
+        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+
+    def ask(self, *descriptors, domain="edge", hits=0):
+        return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
+                         timeout=5)
+
+    def assert_invalid(self, request, field):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.call(request, timeout=5)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn(field, e.exception.details())
+
+
+class Decisions(EnvoyCase):
+    def test_ok_carries_limit_remaining_reset_and_headers(self):
+        res = self.ask(user("alice"))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(len(res.statuses), 1)
+        s = res.statuses[0]
+        self.assertEqual(s.code, OK)
+        self.assertEqual(s.current_limit.name, "per_user")
+        self.assertEqual(s.current_limit.requests_per_unit, 3)
+        self.assertEqual(s.current_limit.unit, Unit.MINUTE)
+        self.assertEqual(s.limit_remaining, 2)
+        reset_ns = s.duration_until_reset.seconds * 10**9 + s.duration_until_reset.nanos
+        self.assertGreater(reset_ns, 0)
+        self.assertLessEqual(reset_ns, 60 * 10**9)
+        h = headers_of(res)
+        self.assertEqual(h["RateLimit-Policy"], '"per_user";q=3;w=60')
+        self.assertRegex(h["RateLimit"], r'^"per_user";r=2;t=([1-9]|[1-5][0-9]|60)$')
+        self.assertNotIn("Retry-After", h)
+
+    def test_over_limit_after_the_limit(self):
+        for left in (2, 1, 0):
+            res = self.ask(user("bob"))
+            self.assertEqual(res.overall_code, OK)
+            self.assertEqual(res.statuses[0].limit_remaining, left)
+        res = self.ask(user("bob"))
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual(res.statuses[0].code, OVER)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+        h = headers_of(res)
+        retry = int(h["Retry-After"])
+        self.assertGreaterEqual(retry, 1)
+        self.assertLessEqual(retry, 60)
+        self.assertRegex(h["RateLimit"], r'^"per_user";r=0;t=%d$' % retry)
+
+    def test_a_denied_request_charges_no_descriptor(self):
+        for _ in range(3):
+            self.assertEqual(self.ask(user("carol")).overall_code, OK)
+        res = self.ask(path("/x"), user("carol"))
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([s.code for s in res.statuses], [OK, OVER])
+        # The path's state is untouched: still all 10 left, and the next
+        # request on it alone sees 9 after its own charge.
+        self.assertEqual(res.statuses[0].limit_remaining, 10)
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.HOUR)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 10)
+        res = self.ask(path("/x"))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, 9)
+        h = headers_of(res)
+        self.assertEqual(h["RateLimit-Policy"], '"per_path";q=10;w=3600')
+
+    def test_several_descriptors_admitted_charge_each(self):
+        res = self.ask(user("dan"), path("/y"))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [2, 9])
+        h = headers_of(res)
+        self.assertEqual(h["RateLimit-Policy"], '"per_user";q=3;w=60, "per_path";q=10;w=3600')
+        self.assertRegex(h["RateLimit"], r'^"per_user";r=2;t=\d+, "per_path";r=9;t=\d+$')
+
+    def test_hits_addend_is_the_cost(self):
+        res = self.ask(user("erin"), hits=2)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, 1)
+        res = self.ask(user("erin"), hits=2)  # needs 2, 1 left: denied, nothing charged
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual(res.statuses[0].limit_remaining, 1)
+        res = self.ask(user("erin"), hits=0)  # 0 is 1 hit
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+
+    def test_descriptor_hits_addend_overrides_the_request(self):
+        res = self.ask(user("fay", hits=3), hits=1)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+
+    def test_mixed_costs_denied_charge_none(self):
+        # The path costs 1, the user 4 (over its 3): nothing is charged.
+        res = self.ask(path("/z"), user("gus", hits=4))
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([s.code for s in res.statuses], [OK, OVER])
+        self.assertEqual(res.statuses[0].limit_remaining, 10)
+        self.assertEqual(self.ask(path("/z")).statuses[0].limit_remaining, 9)
+        self.assertEqual(self.ask(user("gus")).statuses[0].limit_remaining, 2)
+
+    def test_same_descriptor_twice_is_one_check(self):
+        res = self.ask(user("hal"), user("hal"))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [2, 2])
+
+    def test_token_bucket_window_is_no_exact_unit(self):
+        res = self.ask(desc(("remote_address", "10.0.0.1")))
+        self.assertEqual(res.overall_code, OK)
+        s = res.statuses[0]
+        self.assertEqual(s.current_limit.name, "per_ip")
+        self.assertEqual(s.current_limit.requests_per_unit, 5)
+        self.assertEqual(s.current_limit.unit, Unit.UNKNOWN)  # 10 s is no Envoy unit
+        self.assertEqual(s.limit_remaining, 4)
+
+    def test_shares_state_with_the_http_endpoints(self):
+        # The HTTP rule keys per_user by X-User; Envoy's "user" descriptor
+        # gives the same key: one state for both front ends.
+        status, _, _ = self.server.request("GET", "/v1/authorize", headers={"X-User": "ivy"})
+        self.assertEqual(status, 204)
+        status, _, body = self.server.decide([("per_user", "ivy")])
+        self.assertEqual(status, 200)
+        self.assertEqual(body["remaining"], 1)
+        res = self.ask(user("ivy"))
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+        self.assertEqual(self.ask(user("ivy")).overall_code, OVER)
+        status, _, body = self.server.decide([("per_user", "ivy")])
+        self.assertEqual(status, 429)
+
+
+class Unmatched(EnvoyCase):
+    def test_unknown_domain_is_ok_without_limits(self):
+        res = self.ask(user("zed"), path("/q"), domain="nowhere")
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(len(res.statuses), 2)
+        for s in res.statuses:
+            self.assertEqual(s.code, OK)
+            self.assertFalse(s.HasField("current_limit"))
+            self.assertEqual(s.limit_remaining, 0)
+        self.assertEqual(len(res.response_headers_to_add), 0)
+        # ... and charged nothing in the known domain.
+        self.assertEqual(self.ask(user("zed")).statuses[0].limit_remaining, 2)
+
+    def test_descriptor_without_a_rule_is_not_limited(self):
+        res = self.ask(desc(("tenant", "t1")), user("yan"))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].code, OK)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        self.assertEqual(res.statuses[1].limit_remaining, 2)
+        # A rule with a fixed value matches only that value.
+        res = self.ask(desc(("generic_key", "other"), ("path", "/x")))
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+
+
+class Malformed(EnvoyCase):
+    def test_empty_domain(self):
+        self.assert_invalid(rls.RateLimitRequest(domain="", descriptors=[user("a")]), "domain")
+
+    def test_no_descriptors(self):
+        self.assert_invalid(rls.RateLimitRequest(domain="edge"), "descriptors")
+
+    def test_descriptor_without_entries(self):
+        self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=[user("a"), rl.RateLimitDescriptor()]),
+                            "descriptors[1].entries")
+
+    def test_empty_key_or_value(self):
+        self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=[desc(("", "v"))]),
+                            "descriptors[0].entries[0].key")
+        self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=[desc(("user", ""))]),
+                            "descriptors[0].entries[0].value")
+
+    def test_too_many_matching_descriptors(self):
+        many = [user("u%d" % i) for i in range(17)]
+        self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=many), "descriptors")
+        # None of them was charged.
+        self.assertEqual(self.ask(user("u0")).statuses[0].limit_remaining, 2)
+
+    def test_key_too_long(self):
+        self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=[user("k" * 300)]), "max_key_bytes")
+
+    def test_not_a_request_at_all(self):
+        raw = self.channel.unary_unary(METHOD)  # bytes in, bytes out
+        with self.assertRaises(grpc.RpcError) as e:
+            raw(b"\xff\xff\xff", timeout=5)
+        self.assertNotEqual(e.exception.code(), grpc.StatusCode.OK)
+        # The server still answers.
+        self.assertEqual(self.ask(user("after")).overall_code, OK)
+
+
+class Lifecycle(unittest.TestCase):
+    """The listener from --grpc, reloads of [[envoy]] rules, and errors."""
+
+    def start(self, *args):
+        s = Server(list(args))
+        self.addCleanup(s.stop)
+        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
+        self.assertIsNotNone(m, s.log())
+        ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
+        self.addCleanup(ch.close)
+        call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                              response_deserializer=rls.RateLimitResponse.FromString)
+        return s, call
+
+    def test_grpc_flag_without_a_file_has_no_envoy_rules(self):
+        s, call = self.start("--policy", "gcra 10/1s", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
+        res = call(rls.RateLimitRequest(domain="edge", descriptors=[user("a")]), timeout=5)
+        self.assertEqual(res.overall_code, OK)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        self.assertEqual(s.stop(), 0)
+
+    def test_reload_applies_new_envoy_rules_and_keeps_states(self):
+        path = write_config(CONFIG)
+        self.addCleanup(os.unlink, path)
+        s, call = self.start("--config", path)
+        ask = lambda *d, domain="edge": call(rls.RateLimitRequest(domain=domain, descriptors=list(d)), timeout=5)
+        self.assertEqual(ask(user("kim")).statuses[0].limit_remaining, 2)
+        self.assertFalse(ask(desc(("tenant", "t1")), domain="more").statuses[0].HasField("current_limit"))
+        with open(path, "a") as f:
+            f.write('\n[[envoy]]\ndomain = "more"\ndescriptor = ["tenant"]\npolicy = "per_user"\n')
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("reloaded"), s.log())
+        res = ask(desc(("tenant", "t1")), domain="more")
+        self.assertEqual(res.statuses[0].current_limit.name, "per_user")
+        self.assertEqual(res.statuses[0].limit_remaining, 2)
+        self.assertEqual(ask(user("kim")).statuses[0].limit_remaining, 1)  # state kept
+        self.assertEqual(s.stop(), 0)
+
+    def test_config_errors_name_file_line_column(self):
+        bad = write_config('[policies]\na = "gcra 1/1s"\n[[envoy]]\ndomain = "x"\ndescriptor = ["k"]\n'
+                           'policy = "nope"\n')
+        self.addCleanup(os.unlink, bad)
+        r = subprocess.run([BINARY, "serve", "--check", bad], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(bad + ":6:10: envoy[0].policy: unknown policy 'nope'", r.stderr)
+        bad2 = write_config('[policies]\na = "gcra 1/1s"\n[grpc]\nlisten = "localhost:1"\n')
+        self.addCleanup(os.unlink, bad2)
+        r = subprocess.run([BINARY, "serve", "--check", bad2], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(bad2 + ":4:10: grpc.listen:", r.stderr)
+
+    def test_port_in_use_is_an_error(self):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        self.addCleanup(taken.close)
+        r = subprocess.run([BINARY, "serve", "--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc",
+                            "127.0.0.1:%d" % taken.getsockname()[1]], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("grpc.listen: cannot listen on 127.0.0.1:%d" % taken.getsockname()[1], r.stderr)
+        # Nor does a second sluice share a first one's port (no SO_REUSEPORT).
+        first, _ = self.start("--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
+        port = re.search(r"grpc://127\.0\.0\.1:(\d+)", first.log()).group(1)
+        r = subprocess.run([BINARY, "serve", "--policy", "gcra 1/1s", "--listen", "127.0.0.1:0", "--grpc",
+                            "127.0.0.1:" + port], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("grpc.listen: cannot listen on 127.0.0.1:" + port, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
