@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config
           libgtest-dev libgmock-dev libbenchmark-dev
           libfmt-dev libcli11-dev libabsl-dev
-          clang-format clang-tidy)
+          clang-format clang-tidy
+          libhiredis-dev redis-server redis-tools)
 if [ "${1:-}" = "--bench" ]; then
   packages+=(hyperfine valgrind linux-perf)
 fi
