@@ -47,8 +47,7 @@ std::optional<error> reduce(leaf_plan& lp, rate r, std::int64_t capacity, const 
   if (lp.sq >= p52)
     return bound_error(capacity_field, std::string(capacity_field) + "·window/limit (the tolerance, in ticks)",
                        "below 2^52 (4503599627370496)", lp.sq);
-  if (lp.l1 > p52)
-    return bound_error("limit", "limit/gcd(limit, window)", "at most 2^52 (4503599627370496)", lp.l1);
+  if (lp.l1 > p52) return bound_error("limit", "limit/gcd(limit, window)", "at most 2^52 (4503599627370496)", lp.l1);
   return std::nullopt;
 }
 
@@ -231,8 +230,7 @@ std::optional<std::vector<std::int64_t>> fields(std::string_view v, std::string_
     std::int64_t x = 0;
     const auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), x);
     if (tok.empty() || ec != std::errc{} || ptr != tok.data() + tok.size()) return std::nullopt;
-    if (std::to_string(x) != tok || x >= (std::int64_t{1} << 53) || x <= -(std::int64_t{1} << 53))
-      return std::nullopt;
+    if (std::to_string(x) != tok || x >= (std::int64_t{1} << 53) || x <= -(std::int64_t{1} << 53)) return std::nullopt;
     out.push_back(x);
     pos = end + 1;
   }
@@ -325,8 +323,8 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           st = s;
         } else if constexpr (std::is_same_v<T, sliding_counter>) {
           const rate r = pol.limit();
-          if (x.size() != 5 || !limbs_ok(x[0], x[1]) || x[2] < 0 || x[2] >= r.window || x[3] < 0 ||
-              x[3] > r.limit || x[4] < 1 || x[4] > r.limit)
+          if (x.size() != 5 || !limbs_ok(x[0], x[1]) || x[2] < 0 || x[2] >= r.window || x[3] < 0 || x[3] > r.limit ||
+              x[4] < 1 || x[4] > r.limit)
             return;
           sliding_counter::state s;
           s.window = join(x[0], x[1]);
@@ -441,8 +439,6 @@ result<any_state> plan::decode(const std::vector<std::optional<std::string_view>
   return walk_decode(*policy_, *this, values, next, latest);
 }
 
-void plan::leaf_states(const any_state& s, std::vector<const any_state*>& out) const {
-  walk_leaves(*policy_, s, out);
-}
+void plan::leaf_states(const any_state& s, std::vector<const any_state*>& out) const { walk_leaves(*policy_, s, out); }
 
 }  // namespace sluice::redis

@@ -69,8 +69,7 @@ class plan {
 
   /// One leaf's state from its stored value (nullopt: fresh); `latest` as
   /// in decode.
-  [[nodiscard]] result<any_state> decode_leaf(std::size_t i, std::optional<std::string_view> value,
-                                              tick& latest) const;
+  [[nodiscard]] result<any_state> decode_leaf(std::size_t i, std::optional<std::string_view> value, tick& latest) const;
 
  private:
   plan() = default;

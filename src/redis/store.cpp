@@ -17,6 +17,7 @@
 #include "redis/combine.hpp"
 #include "redis/protocol.hpp"
 #include "sluice/redis.hpp"
+#include "sluice/snapshot.hpp"
 
 namespace sluice {
 namespace redis {
@@ -60,20 +61,21 @@ enum class outcome : std::uint8_t { ok, corrupt, mismatch, failure };
 struct redis_store::impl {
   redis_store_options opt;
   redis::client cli;
-  std::string mpt;     // ms per tick, as text
-  std::string grace;   // ms
+  std::string mpt;    // ms per tick, as text
+  std::string grace;  // ms
   std::string long_ttl;
   std::string id_ttl;
 
   mutable std::shared_mutex defs_mu;
   std::vector<std::shared_ptr<const entry>> defs;  // requires defs_mu
+  std::unordered_map<std::string, policy_id> ids;  // name -> index in defs; requires defs_mu
 
   // The local fallback: every key's state in process, under one lock.
   std::mutex local_mu;
   std::vector<std::unordered_map<std::string, any_state>> local;  // per policy; requires local_mu
 
-  std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0},
-      skew{0}, mismatches{0}, corrupt{0};
+  std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
+      mismatches{0}, corrupt{0};
 
   impl(redis_store_options o, redis::client_options co)
       : opt(std::move(o)),
@@ -160,7 +162,8 @@ struct redis_store::impl {
       std::size_t leaves = 0;
       for (const auto& e : es) leaves += e->p.leaves().size();
       if (record_parts.size() != 2 + 2 * leaves) return outcome::corrupt;
-      const auto [p, ec] = std::from_chars(record_parts[0].data(), record_parts[0].data() + record_parts[0].size(), now);
+      const auto [p, ec] =
+          std::from_chars(record_parts[0].data(), record_parts[0].data() + record_parts[0].size(), now);
       if (ec != std::errc{} || p != record_parts[0].data() + record_parts[0].size()) return outcome::corrupt;
       if (record_parts[1] != "0" && record_parts[1] != "1") return outcome::corrupt;
       admitted = record_parts[1] == "1";
@@ -200,8 +203,8 @@ struct redis_store::impl {
       at += n;
     }
     if (at != before.size()) return outcome::failure;
-    if (*status != 2 && latest != detail::i64_min && static_cast<detail::i128>(r.now) <
-                                                          static_cast<detail::i128>(latest) - opt.skew_tolerance)
+    if (*status != 2 && latest != detail::i64_min &&
+        static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
       skew.fetch_add(1, std::memory_order_relaxed);
     // The core decides on them; the script's admit must be the same, and so
     // must every state it wrote.
@@ -321,6 +324,8 @@ struct redis_store::impl {
     return failed(r, es, peek, per_check);
   }
 
+  void many(std::span<const store_request> requests, std::span<store_decision> out);
+
   store_decision one(const store_request& r, bool peek, std::span<decision> per_check) {
     bool ok = false;
     const auto es = entries_of(r, ok);
@@ -361,13 +366,13 @@ result<policy_id> redis_store::define(std::string_view name, const any_policy& p
   auto p = plan::make(policy);
   if (!p) return p.err();
   std::unique_lock lock(impl_->defs_mu);
-  for (std::size_t i = 0; i < impl_->defs.size(); ++i) {
-    if (impl_->defs[i]->name != name) continue;
-    if (impl_->defs[i]->p.policy() == policy) return static_cast<policy_id>(i);
+  if (const auto it = impl_->ids.find(std::string(name)); it != impl_->ids.end()) {
+    if (encode_policy(impl_->defs[it->second]->p.policy()) == encode_policy(policy)) return it->second;
     return error{"algorithm", "'" + std::string(name) +
                                   "' is already defined with another policy; the Redis store cannot carry its "
                                   "states over a change of configuration yet"};
   }
+  impl_->ids.emplace(std::string(name), static_cast<policy_id>(impl_->defs.size()));
   impl_->defs.push_back(std::make_shared<const entry>(entry{std::string(name), std::move(p).value()}));
   {
     std::lock_guard l2(impl_->local_mu);
@@ -385,6 +390,17 @@ store_decision redis_store::peek_at(const store_request& r, std::span<decision> 
 }
 
 void redis_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
+  // Pipelines of at most `chunk` calls: hiredis 0.14 moves its whole output
+  // buffer after every partial write, so one huge pipeline costs quadratic time.
+  constexpr std::size_t chunk = 256;
+  for (std::size_t i = 0; i < requests.size(); i += chunk) {
+    const std::size_t n = std::min(chunk, requests.size() - i);
+    impl_->many(requests.subspan(i, n), out.subspan(i, n));
+  }
+}
+
+void redis_store::impl::many(std::span<const store_request> requests, std::span<store_decision> out) {
+  impl* const impl_ = this;
   struct pending {
     std::vector<std::shared_ptr<const entry>> es;
     call_bytes b;

@@ -123,7 +123,7 @@ inline std::vector<step> walk(rng_t& r, const any_policy& p, int n, tick unit, t
 /// A drawn configuration: the policy, its emission interval and a long step,
 /// and how its costs are drawn.
 struct drawn {
-  any_policy policy;
+  any_policy policy{always_allow{}};
   tick unit = 1;
   tick big = 1;
   std::function<std::int64_t(rng_t&)> costs;
@@ -142,7 +142,16 @@ inline std::function<std::int64_t(rng_t&)> costs_around(std::int64_t cap) {
 }
 
 /// The algorithms the generator draws.
-enum class gen_algo { gcra, token_bucket, leaky_queue, fixed_window, sliding_counter, sliding_log, sliding_buckets, quota };
+enum class gen_algo {
+  gcra,
+  token_bucket,
+  leaky_queue,
+  fixed_window,
+  sliding_counter,
+  sliding_log,
+  sliding_buckets,
+  quota
+};
 
 inline std::string name_of(gen_algo a) {
   switch (a) {
@@ -171,7 +180,6 @@ inline std::string name_of(gen_algo a) {
 /// (the draw repeats until it does).
 inline drawn draw(rng_t& r, gen_algo a, int regime, const std::function<bool(const any_policy&)>& in_range) {
   for (;;) {
-    drawn d;
     std::int64_t L = 1;
     tick W = 1;
     std::int64_t S = 1;
@@ -235,7 +243,8 @@ inline drawn draw(rng_t& r, gen_algo a, int regime, const std::function<bool(con
         p = any_policy{leaky_queue::make(rt, std::min<std::int64_t>(S, regime % 4 == 0 ? 8 : S)).value()};
         break;
       case gen_algo::fixed_window: {
-        const tick origin = uniform(r, 0, 3) == 0 ? uniform(r, std::numeric_limits<tick>::min(), std::numeric_limits<tick>::max()) : 0;
+        const tick origin =
+            uniform(r, 0, 3) == 0 ? uniform(r, std::numeric_limits<tick>::min(), std::numeric_limits<tick>::max()) : 0;
         p = any_policy{fixed_window::make(rt, origin).value()};
         break;
       }
@@ -246,7 +255,7 @@ inline drawn draw(rng_t& r, gen_algo a, int regime, const std::function<bool(con
         p = any_policy{sliding_log::make(rt).value()};
         break;
       case gen_algo::sliding_buckets: {
-        const std::int64_t n = uniform(r, 0, 9) == 0 ? uniform(r, 100, 2000) : uniform(r, 1, 12);
+        const std::int64_t n = uniform(r, 0, 9) == 0 ? uniform(r, 100, 400) : uniform(r, 1, 12);
         const tick w = std::max<tick>(n, W - W % n);
         if (w >= p53) continue;
         p = any_policy{sliding_buckets::make(rate{L, w}, n).value()};
@@ -261,6 +270,7 @@ inline drawn draw(rng_t& r, gen_algo a, int regime, const std::function<bool(con
       }
     }
     if (!in_range(p.value())) continue;
+    drawn d;
     d.policy = p.value();
     if (bucketish) {
       d.unit = L > 0 ? std::max<tick>(1, W / L) : W;
