@@ -139,10 +139,11 @@ struct call_error {
   /// Words a person can act on; for `server`, Redis's own error text.
   std::string message;
   /// True when the command may have reached the server and run there
-  /// (timeouts and breaks after sending; every `server` error is false only
-  /// when Redis refused it before running, which this layer cannot know, so
-  /// `server` reports true). A caller must not re-send such a command
-  /// blindly: it may already have been charged.
+  /// (a timeout or a break after it was sent): a caller must not re-send it
+  /// blindly, it may already have been charged. False when it was never
+  /// sent (refused, auth, backing off, no free connection) and for `server`
+  /// errors (Redis answered; whether a script wrote before raising is the
+  /// script's business — sluice's scripts check before they write).
   bool maybe_applied = false;
 
   /// "timeout", "io", "refused", "auth", "server", "protocol".
