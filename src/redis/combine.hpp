@@ -4,6 +4,7 @@
 // local fallback).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -19,8 +20,10 @@ namespace sluice::redis {
 /// as the core `decide(all_of)` does over its parts: admitted iff every
 /// check admits, and only then does every state change. `d.part` is the
 /// binding check. Writes check i's decision to `per_check[i]` when
-/// `per_check` is not empty (read after the decision, as a peek on a
-/// denial).
+/// `per_check` is not empty (store.hpp: on a denied request, a check that
+/// would have admitted reports a denial with retry_after 0 and its
+/// untouched state's remaining and reset_after), exactly as the memory
+/// store's multi-key form.
 inline decision combine(const std::vector<const any_policy*>& policies, std::vector<any_state>& states, tick now,
                         std::int64_t cost, std::span<decision> per_check) {
   decision out;
@@ -33,16 +36,27 @@ inline decision combine(const std::vector<const any_policy*>& policies, std::vec
     if (!trial[i].allowed) all = false;
   }
   if (!all) {
+    // As the memory store's multi-key form (store.hpp): a check that would
+    // have admitted reports a denial with no wait, and the remaining and
+    // reset_after of its untouched state.
     out.allowed = false;
-    out.retry_after = 0;
     for (std::size_t k = 0; k < policies.size(); ++k) {
-      const decision& d = trial[k];
-      if (d.remaining < out.remaining) out.remaining = d.remaining;
-      if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
-      if (!d.allowed && (out.part < 0 || d.retry_after > out.retry_after)) {
+      decision d = trial[k];
+      if (d.allowed) {
+        any_state copy = states[k];
+        const decision u = decide(*policies[k], copy, now, 0);
+        d.allowed = false;
+        d.remaining = u.remaining;
+        d.reset_after = u.reset_after;
+        d.retry_after = 0;
+        d.release_after = 0;
+      }
+      out.remaining = std::min(out.remaining, d.remaining);
+      if (!d.allowed && d.retry_after != 0 && (out.part < 0 || d.retry_after > out.retry_after)) {
         out.retry_after = d.retry_after;
         out.part = static_cast<std::int32_t>(k);
       }
+      out.reset_after = std::max(out.reset_after, d.reset_after);
       if (k < per_check.size()) per_check[k] = d;
     }
     return out;

@@ -18,6 +18,7 @@
 #include "redis/protocol.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/snapshot.hpp"
+#include "sluice/store/memory.hpp"
 
 namespace sluice {
 namespace redis {
@@ -35,6 +36,7 @@ constexpr std::string_view peek_fn = "sluice_v1_peek";
 struct entry {
   std::string name;
   plan p;
+  policy_id local_id = 0;  // the same policy in the local fallback
 };
 
 /// An FCALL's bytes: keys then arguments, and the views the client takes.
@@ -70,9 +72,9 @@ struct redis_store::impl {
   std::vector<std::shared_ptr<const entry>> defs;  // requires defs_mu
   std::unordered_map<std::string, policy_id> ids;  // name -> index in defs; requires defs_mu
 
-  // The local fallback: every key's state in process, under one lock.
-  std::mutex local_mu;
-  std::vector<std::unordered_map<std::string, any_state>> local;  // per policy; requires local_mu
+  // The local fallback (failure_mode::local only): the same policies in
+  // process.
+  std::unique_ptr<memory_store> local;
 
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
       mismatches{0}, corrupt{0};
@@ -83,12 +85,24 @@ struct redis_store::impl {
         mpt(ms_per_tick(opt.tick_ns)),
         grace(std::to_string(opt.grace.count())),
         long_ttl(std::to_string(opt.unknown_tick_ttl.count())),
-        id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {}
+        id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
+    if (opt.on_failure == failure_mode::local) {
+      memory_store_options mo;
+      mo.max_policies = std::size_t{1} << 16;
+      local = std::make_unique<memory_store>(mo);
+    }
+  }
 
   std::vector<std::shared_ptr<const entry>> entries_of(const store_request& r, bool& ok) const {
     std::vector<std::shared_ptr<const entry>> out;
-    ok = !r.checks.empty() && r.checks.size() <= max_checks;
+    ok = !r.checks.empty() && r.checks.size() <= max_checks && r.cost >= 1;
     if (!ok) return out;
+    for (std::size_t i = 0; i < r.checks.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (r.checks[i].policy == r.checks[j].policy && r.checks[i].key == r.checks[j].key) {
+          ok = false;  // a (policy, key) named twice: a bad request
+          return out;
+        }
     std::shared_lock lock(defs_mu);
     for (const check& c : r.checks) {
       if (c.policy >= defs.size()) {
@@ -241,29 +255,21 @@ struct redis_store::impl {
     switch (opt.on_failure) {
       case failure_mode::fail_open:
         out.d.allowed = true;
-        out.d.part = 0;
         out.from = source::fail_open;
         break;
       case failure_mode::fail_closed:
         out.d.retry_after = opt.fail_closed_retry_after;
-        out.d.part = 0;
         out.from = source::fail_closed;
         break;
       case failure_mode::local: {
-        std::lock_guard lock(local_mu);
-        std::vector<const any_policy*> pols;
-        std::vector<any_state> states;
-        for (std::size_t i = 0; i < es.size(); ++i) {
-          pols.push_back(&es[i]->p.policy());
-          auto& m = local[r.checks[i].policy];
-          const auto it = m.find(std::string(r.checks[i].key));
-          states.push_back(it == m.end() ? fresh_state(es[i]->p.policy()) : it->second);
-        }
-        out.d = redis::combine(pols, states, r.now, r.cost, per_check);
-        if (out.d.allowed && !peek)
-          for (std::size_t i = 0; i < es.size(); ++i)
-            local[r.checks[i].policy].insert_or_assign(std::string(r.checks[i].key), std::move(states[i]));
-        out.from = source::fallback;
+        // The same policies in process (a memory store): the same checks,
+        // atomically, under the local ids.
+        std::vector<check> mine(r.checks.begin(), r.checks.end());
+        for (std::size_t i = 0; i < mine.size(); ++i) mine[i].policy = es[i]->local_id;
+        store_request lr = r;
+        lr.checks = mine;
+        out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check);
+        out.from = out.from == source::store ? source::fallback : out.from;
         return out;
       }
     }
@@ -277,12 +283,8 @@ struct redis_store::impl {
   store_decision error_decision(const store_request& r, std::span<decision> per_check) {
     store_decision out;
     out.d.retry_after = never;
-    out.d.part = 0;
     out.from = source::error;
-    for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) {
-      per_check[i] = out.d;
-      per_check[i].part = -1;
-    }
+    for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) per_check[i] = out.d;
     return out;
   }
 
@@ -373,11 +375,13 @@ result<policy_id> redis_store::define(std::string_view name, const any_policy& p
                                   "states over a change of configuration yet"};
   }
   impl_->ids.emplace(std::string(name), static_cast<policy_id>(impl_->defs.size()));
-  impl_->defs.push_back(std::make_shared<const entry>(entry{std::string(name), std::move(p).value()}));
-  {
-    std::lock_guard l2(impl_->local_mu);
-    impl_->local.resize(impl_->defs.size());
+  policy_id local_id = 0;
+  if (impl_->local) {
+    auto local = impl_->local->define(name, policy);
+    if (!local) return local.err();
+    local_id = local.value();
   }
+  impl_->defs.push_back(std::make_shared<const entry>(entry{std::string(name), std::move(p).value(), local_id}));
   return static_cast<policy_id>(impl_->defs.size() - 1);
 }
 
