@@ -76,13 +76,28 @@ struct redis_store_options {
   failure_mode on_failure = failure_mode::fail_closed;
   /// retry_after of a fail-closed denial, in ticks.
   tick fail_closed_retry_after = 1'000'000'000;
+  /// The circuit breaker: after this many store failures in a row the store
+  /// is not called for `breaker_cool_down` (the failure mode answers at
+  /// once), then one probe call at a time until one succeeds. 0: no breaker.
+  std::uint32_t breaker_failures = 5;
+  std::chrono::milliseconds breaker_cool_down{1000};
+  /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
+  /// check denied until `now + retry_after` denies the requests of the same
+  /// or larger cost on it until then without a call. Exact in `allowed` on
+  /// a clock shared by the fleet; its `retry_after` is a lower bound (exact
+  /// unless another client consumed meanwhile), its `remaining` 0.
+  bool deny_cache = false;
+  /// About how many denied (policy, key) pairs the cache holds.
+  std::size_t deny_cache_capacity = 1 << 16;
 };
 
 /// Counts of the Redis store beyond `store_stats`.
 struct redis_store_stats {
   store_stats base;
-  std::uint64_t mismatches = 0;  ///< script and core disagreed (an error, counted in base.errors too)
-  std::uint64_t corrupt = 0;     ///< keys holding a value the store did not write
+  std::uint64_t mismatches = 0;     ///< script and core disagreed (an error, counted in base.errors too)
+  std::uint64_t corrupt = 0;        ///< keys holding a value the store did not write
+  std::uint64_t breaker_open = 0;   ///< requests answered by the failure mode while the breaker was open
+  std::uint64_t breaker_trips = 0;  ///< times the breaker opened
 };
 
 /// The Redis implementation of `store`.

@@ -13,8 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
 #include "redis/combine.hpp"
+#include "redis/deny_cache.hpp"
 #include "redis/protocol.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/snapshot.hpp"
@@ -76,6 +78,10 @@ struct redis_store::impl {
   // process.
   std::unique_ptr<memory_store> local;
 
+  std::unique_ptr<redis::circuit_breaker> breaker;  // null: none
+  std::unique_ptr<redis::deny_cache> denials;       // null: off
+
+  std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
       mismatches{0}, corrupt{0};
 
@@ -86,6 +92,13 @@ struct redis_store::impl {
         grace(std::to_string(opt.grace.count())),
         long_ttl(std::to_string(opt.unknown_tick_ttl.count())),
         id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
+    if (opt.breaker_failures > 0) {
+      redis::circuit_breaker_options bo;
+      bo.consecutive_failures = opt.breaker_failures;
+      bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.breaker_cool_down).count();
+      breaker = std::make_unique<redis::circuit_breaker>(bo);
+    }
+    if (opt.deny_cache) denials = std::make_unique<redis::deny_cache>(opt.deny_cache_capacity);
     if (opt.on_failure == failure_mode::local) {
       memory_store_options mo;
       mo.max_policies = std::size_t{1} << 16;
@@ -295,6 +308,11 @@ struct redis_store::impl {
     decisions.fetch_add(1, std::memory_order_relaxed);
     outcome o = outcome::failure;
     store_decision out;
+    std::vector<decision> mine;  // per-check decisions for the deny cache when the caller wants none
+    if (denials && !peek && per_check.empty()) {
+      mine.resize(r.checks.size());
+      per_check = mine;
+    }
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
       if (const auto msg = rep->as_error()) {
         o = msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
@@ -306,9 +324,19 @@ struct redis_store::impl {
               ? outcome::corrupt
               : outcome::failure;
     }
+    if (breaker) {
+      if (o == outcome::failure)
+        breaker->record_failure_now();
+      else
+        breaker->record_success_now();
+    }
     switch (o) {
       case outcome::ok:
         (out.from == source::replayed ? replayed : from_store).fetch_add(1, std::memory_order_relaxed);
+        if (denials && !peek && !out.d.allowed && out.from == source::store)
+          for (std::size_t i = 0; i < r.checks.size(); ++i)
+            if (!per_check[i].allowed && per_check[i].retry_after > 0)
+              denials->insert(r.checks[i].policy, 0, r.checks[i].key, r.cost, r.now, per_check[i].retry_after);
         return out;
       case outcome::corrupt:
         corrupt.fetch_add(1, std::memory_order_relaxed);
@@ -336,11 +364,48 @@ struct redis_store::impl {
       errors.fetch_add(1, std::memory_order_relaxed);
       return error_decision(r, per_check);
     }
+    if (auto cached = local_answer(r, es, peek, per_check)) return *cached;
     call_bytes b;
     build(r, es, peek, b);
     const redis::function_call fc{peek ? peek_fn : decide_fn, b.num_keys, b.views};
     const auto res = cli.fcall(fc);
     return finish(r, es, res, peek, per_check);
+  }
+
+  /// The answer without a call, if any: the deny cache's, or the failure
+  /// mode's while the breaker is open.
+  std::optional<store_decision> local_answer(const store_request& r,
+                                             const std::vector<std::shared_ptr<const entry>>& es, bool peek,
+                                             std::span<decision> per_check) {
+    if (denials && r.id.empty()) {
+      store_decision out;
+      bool hit = false;
+      for (std::size_t i = 0; i < r.checks.size(); ++i) {
+        const auto ra = denials->lookup(r.checks[i].policy, 0, r.checks[i].key, r.cost, r.now);
+        if (!ra) continue;
+        if (!hit || *ra > out.d.retry_after) {
+          out.d.retry_after = *ra;
+          out.d.part = static_cast<std::int32_t>(i);
+        }
+        hit = true;
+      }
+      if (hit) {
+        out.from = source::deny_cache;
+        for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) per_check[i] = decision{};
+        if (!peek) {
+          decisions.fetch_add(1, std::memory_order_relaxed);
+          deny_hits.fetch_add(1, std::memory_order_relaxed);
+        }
+        return out;
+      }
+    }
+    if (breaker && !breaker->allow_call_now()) {
+      decisions.fetch_add(1, std::memory_order_relaxed);
+      fallbacks.fetch_add(1, std::memory_order_relaxed);
+      breaker_open.fetch_add(1, std::memory_order_relaxed);
+      return failed(r, es, peek, per_check);
+    }
+    return std::nullopt;
   }
 };
 
@@ -413,13 +478,19 @@ void redis_store::impl::many(std::span<const store_request> requests, std::span<
   std::vector<pending> ps(requests.size());
   std::vector<redis::function_call> calls;
   std::vector<std::size_t> index;  // call -> request
+  std::vector<bool> done(requests.size(), false);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     ps[i].es = impl_->entries_of(requests[i], ps[i].ok);
     if (!ps[i].ok) continue;
+    if (auto answered = local_answer(requests[i], ps[i].es, false, {})) {
+      out[i] = *answered;
+      done[i] = true;
+      continue;
+    }
     impl_->build(requests[i], ps[i].es, false, ps[i].b);
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (!ps[i].ok) continue;
+    if (!ps[i].ok || done[i]) continue;
     calls.push_back({decide_fn, ps[i].b.num_keys, ps[i].b.views});
     index.push_back(i);
   }
@@ -463,6 +534,9 @@ redis_store_stats redis_store::redis_stats() const {
   s.base.clock_skew = p.skew.load(std::memory_order_relaxed);
   s.mismatches = p.mismatches.load(std::memory_order_relaxed);
   s.corrupt = p.corrupt.load(std::memory_order_relaxed);
+  s.base.deny_cache_hits = p.deny_hits.load(std::memory_order_relaxed);
+  s.breaker_open = p.breaker_open.load(std::memory_order_relaxed);
+  s.breaker_trips = p.breaker ? p.breaker->times_opened() : 0;
   return s;
 }
 
