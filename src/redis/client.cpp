@@ -4,11 +4,13 @@
 
 #include <hiredis/hiredis.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace sluice::redis {
@@ -308,7 +310,20 @@ struct client::lease {
   }
 };
 
-client::client(client_options options) : options_(std::move(options)) {}
+client::client(client_options options) : options_(std::move(options)) {
+  if (options_.ignore_sigpipe) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      struct sigaction old {};
+      if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && (old.sa_flags & SA_SIGINFO) == 0) {
+        struct sigaction ign {};
+        ign.sa_handler = SIG_IGN;
+        ::sigemptyset(&ign.sa_mask);
+        ::sigaction(SIGPIPE, &ign, nullptr);
+      }
+    });
+  }
+}
 
 client::~client() = default;
 
