@@ -443,6 +443,7 @@ call_result client::call(std::initializer_list<std::string_view> argv) {
 }
 
 call_result client::call(std::span<const std::string_view> argv) {
+  if (argv.empty()) return call_error{call_error::protocol, "an empty command", false};
   call_error err;
   lease l = acquire(err);
   if (!l.conn) return err;
@@ -490,6 +491,8 @@ batch_result client::run_batch(connection& c, std::span<const std::vector<std::s
 
 batch_result client::pipeline(std::span<const std::vector<std::string_view>> commands) {
   if (commands.empty()) return std::vector<reply>{};
+  for (const auto& cmd : commands)
+    if (cmd.empty()) return call_error{call_error::protocol, "an empty command in a pipeline", false};
   call_error err;
   lease l = acquire(err);
   if (!l.conn) return err;
