@@ -10,6 +10,8 @@
 // Every loop is bounded by a fixed count. Virtual time: `now` is fixed, so
 // an allowed decision writes (debt grows, tolerance never reached) and a
 // denied one is a pure read, as in research/redis-lab/bench.sh.
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +26,10 @@
 
 #include "redis/client.hpp"
 #include "redis/deny_cache.hpp"
+#if __has_include("sluice/redis.hpp")
+#include "sluice/gcra.hpp"
+#include "sluice/redis.hpp"
+#endif
 
 namespace {
 
@@ -117,19 +123,209 @@ std::vector<std::string> make_keys(const std::string& prefix, std::size_t n) {
 struct result_row {
   std::string scenario;
   std::string note;
-  std::vector<double> ns_per_op;
+  std::vector<double> ns_per_op{};
+  std::vector<double> cpu_ns_per_op{};  // the client thread's CPU time (single-thread rows)
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
 void print(const result_row& r) {
   std::vector<double> v = r.ns_per_op;
   std::sort(v.begin(), v.end());
-  const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  const double med = median(v);
+  std::string note = r.note;
+  if (!r.cpu_ns_per_op.empty()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; client thread CPU %.1f ns/op (median)", median(r.cpu_ns_per_op));
+    note += buf;
+  }
   std::printf("RESULT\tsluice-redis\t%s\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\t%s\n", r.scenario.c_str(), med, 1e9 / med,
-              v.size(), v.front(), v.back(), r.note.c_str());
+              v.size(), v.front(), v.back(), note.c_str());
   std::fflush(stdout);
 }
 
+double thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
 double seconds_since(steady::time_point t0) { return std::chrono::duration<double>(steady::now() - t0).count(); }
+
+#if __has_include("sluice/redis.hpp")
+#define SLUICE_BENCH_HAVE_STORE 1
+// The store's own decision path (sluice::redis_store: its FUNCTION library,
+// int128 protocol, failure handling), on the same server.
+void bench_store(const std::string& url_text, int runs, const std::function<bool(const std::string&)>& wanted,
+                 const std::function<void()>& flush) {
+  using sluice::check;
+  using sluice::redis_store;
+  using sluice::store_decision;
+  using sluice::store_request;
+  auto make_store = [&](bool with_cache) {
+    sluice::redis_store_options o;
+    o.url = url_text;
+    o.prefix = "bench:";
+    o.tick_ns = 0;  // virtual ticks: fixed TTL
+    o.command_timeout = std::chrono::milliseconds(2000);
+    o.connect_timeout = std::chrono::milliseconds(1000);
+    o.deny_cache = with_cache;
+    auto st = redis_store::open(o);
+    if (!st) die("redis_store::open: " + st.err().what());
+    return std::move(st).value();
+  };
+  // allow: 1 per tick, burst 2^40, now fixed: every decision admits (writes).
+  // deny: 1 per 10^12 ticks, burst 1: a key's first decision admits, every later one is denied.
+  const sluice::any_policy allow_p = sluice::gcra::make(sluice::rate{1, 1}, std::int64_t{1} << 40).value();
+  const sluice::any_policy deny_p = sluice::gcra::make(sluice::rate{1, 1'000'000'000'000}, 1).value();
+  const auto one_key = make_keys("hot", 1);
+  const auto many_keys = make_keys("k", 100000);
+  struct sc {
+    std::string name;
+    bool allow;
+    const std::vector<std::string>* keys;
+    std::size_t depth;
+    int threads;
+    std::uint64_t ops;
+  };
+  const std::vector<sc> scs = {
+      {"redis-store-gcra-1key-allow-P1", true, &one_key, 1, 1, 10000},
+      {"redis-store-gcra-1key-allow-P16", true, &one_key, 16, 1, 60000},
+      {"redis-store-gcra-1key-allow-2thr-P1", true, &one_key, 1, 2, 8000},
+      {"redis-store-gcra-1key-allow-2thr-P16", true, &one_key, 16, 2, 40000},
+      {"redis-store-gcra-1key-deny-P1", false, &one_key, 1, 1, 10000},
+      {"redis-store-gcra-1key-deny-P16", false, &one_key, 16, 1, 60000},
+      {"redis-store-gcra-1key-deny-2thr-P16", false, &one_key, 16, 2, 40000},
+      {"redis-store-gcra-100kkeys-allow-P1", true, &many_keys, 1, 1, 10000},
+      {"redis-store-gcra-100kkeys-allow-P16", true, &many_keys, 16, 1, 60000},
+      {"redis-store-gcra-100kkeys-deny-P16", false, &many_keys, 16, 1, 60000},
+  };
+  auto run = [](redis_store& st, sluice::policy_id pol, const std::vector<std::string>& keys, std::size_t offset,
+                std::uint64_t ops, std::size_t depth, std::uint64_t& allowed) {
+    std::vector<check> checks(depth);
+    std::vector<store_request> reqs(depth);
+    std::vector<store_decision> out(depth);
+    std::size_t k = offset;
+    for (std::uint64_t done = 0; done < ops;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(depth, ops - done));
+      for (std::size_t i = 0; i < n; ++i) {
+        checks[i] = check{pol, keys[k]};
+        reqs[i] = store_request{std::span(&checks[i], 1), 1000, 1, {}};
+        k = k + 1 == keys.size() ? 0 : k + 1;
+      }
+      if (n == 1) {
+        out[0] = st.decide_at(reqs[0]);
+      } else {
+        st.decide_many_at(std::span(reqs.data(), n), std::span(out.data(), n));
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (out[i].from != sluice::source::store && out[i].from != sluice::source::deny_cache)
+          die(std::string("redis_store answered from ") + std::string(sluice::name_of(out[i].from)));
+        allowed += out[i].d.allowed ? 1 : 0;
+      }
+      done += n;
+    }
+  };
+  for (const auto& s : scs) {
+    if (!wanted(s.name)) continue;
+    result_row row{s.name,
+                   std::string("sluice::redis_store decide_at") + (s.depth > 1 ? "/decide_many_at" : "") +
+                       ", GCRA (FCALL of its library), " + (s.keys->size() == 1 ? "1 key" : "100k keys (cycled)") +
+                       ", " + (s.allow ? "every call allowed" : "every call denied") + ", " +
+                       std::to_string(s.threads) + " thread(s), batches of " + std::to_string(s.depth),
+                   {}};
+    for (int r = 0; r < runs; ++r) {
+      flush();
+      auto st = make_store(false);
+      const auto pol = st->define(s.allow ? "allow" : "deny", s.allow ? allow_p : deny_p);
+      if (!pol) die("define: " + pol.err().what());
+      if (!s.allow) {
+        std::uint64_t a = 0;
+        run(*st, pol.value(), *s.keys, 0, s.keys->size(), 64, a);
+        if (a != s.keys->size()) die("store deny set-up: a key was not spent by its first call");
+      }
+      std::atomic<std::uint64_t> allowed{0};
+      const auto t0 = steady::now();
+      std::vector<std::thread> ts;
+      for (int t = 0; t < s.threads; ++t)
+        ts.emplace_back([&, t] {
+          std::uint64_t a = 0;
+          run(*st, pol.value(), *s.keys, static_cast<std::size_t>(t) * 7919 % s.keys->size(), s.ops, s.depth, a);
+          allowed += a;
+        });
+      for (auto& t : ts) t.join();
+      const double secs = seconds_since(t0);
+      const std::uint64_t total = s.ops * static_cast<std::uint64_t>(s.threads);
+      if (s.allow ? allowed.load() != total : allowed.load() != 0)
+        die(s.name + ": decisions were not all " + (s.allow ? "allowed" : "denied"));
+      row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(total));
+    }
+    print(row);
+  }
+  // The store's own deny cache on 90%-denied traffic, 1 thread (as redis-denycache-90pct-*).
+  for (std::size_t depth : {std::size_t{1}, std::size_t{16}, std::size_t{64}}) {
+    const std::string name = "redis-store-denycache-90pct-deny-P" + std::to_string(depth);
+    if (!wanted(name)) continue;
+    result_row row{name,
+                   "sluice::redis_store with deny_cache, GCRA, 1 thread: 90% of requests on 1000 spent keys, 10% on "
+                   "100 admitted keys, batches of " +
+                       std::to_string(depth),
+                   {}};
+    const auto abusive = make_keys("abuse", 1000);
+    const auto normal = make_keys("ok", 100);
+    const std::uint64_t ops = depth == 1 ? 100000 : 1000000;
+    for (int r = 0; r < runs; ++r) {
+      flush();
+      auto st = make_store(true);
+      const auto pa = st->define("allow", allow_p);
+      const auto pd = st->define("deny", deny_p);
+      if (!pa || !pd) die("define failed");
+      std::uint64_t a = 0;
+      run(*st, pd.value(), abusive, 0, abusive.size(), 64, a);  // spend, untimed
+      std::vector<check> checks(depth);
+      std::vector<store_request> reqs(depth);
+      std::vector<store_decision> out(depth);
+      std::uint64_t allowed = 0, cached = 0;
+      std::size_t ai = 0, ni = 0;
+      const auto t0 = steady::now();
+      const double c0 = thread_cpu_ns();
+      for (std::uint64_t done = 0; done < ops;) {
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(depth, ops - done));
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool is_normal = (done + i) % 10 == 9;
+          const std::string& key = is_normal ? normal[ni] : abusive[ai];
+          if (is_normal)
+            ni = ni + 1 == normal.size() ? 0 : ni + 1;
+          else
+            ai = ai + 1 == abusive.size() ? 0 : ai + 1;
+          checks[i] = check{is_normal ? pa.value() : pd.value(), key};
+          reqs[i] = store_request{std::span(&checks[i], 1), 1000, 1, {}};
+        }
+        if (n == 1)
+          out[0] = st->decide_at(reqs[0]);
+        else
+          st->decide_many_at(std::span(reqs.data(), n), std::span(out.data(), n));
+        for (std::size_t i = 0; i < n; ++i) {
+          allowed += out[i].d.allowed ? 1 : 0;
+          cached += out[i].from == sluice::source::deny_cache ? 1 : 0;
+        }
+        done += n;
+      }
+      const double secs = seconds_since(t0);
+      row.cpu_ns_per_op.push_back((thread_cpu_ns() - c0) / static_cast<double>(ops));
+      if (allowed != ops / 10) die(name + ": wrong mix of decisions");
+      row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(ops));
+      if (r == 0)
+        std::fprintf(stderr, "# %s: %llu answered by the deny cache, %llu by Redis\n", name.c_str(),
+                     static_cast<unsigned long long>(cached), static_cast<unsigned long long>(ops - cached));
+    }
+    print(row);
+  }
+}
+#endif
 
 }  // namespace
 
@@ -309,6 +505,7 @@ int main(int argc, char** argv) {
         batch_keys.clear();
       };
       const auto t0 = steady::now();
+      const double c0 = thread_cpu_ns();
       std::size_t ai = 0, ni = 0;
       for (std::uint64_t i = 0; i < ops; ++i) {
         const bool is_normal = i % 10 == 9;
@@ -328,6 +525,7 @@ int main(int argc, char** argv) {
       }
       send();
       const double secs = seconds_since(t0);
+      row.cpu_ns_per_op.push_back((thread_cpu_ns() - c0) / static_cast<double>(ops));
       if (denied + allowed != ops || allowed != ops / 10) die(name + ": wrong mix of decisions");
       row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(ops));
       if (r == 0)
@@ -348,15 +546,22 @@ int main(int argc, char** argv) {
       std::uint64_t hits = 0;
       std::size_t ai = 0;
       const auto t0 = steady::now();
+      const double c0 = thread_cpu_ns();
       for (std::uint64_t i = 0; i < ops; ++i) {
         hits += cache.lookup(1, 1, abusive[ai], 1, static_cast<sluice::tick>(i & 1023)).has_value() ? 1 : 0;
         ai = ai + 1 == abusive.size() ? 0 : ai + 1;
       }
       const double secs = seconds_since(t0);
+      row.cpu_ns_per_op.push_back((thread_cpu_ns() - c0) / static_cast<double>(ops));
       if (hits != ops) die("deny cache lookups missed");
       row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(ops));
     }
     print(row);
   }
+#ifdef SLUICE_BENCH_HAVE_STORE
+  bench_store(url_text, runs, wanted, flush);
+#else
+  std::fprintf(stderr, "# redis_bench: built without sluice::redis_store (sluice/redis.hpp): no redis-store-* rows\n");
+#endif
   return 0;
 }

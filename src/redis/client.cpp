@@ -4,11 +4,14 @@
 
 #include <hiredis/hiredis.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace sluice::redis {
@@ -100,6 +103,7 @@ class connection {
   }
 
   redisContext* ctx_ = nullptr;
+  std::string out_;  // the RESP of the commands being sent
 };
 
 namespace {
@@ -187,37 +191,27 @@ bool convert(const redisReply* r, reply& out) {
   }
 }
 
-// argv of one command as hiredis wants it, without allocating for short commands.
-class argv_buffer {
- public:
-  explicit argv_buffer(std::span<const std::string_view> args) : n_(args.size()) {
-    if (n_ > small) {
-      big_ptr_.resize(n_);
-      big_len_.resize(n_);
-    }
-    const char** p = ptrs();
-    std::size_t* l = lens();
-    for (std::size_t i = 0; i < n_; ++i) {
-      p[i] = args[i].data();
-      l[i] = args[i].size();
-    }
+// Appends one command in RESP (`*argc`, then `$len` and the bytes of each
+// argument) to `out`: formatting a batch ourselves into one buffer, handed to
+// hiredis at once, saves hiredis's per-command sds formatting and mallocs.
+void format_command(std::string& out, std::span<const std::string_view> args) {
+  char num[24];
+  auto put_num = [&](char lead, std::size_t n) {
+    out.push_back(lead);
+    const auto r = std::to_chars(num, num + sizeof num, n);
+    out.append(num, r.ptr);
+    out.append("\r\n", 2);
+  };
+  put_num('*', args.size());
+  for (const auto& a : args) {
+    put_num('$', a.size());
+    out.append(a.data(), a.size());
+    out.append("\r\n", 2);
   }
-  int argc() const { return static_cast<int>(n_); }
-  const char** ptrs() { return n_ > small ? big_ptr_.data() : small_ptr_.data(); }
-  std::size_t* lens() { return n_ > small ? big_len_.data() : small_len_.data(); }
+}
 
- private:
-  static constexpr std::size_t small = 24;
-  std::size_t n_;
-  std::array<const char*, small> small_ptr_{};
-  std::array<std::size_t, small> small_len_{};
-  std::vector<const char*> big_ptr_;
-  std::vector<std::size_t> big_len_;
-};
-
-bool append(redisContext* c, std::span<const std::string_view> args) {
-  argv_buffer b(args);
-  return redisAppendCommandArgv(c, b.argc(), b.ptrs(), b.lens()) == REDIS_OK;
+bool append_formatted(redisContext* c, const std::string& buf) {
+  return redisAppendFormattedCommand(c, buf.data(), buf.size()) == REDIS_OK;
 }
 
 // Reads one reply; nullopt with the context's error on failure. A reply
@@ -308,7 +302,20 @@ struct client::lease {
   }
 };
 
-client::client(client_options options) : options_(std::move(options)) {}
+client::client(client_options options) : options_(std::move(options)) {
+  if (options_.ignore_sigpipe) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      struct sigaction old {};
+      if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && (old.sa_flags & SA_SIGINFO) == 0) {
+        struct sigaction ign {};
+        ign.sa_handler = SIG_IGN;
+        ::sigemptyset(&ign.sa_mask);
+        ::sigaction(SIGPIPE, &ign, nullptr);
+      }
+    });
+  }
+}
 
 client::~client() = default;
 
@@ -398,8 +405,9 @@ bool client::ensure_connected(connection& c, call_error& err) {
   else if (!u.password.empty())
     setup.push_back({"AUTH", u.password});
   if (u.db != 0) setup.push_back({"SELECT", db});
-  for (const auto& cmd : setup)
-    if (!append(ctx, cmd)) return fail(from_context(ctx, where, true));
+  std::string buf;
+  for (const auto& cmd : setup) format_command(buf, cmd);
+  if (!setup.empty() && !append_formatted(ctx, buf)) return fail(from_context(ctx, where, true));
   for (const auto& cmd : setup) {
     connection tmp;
     tmp.ctx_ = ctx;
@@ -428,12 +436,15 @@ call_result client::call(std::initializer_list<std::string_view> argv) {
 }
 
 call_result client::call(std::span<const std::string_view> argv) {
+  if (argv.empty()) return call_error{call_error::protocol, "an empty command", false};
   call_error err;
   lease l = acquire(err);
   if (!l.conn) return err;
   if (!ensure_connected(*l.conn, err)) return err;
   connection& c = *l.conn;
-  if (!append(c.ctx_, argv)) {
+  c.out_.clear();
+  format_command(c.out_, argv);
+  if (!append_formatted(c.ctx_, c.out_)) {
     err = from_context(c.ctx_, options_.where.redacted(), false);
     c.drop();
     broken_.fetch_add(1, std::memory_order_relaxed);
@@ -451,13 +462,13 @@ call_result client::call(std::span<const std::string_view> argv) {
 
 batch_result client::run_batch(connection& c, std::span<const std::vector<std::string_view>> cmds) {
   const std::string where = options_.where.redacted();
-  for (const auto& cmd : cmds) {
-    if (!append(c.ctx_, cmd)) {
-      call_error e = from_context(c.ctx_, where, false);
-      c.drop();
-      broken_.fetch_add(1, std::memory_order_relaxed);
-      return e;
-    }
+  c.out_.clear();
+  for (const auto& cmd : cmds) format_command(c.out_, cmd);
+  if (!append_formatted(c.ctx_, c.out_)) {
+    call_error e = from_context(c.ctx_, where, false);
+    c.drop();
+    broken_.fetch_add(1, std::memory_order_relaxed);
+    return e;
   }
   std::vector<reply> out;
   out.reserve(cmds.size());
@@ -475,6 +486,8 @@ batch_result client::run_batch(connection& c, std::span<const std::vector<std::s
 
 batch_result client::pipeline(std::span<const std::vector<std::string_view>> commands) {
   if (commands.empty()) return std::vector<reply>{};
+  for (const auto& cmd : commands)
+    if (cmd.empty()) return call_error{call_error::protocol, "an empty command in a pipeline", false};
   call_error err;
   lease l = acquire(err);
   if (!l.conn) return err;

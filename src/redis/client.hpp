@@ -89,6 +89,12 @@ struct client_options {
   /// reconnect_backoff_max. During the pause calls fail at once (no sleep).
   std::chrono::milliseconds reconnect_backoff{5};
   std::chrono::milliseconds reconnect_backoff_max{100};
+  /// hiredis writes with write(2): a write into a connection the server
+  /// reset raises SIGPIPE, which kills a process that has not set it aside.
+  /// When true (the default), the first client sets SIGPIPE to SIG_IGN if it
+  /// is still SIG_DFL (a handler the application installed is left alone);
+  /// the write then fails with EPIPE and the call reports `io`.
+  bool ignore_sigpipe = true;
 };
 
 /// An owned, decoded RESP2 value. The accessors are strict: each answers only

@@ -3,6 +3,9 @@
 // command that outlives its timeout. Each test is bounded to a few seconds.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -44,6 +47,16 @@ std::chrono::milliseconds until_success(client& c, std::chrono::milliseconds lim
   const auto t0 = steady::now();
   while (since(t0) < limit) {
     if (std::holds_alternative<reply>(bump(c, "probe"))) return since(t0);
+    std::this_thread::sleep_for(2ms);
+  }
+  return limit + 1ms;
+}
+
+// The same with PING (no library needed).
+std::chrono::milliseconds until_ping(client& c, std::chrono::milliseconds limit) {
+  const auto t0 = steady::now();
+  while (since(t0) < limit) {
+    if (std::holds_alternative<reply>(c.call({"PING"}))) return since(t0);
     std::this_thread::sleep_for(2ms);
   }
   return limit + 1ms;
@@ -264,6 +277,40 @@ TEST(ClientFault, ConnectionClosedByTheServerIsReplacedBeforeTheNextCommand) {
   EXPECT_EQ(std::get<reply>(r).as_integer(), 1);
   EXPECT_EQ(c.stats().broken, 1u);
   EXPECT_EQ(c.stats().connects, 2u);
+}
+
+TEST(ClientFault, SigpipeIsSetAsideSoAResetConnectionCannotKillTheProcess) {
+  client c(fast_options("redis://127.0.0.1:1"));
+  struct sigaction now {};
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+}
+
+TEST(ClientFault, BoundedPoolOnAHungServerTimesOutEveryWaiter) {
+  redis_server srv;
+  auto o = fast_options(srv.url());
+  o.pool_size = 1;
+  client c(o);
+  ASSERT_TRUE(std::holds_alternative<reply>(c.call({"PING"})));
+  srv.pause();
+  std::atomic<int> timeouts{0}, slow{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 3; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 3; ++i) {
+        const auto t0 = steady::now();
+        auto r = c.call({"PING"});
+        if (auto* e = std::get_if<call_error>(&r); e != nullptr && e->kind == call_error::timeout) timeouts++;
+        // A waiter waits for a free connection at most the command timeout,
+        // then its own command at most the command timeout.
+        if (since(t0) > 250ms) slow++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  srv.resume();
+  EXPECT_EQ(timeouts.load(), 9);
+  EXPECT_EQ(slow.load(), 0);
+  EXPECT_LT(until_ping(c, 2000ms), 1000ms);
 }
 
 }  // namespace

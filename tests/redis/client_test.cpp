@@ -115,6 +115,19 @@ TEST(Client, PipelineKeepsOrderAndPerCommandErrors) {
   EXPECT_TRUE(std::get<std::vector<reply>>(empty).empty());
 }
 
+TEST(Client, EmptyCommandsAreRefusedWithoutSending) {
+  redis_server srv;
+  client c(options_for(srv.url()));
+  auto r = c.call(std::span<const std::string_view>{});
+  ASSERT_TRUE(std::holds_alternative<call_error>(r));
+  EXPECT_EQ(std::get<call_error>(r).kind, call_error::protocol);
+  const std::vector<std::vector<std::string_view>> cmds{{"PING"}, {}};
+  auto p = c.pipeline(cmds);
+  ASSERT_TRUE(std::holds_alternative<call_error>(p));
+  EXPECT_EQ(std::get<call_error>(p).kind, call_error::protocol);
+  EXPECT_EQ(ok(c.call({"PING"})).as_status(), "PONG");
+}
+
 TEST(Client, PasswordAuth) {
   redis_server srv({.password = "p@ss word"});
   client good(options_for("redis://:p%40ss%20word@127.0.0.1:" + std::to_string(srv.port())));
