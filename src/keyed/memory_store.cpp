@@ -96,15 +96,15 @@ struct memory_store::impl {
     return id < opt.max_policies ? slots[id].load(std::memory_order_acquire) : nullptr;
   }
 
-  void add(const keyed_detail::reader_slot* slot, counter c) noexcept {
+  void add(const keyed_detail::reader_slot* slot, counter c, std::uint64_t n = 1) noexcept {
     const unsigned i = slot->index;
     counter_stripe& s = stripes[i < owned_stripes ? i : owned_stripes];
     std::atomic<std::uint64_t>& v =
         c == counter::from_store ? s.from_store : (c == counter::replayed ? s.replayed : s.errors);
     if (i < owned_stripes) {
-      v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     } else {
-      v.fetch_add(1, std::memory_order_relaxed);
+      v.fetch_add(n, std::memory_order_relaxed);
     }
   }
   void add(counter c) noexcept { add(keyed_detail::this_thread_slot(), c); }
@@ -257,6 +257,45 @@ struct memory_store::impl {
     }
   }
 
+  /// Whether `r` can join a batch of plain single-check requests.
+  bool plain(const store_request& r) const noexcept {
+    return r.checks.size() == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr;
+  }
+
+  /// Decides `rs[from, to)`, plain single-check requests of one policy, in
+  /// one keyed batch (its lookups overlapped), through the policy's gate.
+  void decide_run(std::span<const store_request> rs, std::size_t from, std::size_t to, store_decision* out) {
+    policy_entry* e = entry_of(rs[from].checks[0].policy);
+    constexpr std::size_t chunk = 64;
+    keyed_request kr[chunk];
+    decision kd[chunk];
+    while (from < to) {
+      const std::size_t m = std::min(chunk, to - from);
+      for (std::size_t j = 0; j < m; ++j) {
+        const store_request& r = rs[from + j];
+        kr[j] = {r.checks[0].key, r.now, r.cost};
+      }
+      bool done = false;
+      {
+        store_guard g;
+        if (!e->closed.load(std::memory_order_seq_cst)) {
+          e->current.load(std::memory_order_acquire)->try_acquire_many_at({kr, m}, {kd, m});
+          add(g.slot(), counter::from_store, m);
+          done = true;
+        }
+      }
+      if (!done) {
+        wait_open(*e);
+        continue;
+      }
+      for (std::size_t j = 0; j < m; ++j) {
+        out[from + j] = {kd[j], source::store};
+        out[from + j].d.part = 0;
+      }
+      from += m;
+    }
+  }
+
   store_decision decide(const store_request& r, std::span<decision> per_check, bool commit) {
     const std::size_t n = r.checks.size();
     if (n == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
@@ -325,7 +364,22 @@ store_decision memory_store::decide_at(const store_request& r, std::span<decisio
 void memory_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
   if (out.size() < requests.size())
     throw std::invalid_argument("sluice::memory_store::decide_many_at: out is shorter than requests");
-  for (std::size_t i = 0; i < requests.size(); ++i) out[i] = impl_->decide(requests[i], {}, true);
+  impl& im = *impl_;
+  std::size_t i = 0;
+  while (i < requests.size()) {
+    // A run of plain single-check requests of one policy goes to that
+    // policy's keyed store as one batch; anything else one by one.
+    std::size_t j = i;
+    while (j < requests.size() && im.plain(requests[j]) && requests[j].checks[0].policy == requests[i].checks[0].policy)
+      ++j;
+    if (j - i >= 2) {
+      im.decide_run(requests, i, j, out.data());
+      i = j;
+    } else {
+      out[i] = im.decide(requests[i], {}, true);
+      ++i;
+    }
+  }
 }
 
 store_decision memory_store::peek_at(const store_request& r, std::span<decision> per_check) {
@@ -358,6 +412,14 @@ std::optional<policy_id> memory_store::find(std::string_view name) const {
   auto it = impl_->names.find(std::string(name));
   if (it == impl_->names.end()) return std::nullopt;
   return it->second;
+}
+
+bool memory_store::with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn) {
+  policy_entry* e = impl_->entry_of(id);
+  if (e == nullptr) return false;
+  std::lock_guard r(e->redefine);
+  fn(*e->owned);
+  return true;
 }
 
 std::size_t memory_store::purge(tick now) {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -101,6 +102,12 @@ class memory_store final : public store {
 
   /// The id of a defined name, if any.
   [[nodiscard]] std::optional<policy_id> find(std::string_view name) const;
+
+  /// Calls `fn` with the keyed store that holds `id`'s states (to save or
+  /// restore a snapshot, purge, inspect), while no redefinition of that
+  /// policy can run; decisions go on meanwhile. Returns false (without
+  /// calling it) for an unknown id. `fn` must not call `define`.
+  bool with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn);
 
   /// Drops every fresh state of every policy at `now` (keyed_limiter::purge)
   /// and forgets request ids older than the window. Returns the states
