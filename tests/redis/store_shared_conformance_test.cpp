@@ -72,9 +72,10 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
     if (diff.empty()) agree += part.size();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu drawn past the exact range), "
-              "%.1f s\n",
-              std::string(name_of(GetParam())).c_str(), agree, n, decisions, refused, secs);
+  std::printf(
+      "shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu drawn past the exact range), "
+      "%.1f s\n",
+      std::string(name_of(GetParam())).c_str(), agree, n, decisions, refused, secs);
   EXPECT_EQ(st->redis_stats().mismatches, 0U);
   EXPECT_EQ(st->stats().store_failures, 0U);
 }
