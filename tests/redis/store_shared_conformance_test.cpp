@@ -30,7 +30,7 @@ bool in_range(const conformance::trace& t) {
 conformance::trace_options options() {
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;
-  o.length = 16;
+  o.length = 10;
   return o;
 }
 
