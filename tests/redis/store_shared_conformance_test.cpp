@@ -99,7 +99,9 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
 }
 
 TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
-  auto st = open_store();
+  redis_store_options o;
+  o.command_timeout = std::chrono::seconds(10);  // 65,536-bucket states on a loaded machine
+  auto st = open_store(o);
   ASSERT_TRUE(st);
   std::size_t refused = 0;
   const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused, false);
