@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The Redis benchmark: sluice::redis (bench/redis_bench.cpp) beside
+# redis-benchmark on the same private server, in the same run, printing the
+# peers' RESULT lines (../shared/peers/README.md, "Output contract") and a
+# table with the ratios the issue asks for.
+#
+#   bench/redis.sh              build (Release, build-bench/) and run
+#   bench/redis.sh --no-build   use build-bench/bench/redis_bench as it is
+#
+# Env: RUNS (repetitions, default 3), REDIS_PORT (default: a free port),
+# FILTER (a substring of the sluice scenario names), BUILD_DIR.
+# The server is pinned to CPU 1, the clients to CPU 0 (as the peers'
+# redis-ceiling), and stopped by its PID on exit. Every loop has a fixed count.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=${BUILD_DIR:-$root/build-bench}
+script=$root/../shared/research/redis-lab/gcra.lua
+RUNS=${RUNS:-3}
+FILTER=${FILTER:-}
+do_build=1
+case "${1:-}" in
+  --no-build) do_build=0 ;;
+  "") ;;
+  -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
+  *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+say() { echo "# $*" >&2; }
+for t in redis-server redis-benchmark redis-cli; do
+  command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh)"; exit 1; }
+done
+[ -f "$script" ] || { say "ERROR: $script missing (the research's exact GCRA script)"; exit 1; }
+
+if [ "$do_build" = 1 ]; then
+  say "configure + build redis_bench (Release) in $build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
+    -DSLUICE_BUILD_TESTS=OFF >"$build.redis-configure.log" 2>&1 || { cat "$build.redis-configure.log" >&2; exit 1; }
+  cmake --build "$build" -j2 --target redis_bench >"$build.redis-build.log" 2>&1 ||
+    { tail -30 "$build.redis-build.log" >&2; exit 1; }
+fi
+bench_bin=$build/bench/redis_bench
+[ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }
+
+# ---- a private server on a free port, stopped by PID ------------------------------
+if [ -z "${REDIS_PORT:-}" ]; then
+  REDIS_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
+dir=$(mktemp -d)
+taskset -c 1 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode yes --save "" \
+  --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
+pid=$!
+cleanup() {
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+cli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+for _ in $(seq 1 100); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
+cli ping >/dev/null || { say "ERROR: redis-server did not start"; cat "$dir/redis.log" >&2; exit 1; }
+SHA=$(cli script load "$(cat "$script")")
+say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT (pid $pid, CPU 1), client on CPU 0, runs=$RUNS, gcra.lua $SHA"
+say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+out=$(mktemp)
+# ---- the ceiling: redis-benchmark on the same server ------------------------------
+stats() {
+  sort -g | awk '{a[NR]=$1} END {
+    if (NR == 0) { print "nan nan nan 0"; exit }
+    m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2
+    printf "%.4f %.4f %.4f %d\n", m, a[1], a[NR], NR }'
+}
+# ceiling SCENARIO N CONNS PIPELINE NOTE -- redis-benchmark args
+ceiling() {
+  local sc=$1 n=$2 c=$3 p=$4 note=$5; shift 6
+  local r vals=()
+  for r in $(seq 1 "$RUNS"); do
+    cli flushall >/dev/null
+    [ "${PRESPEND:-0}" = 1 ] && cli evalsha "$SHA" 1 rb:hot "${DENY[@]}" >/dev/null
+    local line; line=$(taskset -c 0 redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -c "$c" -n "$n" -P "$p" --csv "$@" 2>/dev/null | tail -n 1)
+    vals+=("$(echo "$line" | tr -d '"' | awk -F, '{print $2}')")
+  done
+  printf '%s\n' "${vals[@]}" | awk '$1 > 0 {printf "%.4f\n", 1e9 / $1}' | stats | {
+    read -r m lo hi k
+    printf 'RESULT\tredis-ceiling\t%s\t%.2f\t%.0f\t-\t%d\t%.2f\t%.2f\t%s\n' "$sc" "$m" "$(awk -v m="$m" 'BEGIN {print 1e9 / m}')" "$k" "$lo" "$hi" "$note"
+  } | tee -a "$out"
+}
+ALLOW=(0 1000 1 1 0 1000000000000000 0 1 0)
+DENY=(0 1000 1 1000000000 0 1000000000 0 1 0)
+ceiling redis-incr-c1-P1 10000 1 1 "redis-benchmark INCR, 1 connection, -P 1" -- -t incr
+ceiling redis-incr-c1-P16 160000 1 16 "redis-benchmark INCR, 1 connection, -P 16" -- -t incr
+ceiling redis-incr-c50-P16 1000000 50 16 "redis-benchmark INCR, 50 connections, -P 16 (server ceiling)" -- -t incr
+for c in 1 2; do
+  for p in 1 16; do
+    n=$((p == 1 ? 10000 : 60000))
+    ceiling "redis-gcra-exact-allow-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
+    PRESPEND=1 ceiling "redis-gcra-exact-deny-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, denied (read-only), $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+  done
+done
+ceiling redis-gcra-exact-100kkeys-allow-c1-P16 60000 1 16 "redis-benchmark EVALSHA research gcra.lua, a random key of 100k (-r), allowed, 1 connection, -P 16" -- -r 100000 evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW[@]}"
+ceiling redis-gcra-exact-allow-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
+PRESPEND=1 ceiling redis-gcra-exact-deny-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, denied, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+
+# ---- sluice::redis ------------------------------------------------------------------
+filter_args=()
+[ -n "$FILTER" ] && filter_args=(--filter "$FILTER")
+taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs "$RUNS" "${filter_args[@]}" | tee -a "$out"
+
+# ---- table and ratios -------------------------------------------------------------
+echo
+awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s ns\n", $2, $3, $5, $4 }
+  END {
+    print ""
+    print "ratios (sluice::redis vs redis-benchmark, same server, same run):"
+    split("1key-allow-P1:allow-c1-P1 1key-allow-P16:allow-c1-P16 1key-allow-2thr-P1:allow-c2-P1 1key-allow-2thr-P16:allow-c2-P16 1key-deny-P1:deny-c1-P1 1key-deny-P16:deny-c1-P16 1key-deny-2thr-P1:deny-c2-P1 1key-deny-2thr-P16:deny-c2-P16 100kkeys-allow-P16:100kkeys-allow-c1-P16", pairs, " ")
+    for (i in pairs) {
+      split(pairs[i], ab, ":"); a = "redis-gcra-" ab[1]; b = "redis-gcra-exact-" ab[2]
+      if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
+    }
+    if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
+    if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
+    split("1 16 64", depths, " ")
+    for (j = 1; j <= 3; j++) {
+      a = "redis-denycache-90pct-deny-P" depths[j]
+      if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
+    }
+  }' "$out"
+rm -f "$out"

@@ -1,0 +1,117 @@
+// parse_url: every form, percent-decoding, and hostile inputs whose errors
+// must name the part at fault.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "redis/client.hpp"
+
+namespace sluice::redis {
+namespace {
+
+url parsed(std::string_view text) {
+  auto r = parse_url(text);
+  EXPECT_TRUE(r.ok()) << text << ": " << (r.ok() ? "" : r.err().what());
+  return r.ok() ? r.value() : url{};
+}
+
+TEST(ParseUrl, HostOnlyDefaultsPortAndDb) {
+  const url u = parsed("redis://localhost");
+  EXPECT_EQ(u.host, "localhost");
+  EXPECT_EQ(u.port, 6379);
+  EXPECT_EQ(u.db, 0);
+  EXPECT_TRUE(u.user.empty());
+  EXPECT_TRUE(u.password.empty());
+  EXPECT_FALSE(u.is_unix());
+}
+
+TEST(ParseUrl, EveryPart) {
+  const url u = parsed("redis://app:s3cret@10.0.0.7:6380/5");
+  EXPECT_EQ(u.user, "app");
+  EXPECT_EQ(u.password, "s3cret");
+  EXPECT_EQ(u.host, "10.0.0.7");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(u.db, 5);
+  EXPECT_EQ(u.redacted(), "redis://app:***@10.0.0.7:6380/5");
+}
+
+TEST(ParseUrl, PasswordOnly) {
+  const url u = parsed("redis://:pw@h:1");
+  EXPECT_TRUE(u.user.empty());
+  EXPECT_EQ(u.password, "pw");
+  EXPECT_EQ(u.port, 1);
+  EXPECT_EQ(u.redacted(), "redis://:***@h:1");
+}
+
+TEST(ParseUrl, PercentDecodesUserAndPassword) {
+  const url u = parsed("redis://us%65r%3A1:p%40ss%2Fw%3Ard%25@h");
+  EXPECT_EQ(u.user, "user:1");
+  EXPECT_EQ(u.password, "p@ss/w:rd%");
+  // An unescaped '@' in the password: the last '@' ends the user part.
+  EXPECT_EQ(parsed("redis://:a@b@h").password, "a@b");
+  EXPECT_EQ(parsed("redis://:a@b@h").host, "h");
+}
+
+TEST(ParseUrl, EdgesThatAreValid) {
+  EXPECT_EQ(parsed("redis://h:65535").port, 65535);
+  EXPECT_EQ(parsed("redis://h/").db, 0);
+  EXPECT_EQ(parsed("redis://h/2147483647").db, 2147483647);
+  EXPECT_EQ(parsed("redis://[::1]:7000").host, "::1");
+  EXPECT_EQ(parsed("redis://[::1]:7000").port, 7000);
+  EXPECT_EQ(parsed("redis://[::1]").redacted(), "redis://[::1]:6379");
+}
+
+TEST(ParseUrl, UnixSocket) {
+  const url u = parsed("unix:///run/redis/redis.sock");
+  EXPECT_TRUE(u.is_unix());
+  EXPECT_EQ(u.socket_path, "/run/redis/redis.sock");
+  EXPECT_EQ(u.db, 0);
+  const url d = parsed("unix:///tmp/r.sock?db=3");
+  EXPECT_EQ(d.socket_path, "/tmp/r.sock");
+  EXPECT_EQ(d.db, 3);
+  EXPECT_EQ(d.redacted(), "unix:///tmp/r.sock?db=3");
+}
+
+struct bad_case {
+  const char* text;
+  const char* part;
+};
+
+class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
+
+TEST_P(ParseUrlRejects, NamingThePart) {
+  const auto& c = GetParam();
+  auto r = parse_url(c.text);
+  ASSERT_FALSE(r.ok()) << c.text << " parsed";
+  EXPECT_EQ(r.err().field, c.part) << c.text << ": " << r.err().what();
+  EXPECT_FALSE(r.err().message.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hostile, ParseUrlRejects,
+    ::testing::Values(
+        bad_case{"", "scheme"}, bad_case{"localhost:6379", "scheme"}, bad_case{"http://h", "scheme"},
+        bad_case{"rediss://h", "scheme"}, bad_case{"REDIS://h", "scheme"}, bad_case{"redis://", "host"},
+        bad_case{"redis://:6379", "host"}, bad_case{"redis://:pw@", "host"}, bad_case{"redis:///0", "host"},
+        bad_case{"redis://h:0", "port"}, bad_case{"redis://h:65536", "port"}, bad_case{"redis://h:abc", "port"},
+        bad_case{"redis://h:", "port"}, bad_case{"redis://h:-1", "port"}, bad_case{"redis://h:+80", "port"},
+        bad_case{"redis://h:99999999999999999999", "port"}, bad_case{"redis://h:80x", "port"},
+        bad_case{"redis://h:6379:1", "port"}, bad_case{"redis://h/-1", "db"}, bad_case{"redis://h/abc", "db"},
+        bad_case{"redis://h/1/2", "db"}, bad_case{"redis://h/2147483648", "db"}, bad_case{"redis://h/0x1", "db"},
+        bad_case{"redis://h/1 ", "db"}, bad_case{"redis://h?x=1", "host"}, bad_case{"redis://h#frag", "host"},
+        bad_case{"redis://h h", "host"}, bad_case{"redis://h\n", "host"}, bad_case{"redis://[::1", "host"},
+        bad_case{"redis://[::1]x", "host"}, bad_case{"redis://[]:1", "host"}, bad_case{"redis://[zz]:1", "host"},
+        bad_case{"redis://u%zz:p@h", "user"}, bad_case{"redis://u:p%4@h", "password"},
+        bad_case{"redis://u:@h", "password"}, bad_case{"redis://user@h", "password"}, bad_case{"unix://", "path"},
+        bad_case{"unix://relative.sock", "path"}, bad_case{"unix:///s?db=x", "db"}, bad_case{"unix:///s?db=-2", "db"},
+        bad_case{"unix:///s?database=1", "query"}, bad_case{"unix:///s?", "query"}, bad_case{"unix:///s%zz", "path"}));
+
+TEST(ParseUrl, ErrorsQuoteTheBadText) {
+  auto r = parse_url("redis://h:70000");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.err().message.find("70000"), std::string::npos);
+  EXPECT_EQ(r.err().what().substr(0, 6), "port: ");
+}
+
+}  // namespace
+}  // namespace sluice::redis
