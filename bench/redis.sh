@@ -119,11 +119,18 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
       split(pairs[i], ab, ":"); a = "redis-gcra-" ab[1]; b = "redis-gcra-exact-" ab[2]
       if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
     }
+    split("1key-allow-P1:allow-c1-P1 1key-allow-P16:allow-c1-P16 1key-allow-2thr-P1:allow-c2-P1 1key-allow-2thr-P16:allow-c2-P16 1key-deny-P1:deny-c1-P1 1key-deny-P16:deny-c1-P16 1key-deny-2thr-P16:deny-c2-P16 100kkeys-allow-P16:100kkeys-allow-c1-P16", spairs, " ")
+    for (i in spairs) {
+      split(spairs[i], ab, ":"); a = "redis-store-gcra-" ab[1]; b = "redis-gcra-exact-" ab[2]
+      if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
+    }
     if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
     if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
     split("1 16 64", depths, " ")
     for (j = 1; j <= 3; j++) {
       a = "redis-denycache-90pct-deny-P" depths[j]
+      if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
+      a = "redis-store-denycache-90pct-deny-P" depths[j]
       if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
     }
   }' "$out"
