@@ -77,6 +77,9 @@ struct bad_case {
   const char* part;
 };
 
+// Printed in test names (ctest): the part only; the text may hold control characters.
+void PrintTo(const bad_case& c, std::ostream* os) { *os << "bad " << c.part; }
+
 class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
 
 TEST_P(ParseUrlRejects, NamingThePart) {
