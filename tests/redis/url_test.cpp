@@ -77,8 +77,13 @@ struct bad_case {
   const char* part;
 };
 
-// Printed in test names (ctest): the part only; the text may hold control characters.
-void PrintTo(const bad_case& c, std::ostream* os) { *os << "bad " << c.part; }
+// Printed in ctest's test names: the part and the text, its control characters as '?'.
+void PrintTo(const bad_case& c, std::ostream* os) {
+  std::string t = c.text;
+  for (char& ch : t)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = '?';
+  *os << c.part << " <" << t << ">";
+}
 
 class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
 
