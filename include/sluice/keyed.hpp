@@ -68,6 +68,12 @@ struct keyed_options {
   /// Seed of the key hash; 0 draws one at random per store (resists
   /// flooding with colliding keys). Decisions never depend on it.
   std::uint64_t hash_seed = 0;
+  /// Whether GCRA and the token bucket (with S·W < 2^63) keep the 16-byte
+  /// cell that decides lock-free. Off, they decide under the shard lock as
+  /// every other policy does, and hold any state of their type — also one
+  /// out of the cell's range, such as the debt a reconfiguration to a
+  /// smaller burst leaves (the memory store's live `define` needs that).
+  bool compact = true;
 };
 
 /// Counts a keyed_limiter keeps. Each is exact when the store is quiet, and
@@ -84,6 +90,15 @@ struct keyed_request {
   std::string_view key;
   tick now = 0;
   std::int64_t cost = 1;
+};
+
+class keyed_limiter;
+
+/// One check of a multi-key decision (`keyed_limiter::try_acquire_all_at`):
+/// a store and a key in it. The key's bytes must stay valid for the call.
+struct keyed_check {
+  keyed_limiter* limiter = nullptr;
+  std::string_view key;
 };
 
 /// One state per key under one policy; safe for any number of threads.
@@ -140,6 +155,41 @@ class keyed_limiter {
   /// `try_acquire_many_at` of `keys`, each with `cost`, at one reading of
   /// the clock taken when the call begins (a batch is one instant).
   void try_acquire_many(std::span<const std::string_view> keys, std::span<decision> out, std::int64_t cost = 1);
+
+  /// Decides one request over several checks (each a store and a key; the
+  /// stores may differ, and so may their policies) atomically, as `all_of`:
+  /// it is admitted iff every check admits at `now` (each at its own
+  /// store's purge floor), and only then does every check consume `cost`;
+  /// a denied request changes no state. No other decision on any of these
+  /// keys, single- or multi-key, from any thread, interleaves with it.
+  ///
+  /// Writes each check's own decision to `per_check[i]` when it is not
+  /// empty: on an admit, what the check's store answered; on a denial, a
+  /// check that denies gives its own (pure) answer, and a check that would
+  /// have admitted reports `allowed = false`, `retry_after = 0`, no
+  /// `release_after`, and the `remaining` and `reset_after` of its
+  /// untouched state. Returns the request's decision: on an admit the
+  /// smallest `remaining` (its check in `part`), the largest `reset_after`
+  /// and `release_after`; on a denial the largest `retry_after` of the
+  /// checks that deny (its check in `part`), the smallest `remaining`, the
+  /// largest `reset_after`, each read after the decision.
+  ///
+  /// How: the shard locks of every check are taken in address order, and
+  /// each lock-free cell is held for the decision (a single-key decision
+  /// that meets it takes the shard lock, so waits); then every check is
+  /// decided on a copy, and all or none are written.
+  ///
+  /// Throws std::invalid_argument (before deciding) when `checks` is
+  /// empty, names a null store or one (store, key) twice, or `per_check` is
+  /// not empty and shorter than `checks`; and as `try_acquire_at`. Under
+  /// std::bad_alloc a request may be left charged on some checks only.
+  static decision try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
+                                     std::span<decision> per_check = {});
+
+  /// What `try_acquire_all_at` would answer, changing nothing (read as one
+  /// atomic instant over all the checks' keys).
+  static decision peek_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
+                              std::span<decision> per_check = {});
 
   /// What `try_acquire_at` would answer, changing nothing. Never allocates.
   [[nodiscard]] decision peek_at(std::string_view key, tick now, std::int64_t cost = 1) const;

@@ -120,8 +120,14 @@ class store {
 
   /// Decides `r` (see store_request). Writes each check's own decision to
   /// `per_check[i]` when `per_check` is not empty (it must then hold at
-  /// least `r.checks.size()` elements). Never throws for a store failure:
-  /// the failure mode answers (std::bad_alloc may still escape).
+  /// least `r.checks.size()` elements): its limiter's answer (`part` as
+  /// that limiter reports it, -1 for a plain one); on a denied request, a
+  /// check that would have admitted reports `allowed = false`,
+  /// `retry_after = 0`, `release_after = 0`, and the `remaining` and
+  /// `reset_after` of its untouched state. A request that names one
+  /// (policy, key) twice is a bad request (`source::error`). Never throws
+  /// for a store failure: the failure mode answers (std::bad_alloc may
+  /// still escape).
   virtual store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) = 0;
 
   /// Decides `requests` in order, as that many `decide_at` calls would

@@ -16,6 +16,7 @@ namespace {
 struct registry {
   std::mutex mu;
   std::atomic<reader_slot*> head{nullptr};
+  unsigned count = 0;  // slots made
   bool asym = false;
 
   registry() {
@@ -75,6 +76,7 @@ reader_slot* register_reader() {
   }
   if (s == nullptr) {
     s = new reader_slot;  // NOLINT: lives as long as the process
+    s->index = r.count++;
     s->next = r.head.load(std::memory_order_relaxed);
     r.head.store(s, std::memory_order_release);
   }
@@ -84,14 +86,18 @@ reader_slot* register_reader() {
   return s;
 }
 
-void synchronize() {
+void synchronize(domain d) {
+  // No lock: the list only grows, each slot published whole (a slot added
+  // meanwhile belongs to a thread whose sections begin after this call), and
+  // holding the registry lock while waiting would deadlock a reader of one
+  // domain that, inside its section, waits for the other's grace period.
   registry& r = reg();
-  std::lock_guard lock(r.mu);
   heavy_barrier();
+  const auto k = static_cast<unsigned>(d);
   for (reader_slot* p = r.head.load(std::memory_order_acquire); p != nullptr; p = p->next) {
-    const std::uint64_t v = p->ctr.load(std::memory_order_acquire);
+    const std::uint64_t v = p->ctr[k].load(std::memory_order_acquire);
     if ((v & 1U) == 0) continue;
-    for (int spins = 0; p->ctr.load(std::memory_order_acquire) == v; ++spins) {
+    for (int spins = 0; p->ctr[k].load(std::memory_order_acquire) == v; ++spins) {
       if (spins > 64) std::this_thread::yield();
     }
   }

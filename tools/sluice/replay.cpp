@@ -14,6 +14,7 @@
 #include "policy_flag.hpp"
 #include "sluice/keyed.hpp"
 #include "sluice/snapshot.hpp"
+#include "store_flag.hpp"
 #include "trace.hpp"
 
 namespace sluice::cli {
@@ -55,10 +56,17 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   if (auto e = trace.open(f.trace, in)) return usage_error(err, *e);
 
   const any_policy& p = *policy;
-  // One state per key in the keyed store (the empty key, lines without one,
-  // is a key like any other). No automatic purging: a trace whose clock
-  // steps back decides exactly as one limiter per key.
-  keyed_limiter store(p, keyed_options{.shards = 16, .auto_purge = false, .hash_seed = 1});
+  // One state per key in the store (the empty key, lines without one, is a
+  // key like any other), each line one request of one check. No automatic
+  // purging: a trace whose clock steps back decides exactly as one limiter
+  // per key.
+  auto made = make_store(f.store, {.keyed = {.shards = 16, .auto_purge = false, .hash_seed = 1}, .key_prefix = {}});
+  if (!made) return usage_error(err, made.err());
+  if (made->memory == nullptr && (!f.load_state.empty() || !f.save_state.empty()))
+    return usage_error(err, error{"--store", "snapshots (--load-state, --save-state) need --store memory"});
+  auto defined = single_policy_store::make(std::move(made).value(), "replay", p);
+  if (!defined) return usage_error(err, defined.err());
+  single_policy_store& store = defined.value();
   // The trace is the clock: the snapshot's moment is the latest time seen.
   tick moment = std::numeric_limits<tick>::min();
   if (!f.load_state.empty()) {
@@ -85,7 +93,10 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     const std::int64_t wall =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
-    auto saved = save_snapshot(store, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
+    result<snapshot_info> saved = error{};
+    store.memory()->with_keyed(store.id(), [&](const keyed_limiter& k) {
+      saved = save_snapshot(k, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
+    });
     if (!saved) return usage_error(err, error{"--save-state", saved.err().message});
   }
   return exit_ok;

@@ -15,8 +15,9 @@ struct replay_flags {
   limiter_flags limits;
   std::string format = "csv";
   std::string trace = "-";
-  std::string save_state;  ///< --save-state FILE: every key's state at the end, as a snapshot
-  std::string load_state;  ///< --load-state FILE: start from a snapshot's states
+  std::string save_state;        ///< --save-state FILE: every key's state at the end, as a snapshot
+  std::string load_state;        ///< --load-state FILE: start from a snapshot's states
+  std::string store = "memory";  ///< --store SPEC: where the states live (store_flag.hpp)
 };
 
 /// Adds the `replay` subcommand to `app`, filling `f` when it is parsed.

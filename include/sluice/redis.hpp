@@ -1,0 +1,147 @@
+// The Redis store: every key's state in one Redis 7 server, shared by every
+// process that points at it, decided exactly as the core `decide` decides
+// in process (semantics.md, "Remote stores"; docs/redis.md).
+//
+// Each decision is one atomic FCALL of the store's Lua FUNCTION library
+// (`sluice_v1`, loaded by the store whenever the server lacks it): the
+// script decides admit and writes the new states (a denial writes nothing);
+// the C++ side sends every configuration-dependent product and quotient
+// already computed in 128-bit integers, so the script only adds and compares
+// integers below 2^53, and derives every figure (remaining, retry_after,
+// reset_after, release_after) from the states the script returns, with the
+// core's own code. It checks that the script's admit is the core's; a
+// mismatch is an error, never an admit. Configurations whose quantities the
+// Lua arithmetic cannot hold exactly are refused by `define`, with the field
+// and the bound.
+//
+// When Redis cannot answer (down, slow, full, refusing), the configured
+// failure mode decides and the decision says so; a key that holds a value
+// the store did not write is `source::error` (denied, counted).
+//
+// Thread safety: every member may be called from any number of threads.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sluice/any.hpp"
+#include "sluice/result.hpp"
+#include "sluice/store.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// What the Redis store does when Redis does not answer in time, answers
+/// with an error (maxmemory, a busy script, ...), or the circuit breaker is
+/// open.
+enum class failure_mode : std::uint8_t {
+  fail_open,    ///< admit (source::fail_open)
+  fail_closed,  ///< deny, retry_after = the configured back-off (source::fail_closed)
+  local,        ///< decide in process, with the same policy (source::fallback)
+};
+
+/// How a Redis store connects, names its keys, expires them and fails.
+struct redis_store_options {
+  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`.
+  std::string url = "redis://127.0.0.1:6379";
+  /// Prepended to every key the store writes (states and request ids).
+  std::string prefix = "sluice:";
+  std::chrono::milliseconds connect_timeout{200};
+  /// Bound on each call; a call past it is a store failure (it may still
+  /// have been applied: use request ids to retry without paying twice).
+  std::chrono::milliseconds command_timeout{100};
+  /// Connections: 0 = one per calling thread; N = a pool of N.
+  std::size_t pool_size = 0;
+  /// The length of a tick in nanoseconds, for the keys' expiry (PX): 1 for
+  /// the default clock (the realtime clock in ns). 0: ticks of unknown
+  /// length (a virtual clock, a replayed trace): every key then expires
+  /// `unknown_tick_ttl` after it is written.
+  std::int64_t tick_ns = 1;
+  /// Added to every key's time-to-fresh (semantics.md: covers clocks that
+  /// step back by up to that much).
+  std::chrono::milliseconds grace{60'000};
+  /// The expiry of every key when `tick_ns` is 0 (0: never expires).
+  std::chrono::milliseconds unknown_tick_ttl{std::chrono::hours(24 * 7)};
+  /// How long a request id's first decision is kept.
+  std::chrono::milliseconds idempotency_window{60'000};
+  /// A request whose `now` is behind a key's latest admit by more than this
+  /// many ticks is counted in `stats().clock_skew`.
+  tick skew_tolerance = 1'000'000'000;
+  /// What decides when Redis cannot.
+  failure_mode on_failure = failure_mode::fail_closed;
+  /// retry_after of a fail-closed denial, in ticks.
+  tick fail_closed_retry_after = 1'000'000'000;
+  /// The circuit breaker: after this many store failures in a row the store
+  /// is not called for `breaker_cool_down` (the failure mode answers at
+  /// once), then one probe call at a time until one succeeds. 0: no breaker.
+  std::uint32_t breaker_failures = 5;
+  std::chrono::milliseconds breaker_cool_down{1000};
+  /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
+  /// check denied until `now + retry_after` denies the requests of the same
+  /// or larger cost on it until then without a call. Exact in `allowed` on
+  /// a clock shared by the fleet; its `retry_after` is a lower bound (exact
+  /// unless another client consumed meanwhile), its `remaining` 0.
+  bool deny_cache = false;
+  /// About how many denied (policy, key) pairs the cache holds.
+  std::size_t deny_cache_capacity = 1 << 16;
+};
+
+/// Counts of the Redis store beyond `store_stats`.
+struct redis_store_stats {
+  store_stats base;
+  std::uint64_t mismatches = 0;     ///< script and core disagreed (an error, counted in base.errors too)
+  std::uint64_t corrupt = 0;        ///< keys holding a value the store did not write
+  std::uint64_t breaker_open = 0;   ///< requests answered by the failure mode while the breaker was open
+  std::uint64_t breaker_trips = 0;  ///< times the breaker opened
+};
+
+/// The Redis implementation of `store`.
+class redis_store final : public store {
+ public:
+  /// Connects lazily (the first call connects): a server that is down now is
+  /// a store failure then, not an error here. The error names the URL's
+  /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
+  static result<std::unique_ptr<redis_store>> open(redis_store_options options);
+
+  ~redis_store() override;
+  redis_store(const redis_store&) = delete;
+  redis_store& operator=(const redis_store&) = delete;
+
+  /// Registers `policy` under `name`. Errors name the field and the bound
+  /// when the Lua arithmetic cannot hold a quantity exactly (docs/redis.md,
+  /// "Exact ranges"), and "algorithm" when `name` is already defined with a
+  /// different policy (the Redis store cannot yet carry states over a
+  /// change of configuration). States live under the key
+  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`).
+  result<policy_id> define(std::string_view name, const any_policy& policy) override;
+
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
+  void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+
+  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share it).
+  [[nodiscard]] tick now() const noexcept override;
+
+  [[nodiscard]] store_stats stats() const override;
+  /// Every count, the Redis store's own included.
+  [[nodiscard]] redis_store_stats redis_stats() const;
+
+  /// The Lua library's source, as loaded into Redis (FUNCTION LOAD).
+  static std::string_view library_code() noexcept;
+  /// The library's name with its version ("sluice_v1").
+  static std::string_view library_name() noexcept;
+
+  /// The implementation (src/redis/store.cpp); not part of the API.
+  struct impl;
+
+ private:
+  explicit redis_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace sluice

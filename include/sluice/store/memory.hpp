@@ -1,0 +1,124 @@
+// The in-process store: the `store` interface (store.hpp) over the keyed
+// store, one `keyed_limiter` per defined policy, in this process's memory.
+//
+// A request of one check goes straight to its policy's keyed store (for
+// GCRA and the token bucket, one lock-free compare-and-swap); a request of
+// several checks is decided atomically as all_of by the keyed store's
+// multi-key form (`keyed_limiter::try_acquire_all_at`), whatever other
+// threads decide meanwhile on the same keys.
+//
+// `define` of a name already defined reconfigures, live, every state that
+// policy holds (reconfigure.hpp): the policy's gate closes, decisions in
+// flight on it finish (a grace period, as the keyed store's reclaim waits
+// for its readers; the deciding threads pay two plain stores for it), the
+// states are carried over to a keyed store under the new policy, and the
+// gate opens on it. A decision that meets the closed gate waits for it, so
+// each is wholly old or wholly new, and none is lost.
+//
+// Request ids (idempotent charging) are remembered for a window of the
+// store's ticks (default 60 s of nanoseconds); a repeat within it gets the
+// first decision again, `source::replayed`.
+//
+// Thread safety: every member function may be called from any number of
+// threads at once (store.hpp).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "sluice/keyed.hpp"
+#include "sluice/store.hpp"
+
+namespace sluice {
+
+/// How a memory_store is sized.
+struct memory_store_options {
+  /// The options of every policy's keyed store (max_keys, shards,
+  /// auto_purge, hash seed) — each policy has its own, so max_keys bounds
+  /// the keys of each policy.
+  keyed_options keyed{};
+  /// How long a request id is remembered, in the store's ticks (ns for the
+  /// steady clock): a repeat of an id decided at `t` is replayed while its
+  /// `now` is before `t + idempotency_window`. 0 turns ids off (every
+  /// request is decided).
+  tick idempotency_window = 60'000'000'000;
+  /// The most request ids remembered at once; past it the oldest are
+  /// forgotten first (a repeat of a forgotten id is decided again).
+  std::size_t max_ids = 1'000'000;
+  /// The most policies the store can define (names; a redefinition keeps
+  /// its id).
+  std::size_t max_policies = 1024;
+  /// The clock `now()` reads: null for the steady clock (ns); otherwise a
+  /// manual clock that must outlive the store (tests, simulations).
+  const manual_clock* clock = nullptr;
+};
+
+/// The in-process store; see the overview.
+class memory_store final : public store {
+ public:
+  /// An empty store (no policy defined). Throws std::bad_alloc only.
+  explicit memory_store(memory_store_options options = {});
+  /// Requires that no other thread still uses the store.
+  ~memory_store() override;
+  memory_store(const memory_store&) = delete;
+  memory_store& operator=(const memory_store&) = delete;
+
+  /// Defines `name` (new: a new id) or redefines it (the same id; its
+  /// states are reconfigured at `now()`, see the overview). The error names
+  /// "name" for an empty name, "policies" past `max_policies`, "algorithm"
+  /// when the new policy is another algorithm than the old (a throttled
+  /// client must not get a fresh limit), "parts" for composites whose parts
+  /// differ in number or kind.
+  result<policy_id> define(std::string_view name, const any_policy& policy) override;
+
+  /// `define` with an explicit instant for the reconfiguration.
+  result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
+
+  /// Decides `r` (store.hpp). A request with no check or more than
+  /// `max_checks`, an unknown policy id, a cost below 1, a (policy, key)
+  /// named twice, or a `per_check` shorter than its checks is answered as
+  /// `source::error` (denied, `retry_after = never`), counted, and changes
+  /// nothing.
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
+
+  /// Decides `requests` in order (store.hpp).
+  void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
+
+  /// What `decide_at` would answer, changing nothing (a remembered id's
+  /// first decision, as `source::replayed`; an id is never remembered by a
+  /// peek).
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+
+  /// The store's clock (steady ns, or the manual clock of the options).
+  [[nodiscard]] tick now() const noexcept override;
+
+  /// Decisions by source (peeks are not counted), and the keys held over
+  /// every policy.
+  [[nodiscard]] store_stats stats() const override;
+
+  /// The id of a defined name, if any.
+  [[nodiscard]] std::optional<policy_id> find(std::string_view name) const;
+
+  /// Calls `fn` with the keyed store that holds `id`'s states (to save or
+  /// restore a snapshot, purge, inspect), while no redefinition of that
+  /// policy can run; decisions go on meanwhile. Returns false (without
+  /// calling it) for an unknown id. `fn` must not call `define`.
+  bool with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn);
+
+  /// Drops every fresh state of every policy at `now` (keyed_limiter::purge)
+  /// and forgets request ids older than the window. Returns the states
+  /// dropped.
+  std::size_t purge(tick now);
+
+  /// The implementation (src/keyed/memory_store.cpp); not part of the API.
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace sluice

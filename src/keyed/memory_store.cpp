@@ -1,0 +1,448 @@
+// The in-process store (store/memory.hpp): policies, the gate that makes a
+// live redefinition atomic for the decisions around it, request ids, and
+// per-thread counters.
+#include "sluice/store/memory.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "reclaim.hpp"
+#include "sluice/reconfigure.hpp"
+
+namespace sluice {
+namespace {
+
+using store_guard = keyed_detail::basic_read_guard<keyed_detail::domain::store>;
+
+/// One defined policy. `current` is read inside a store read section while
+/// the gate is open; it is replaced (and the old one freed) only while the
+/// gate is closed and after a grace period.
+struct policy_entry {
+  std::string name;
+  std::atomic<keyed_limiter*> current{nullptr};
+  std::atomic<bool> closed{false};
+  std::mutex redefine;                   // one redefinition of this name at a time
+  std::unique_ptr<keyed_limiter> owned;  // what `current` points at; under `redefine`
+};
+
+/// Counts one thread adds to, alone on a cache line: a thread whose slot
+/// index is below `stripes` owns its stripe and adds with a plain load and
+/// store; others share the last stripe, with atomic adds.
+struct alignas(64) counter_stripe {
+  std::atomic<std::uint64_t> from_store{0};
+  std::atomic<std::uint64_t> replayed{0};
+  std::atomic<std::uint64_t> errors{0};
+};
+constexpr std::size_t owned_stripes = 63;
+
+enum class counter { from_store, replayed, errors };
+
+/// A remembered request id.
+struct id_entry {
+  tick at = 0;
+  store_decision d;
+  std::vector<decision> per_check;
+};
+
+/// Ids in stripes by hash, each with its own lock; `order` for expiry.
+struct id_stripe {
+  std::mutex mu;
+  std::unordered_map<std::string, id_entry> map;
+  std::deque<std::pair<tick, std::string>> order;  // by insertion
+};
+constexpr std::size_t id_stripes = 16;
+
+/// Whether an id remembered at `at` has expired at `now` (a `now` before
+/// `at`, a clock that stepped back, is within the window).
+bool expired(tick at, tick now, tick window) noexcept {
+  __extension__ using wide = __int128;
+  return static_cast<wide>(now) - at >= window;
+}
+
+store_decision error_decision(std::span<decision> per_check, std::size_t n) {
+  decision d;
+  d.retry_after = never;
+  for (std::size_t i = 0; i < std::min(n, per_check.size()); ++i) per_check[i] = d;
+  return {d, source::error};
+}
+
+}  // namespace
+
+struct memory_store::impl {
+  memory_store_options opt;
+  std::unique_ptr<std::atomic<policy_entry*>[]> slots;
+  std::mutex define_mu;  // new names
+  std::unordered_map<std::string, policy_id> names;
+  std::vector<std::unique_ptr<policy_entry>> entries;  // owns every entry; under define_mu
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  counter_stripe stripes[owned_stripes + 1];
+  id_stripe ids[id_stripes];
+
+  explicit impl(memory_store_options o) : opt(o), slots(new std::atomic<policy_entry*>[o.max_policies]) {
+    for (std::size_t i = 0; i < opt.max_policies; ++i) slots[i].store(nullptr, std::memory_order_relaxed);
+  }
+
+  policy_entry* entry_of(policy_id id) const noexcept {
+    return id < opt.max_policies ? slots[id].load(std::memory_order_acquire) : nullptr;
+  }
+
+  void add(const keyed_detail::reader_slot* slot, counter c, std::uint64_t n = 1) noexcept {
+    const unsigned i = slot->index;
+    counter_stripe& s = stripes[i < owned_stripes ? i : owned_stripes];
+    std::atomic<std::uint64_t>& v =
+        c == counter::from_store ? s.from_store : (c == counter::replayed ? s.replayed : s.errors);
+    if (i < owned_stripes) {
+      v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    } else {
+      v.fetch_add(n, std::memory_order_relaxed);
+    }
+  }
+  void add(counter c) noexcept { add(keyed_detail::this_thread_slot(), c); }
+
+  std::unique_ptr<keyed_limiter> make_limiter(const any_policy& p, keyed_options ko) const {
+    if (opt.clock != nullptr) return std::make_unique<keyed_limiter>(p, ko, *opt.clock);
+    return std::make_unique<keyed_limiter>(p, ko);
+  }
+
+  /// Waits until `e`'s gate is open. Requires: outside a store section.
+  void wait_open(policy_entry& e) {
+    std::unique_lock lock(gate_mu);
+    gate_cv.wait(lock, [&] { return !e.closed.load(std::memory_order_acquire); });
+  }
+
+  result<policy_id> redefine(policy_entry& e, policy_id id, const any_policy& to, tick now) {
+    std::lock_guard lock(e.redefine);
+    keyed_limiter& old = *e.owned;
+    const any_policy& from = old.policy();
+    // Refuse before anything changes: the fresh state tells whether the new
+    // policy can continue the old one's states at all.
+    if (auto probe = reconfigure(from, fresh_state(from), to, now); !probe) return probe.err();
+    auto next = make_limiter(to, opt.keyed);
+    e.closed.store(true, std::memory_order_seq_cst);
+    keyed_detail::synchronize(keyed_detail::domain::store);  // decisions in flight on `old` end
+    std::vector<std::pair<std::string, any_state>> moved;
+    moved.reserve(old.size());
+    error failed;
+    old.for_each([&](std::string_view key, const any_state& st) {
+      auto r = reconfigure(from, st, to, now);
+      if (!r) {
+        failed = r.err();
+        return;
+      }
+      moved.emplace_back(std::string(key), std::move(r).value());
+    });
+    if (failed.field.empty() && failed.message.empty()) {
+      try {
+        next->restore(moved);
+      } catch (const std::invalid_argument&) {
+        // A state out of the lock-free cell's range (a debt left by a smaller
+        // burst): the new policy decides under the shard locks instead.
+        keyed_options ko = opt.keyed;
+        ko.compact = false;
+        next = make_limiter(to, ko);
+        next->restore(moved);
+      }
+      e.owned.swap(next);  // `next` now holds the old store, freed below
+      e.current.store(e.owned.get(), std::memory_order_release);
+    }
+    {
+      std::lock_guard g(gate_mu);
+      e.closed.store(false, std::memory_order_release);
+    }
+    gate_cv.notify_all();
+    if (!failed.field.empty() || !failed.message.empty()) return failed;
+    return id;
+  }
+
+  /// The remembered decision of `id` at `now`, if any; for a peek, nothing
+  /// else. Requires the stripe's lock.
+  static const id_entry* remembered(id_stripe& s, std::string_view id, tick now, tick window) {
+    auto it = s.map.find(std::string(id));
+    if (it == s.map.end()) return nullptr;
+    if (expired(it->second.at, now, window)) return nullptr;
+    return &it->second;
+  }
+
+  id_stripe& stripe_of(std::string_view id) { return ids[std::hash<std::string_view>{}(id) % id_stripes]; }
+
+  void remember(id_stripe& s, std::string_view id, tick now, const store_decision& d, std::span<decision> per_check,
+                std::size_t n) {
+    while (!s.order.empty() && (s.map.size() >= std::max<std::size_t>(opt.max_ids / id_stripes, 1) ||
+                                expired(s.order.front().first, now, opt.idempotency_window))) {
+      auto it = s.map.find(s.order.front().second);
+      if (it != s.map.end() && it->second.at == s.order.front().first) s.map.erase(it);
+      s.order.pop_front();
+    }
+    id_entry e;
+    e.at = now;
+    e.d = d;
+    e.d.from = source::replayed;
+    if (!per_check.empty()) e.per_check.assign(per_check.begin(), per_check.begin() + static_cast<std::ptrdiff_t>(n));
+    std::string key(id);
+    s.map.insert_or_assign(key, std::move(e));
+    s.order.emplace_back(now, std::move(key));
+  }
+
+  static store_decision replay(const id_entry& e, std::span<decision> per_check, std::size_t n) {
+    for (std::size_t i = 0; i < std::min(n, per_check.size()); ++i)
+      per_check[i] = i < e.per_check.size() ? e.per_check[i] : e.d.d;
+    return e.d;
+  }
+
+  /// Whether `r` is well formed: checks in range, known policies, cost,
+  /// no (policy, key) twice, per_check long enough.
+  bool valid(const store_request& r, std::span<decision> per_check) const noexcept {
+    const std::size_t n = r.checks.size();
+    if (n == 0 || n > max_checks || r.cost < 1) return false;
+    if (!per_check.empty() && per_check.size() < n) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (entry_of(r.checks[i].policy) == nullptr) return false;
+      for (std::size_t j = 0; j < i; ++j)
+        if (r.checks[j].policy == r.checks[i].policy && r.checks[j].key == r.checks[i].key) return false;
+    }
+    return true;
+  }
+
+  /// Decides (or peeks) a valid request through the gates of its policies.
+  store_decision decide_checks(const store_request& r, std::span<decision> per_check, bool commit) {
+    const std::size_t n = r.checks.size();
+    policy_entry* es[max_checks];
+    for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(r.checks[i].policy);
+    for (;;) {
+      policy_entry* wait_for = nullptr;
+      {
+        store_guard g;
+        for (std::size_t i = 0; i < n && wait_for == nullptr; ++i)
+          if (es[i]->closed.load(std::memory_order_seq_cst)) wait_for = es[i];
+        if (wait_for == nullptr) {
+          keyed_check ks[max_checks];
+          for (std::size_t i = 0; i < n; ++i) ks[i] = {es[i]->current.load(std::memory_order_acquire), r.checks[i].key};
+          const std::span<const keyed_check> span(ks, n);
+          decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
+                              : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
+          if (commit) add(g.slot(), counter::from_store);
+          return {d, source::store};
+        }
+      }
+      wait_open(*wait_for);
+    }
+  }
+
+  /// One check, no id: the keyed store's own path.
+  store_decision decide_one(const check& c, tick now, std::int64_t cost, std::span<decision> per_check, bool commit) {
+    policy_entry* e = entry_of(c.policy);
+    for (;;) {
+      {
+        store_guard g;
+        if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
+          keyed_limiter* k = e->current.load(std::memory_order_acquire);
+          decision d = commit ? k->try_acquire_at(c.key, now, cost) : k->peek_at(c.key, now, cost);
+          if (commit) add(g.slot(), counter::from_store);
+          if (!per_check.empty()) per_check[0] = d;
+          d.part = 0;
+          return {d, source::store};
+        }
+      }
+      wait_open(*e);
+    }
+  }
+
+  /// Whether `r` can join a batch of plain single-check requests.
+  bool plain(const store_request& r) const noexcept {
+    return r.checks.size() == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr;
+  }
+
+  /// Decides `rs[from, to)`, plain single-check requests of one policy, in
+  /// one keyed batch (its lookups overlapped), through the policy's gate.
+  void decide_run(std::span<const store_request> rs, std::size_t from, std::size_t to, store_decision* out) {
+    policy_entry* e = entry_of(rs[from].checks[0].policy);
+    constexpr std::size_t chunk = 64;
+    keyed_request kr[chunk];
+    decision kd[chunk];
+    while (from < to) {
+      const std::size_t m = std::min(chunk, to - from);
+      for (std::size_t j = 0; j < m; ++j) {
+        const store_request& r = rs[from + j];
+        kr[j] = {r.checks[0].key, r.now, r.cost};
+      }
+      bool done = false;
+      {
+        store_guard g;
+        if (!e->closed.load(std::memory_order_seq_cst)) {
+          e->current.load(std::memory_order_acquire)->try_acquire_many_at({kr, m}, {kd, m});
+          add(g.slot(), counter::from_store, m);
+          done = true;
+        }
+      }
+      if (!done) {
+        wait_open(*e);
+        continue;
+      }
+      for (std::size_t j = 0; j < m; ++j) {
+        out[from + j] = {kd[j], source::store};
+        out[from + j].d.part = 0;
+      }
+      from += m;
+    }
+  }
+
+  store_decision decide(const store_request& r, std::span<decision> per_check, bool commit) {
+    const std::size_t n = r.checks.size();
+    if (n == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
+      return decide_one(r.checks[0], r.now, r.cost, per_check, commit);
+    if (!valid(r, per_check)) {
+      if (commit) add(counter::errors);
+      return error_decision(per_check, n);
+    }
+    if (r.id.empty() || opt.idempotency_window <= 0)
+      return n == 1 ? decide_one(r.checks[0], r.now, r.cost, per_check, commit) : decide_checks(r, per_check, commit);
+    id_stripe& s = stripe_of(r.id);
+    std::lock_guard lock(s.mu);  // a repeat arriving meanwhile waits, then replays
+    if (const id_entry* e = remembered(s, r.id, r.now, opt.idempotency_window); e != nullptr) {
+      if (commit) add(counter::replayed);
+      return replay(*e, per_check, n);
+    }
+    // Keep the per-check decisions for a replay even when the caller asks
+    // for none.
+    decision local[max_checks];
+    const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
+    const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, r.cost, pc, commit) : decide_checks(r, pc, commit);
+    if (commit) remember(s, r.id, r.now, d, pc, n);
+    return d;
+  }
+};
+
+memory_store::memory_store(memory_store_options options) : impl_(std::make_unique<impl>(options)) {}
+
+memory_store::~memory_store() = default;
+
+result<policy_id> memory_store::define(std::string_view name, const any_policy& policy) {
+  return define_at(name, policy, now());
+}
+
+result<policy_id> memory_store::define_at(std::string_view name, const any_policy& policy, tick at) {
+  if (name.empty()) return error{"name", "a policy needs a name"};
+  impl& im = *impl_;
+  policy_entry* e = nullptr;
+  policy_id id = 0;
+  {
+    std::lock_guard lock(im.define_mu);
+    if (auto it = im.names.find(std::string(name)); it != im.names.end()) {
+      id = it->second;
+      e = im.entries[id].get();
+    } else {
+      if (im.entries.size() >= im.opt.max_policies)
+        return error{"policies", "the store holds at most " + std::to_string(im.opt.max_policies) + " policies"};
+      auto fresh = std::make_unique<policy_entry>();
+      fresh->name = std::string(name);
+      fresh->owned = im.make_limiter(policy, im.opt.keyed);
+      fresh->current.store(fresh->owned.get(), std::memory_order_relaxed);
+      id = static_cast<policy_id>(im.entries.size());
+      im.names.emplace(fresh->name, id);
+      im.slots[id].store(fresh.get(), std::memory_order_release);
+      im.entries.push_back(std::move(fresh));
+      return id;
+    }
+  }
+  return im.redefine(*e, id, policy, at);
+}
+
+store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check) {
+  return impl_->decide(r, per_check, true);
+}
+
+void memory_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
+  if (out.size() < requests.size())
+    throw std::invalid_argument("sluice::memory_store::decide_many_at: out is shorter than requests");
+  impl& im = *impl_;
+  std::size_t i = 0;
+  while (i < requests.size()) {
+    // A run of plain single-check requests of one policy goes to that
+    // policy's keyed store as one batch; anything else one by one.
+    std::size_t j = i;
+    while (j < requests.size() && im.plain(requests[j]) && requests[j].checks[0].policy == requests[i].checks[0].policy)
+      ++j;
+    if (j - i >= 2) {
+      im.decide_run(requests, i, j, out.data());
+      i = j;
+    } else {
+      out[i] = im.decide(requests[i], {}, true);
+      ++i;
+    }
+  }
+}
+
+store_decision memory_store::peek_at(const store_request& r, std::span<decision> per_check) {
+  return impl_->decide(r, per_check, false);
+}
+
+tick memory_store::now() const noexcept {
+  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : steady_clock::now();
+}
+
+store_stats memory_store::stats() const {
+  const impl& im = *impl_;
+  store_stats out;
+  for (const counter_stripe& s : im.stripes) {
+    out.from_store += s.from_store.load(std::memory_order_relaxed);
+    out.replayed += s.replayed.load(std::memory_order_relaxed);
+    out.errors += s.errors.load(std::memory_order_relaxed);
+  }
+  out.decisions = out.from_store + out.replayed + out.errors;
+  std::lock_guard lock(impl_->define_mu);
+  for (const auto& e : im.entries) {
+    std::lock_guard r(e->redefine);
+    out.keys += e->owned->stats().keys;
+  }
+  return out;
+}
+
+std::optional<policy_id> memory_store::find(std::string_view name) const {
+  std::lock_guard lock(impl_->define_mu);
+  auto it = impl_->names.find(std::string(name));
+  if (it == impl_->names.end()) return std::nullopt;
+  return it->second;
+}
+
+bool memory_store::with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn) {
+  policy_entry* e = impl_->entry_of(id);
+  if (e == nullptr) return false;
+  std::lock_guard r(e->redefine);
+  fn(*e->owned);
+  return true;
+}
+
+std::size_t memory_store::purge(tick now) {
+  impl& im = *impl_;
+  std::size_t dropped = 0;
+  std::vector<policy_entry*> es;
+  {
+    std::lock_guard lock(im.define_mu);
+    for (const auto& e : im.entries) es.push_back(e.get());
+  }
+  for (policy_entry* e : es) {
+    std::lock_guard r(e->redefine);
+    dropped += e->owned->purge(now);
+  }
+  for (id_stripe& s : im.ids) {
+    std::lock_guard lock(s.mu);
+    while (!s.order.empty() && expired(s.order.front().first, now, im.opt.idempotency_window)) {
+      auto it = s.map.find(s.order.front().second);
+      if (it != s.map.end() && it->second.at == s.order.front().first) s.map.erase(it);
+      s.order.pop_front();
+    }
+  }
+  return dropped;
+}
+
+}  // namespace sluice

@@ -1,0 +1,252 @@
+// The keyed store's multi-key atomic form: one request over several (store,
+// key) checks, decided as all_of (keyed.hpp, try_acquire_all_at).
+//
+// Why it is atomic: every check's shard lock is taken (in address order, so
+// two multi-key decisions never deadlock), which stops every locked path on
+// those keys (general-mode states, new keys, purges, evictions); and every
+// existing lock-free cell is held (lo = held_lo) by one compare-and-swap, so
+// a lock-free decision that loaded the cell before fails its swap, and one
+// that loads it after sees the mark: both then take the shard lock, and so
+// wait until the request is decided and every cell let go. The decision is
+// computed on copies, then written all at once or not at all.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include "keyed_impl.hpp"
+
+namespace sluice {
+namespace {
+
+using impl_t = keyed_limiter::impl;
+
+/// One check as it is being decided.
+struct work {
+  impl_t* im = nullptr;
+  shard* s = nullptr;
+  u64 h21 = 0;
+  std::string_view key;
+  record* r = nullptr;  // null: a key without a state (fresh)
+  tick eff = 0;         // max(now, the store's purge floor)
+  // Compact modes: the cell as held (fresh: {0, t_min}) and as decided.
+  u64 lo = 0;
+  u64 hi = 0;
+  u64 nlo = 0;
+  u64 nhi = 0;
+  bool held = false;
+  // General mode: the state as decided, on a copy.
+  std::optional<any_state> st;
+  decision d;  // the check's own decision, rebased to the caller's now
+};
+
+/// Takes the distinct shard locks in address order; lets them go in reverse.
+class shard_locks {
+ public:
+  explicit shard_locks(std::vector<shard*> shards) : shards_(std::move(shards)) {
+    std::sort(shards_.begin(), shards_.end());
+    shards_.erase(std::unique(shards_.begin(), shards_.end()), shards_.end());
+    for (shard* s : shards_) s->mu.lock();
+  }
+  ~shard_locks() {
+    for (auto it = shards_.rbegin(); it != shards_.rend(); ++it) (*it)->mu.unlock();
+  }
+  shard_locks(const shard_locks&) = delete;
+  shard_locks& operator=(const shard_locks&) = delete;
+
+ private:
+  std::vector<shard*> shards_;
+};
+
+/// Lets every held cell go as it was (unless `commit` wrote it first);
+/// destroyed before the shard locks, so no cell is ever held without its
+/// lock, whatever throws.
+class holds {
+ public:
+  explicit holds(std::vector<work>& w) : w_(w) {}
+  ~holds() {
+    for (work& x : w_)
+      if (x.held) {
+        (void)cell_cas(x.r, held_lo, x.hi, x.lo, x.hi);
+        x.held = false;
+      }
+  }
+  holds(const holds&) = delete;
+  holds& operator=(const holds&) = delete;
+
+ private:
+  std::vector<work>& w_;
+};
+
+/// Holds the cell of a live compact record, recording its value. Requires
+/// the shard lock (so the cell is neither dead nor held already).
+void hold(work& x) {
+  u64 lo;
+  u64 hi;
+  cell_load(x.r, lo, hi);
+  for (;;) {
+    const u128 before = cell_cas(x.r, lo, hi, held_lo, hi);
+    if (before == pack(lo, hi)) break;
+    lo = static_cast<u64>(before);
+    hi = static_cast<u64>(before >> 64);
+  }
+  x.lo = lo;
+  x.hi = hi;
+  x.held = true;
+}
+
+/// A check's answer at `eff` with `cost` on its state as found, computed on
+/// a copy (the new cell in nlo/nhi, the new general state in `st`).
+decision trial(work& x, tick now, std::int64_t cost) {
+  impl_t& im = *x.im;
+  if (im.m != mode::general) {
+    x.nlo = 0;
+    x.nhi = 0;
+    return rebase(im.step(x.lo, x.hi, x.eff, cost, x.nlo, x.nhi), now, x.eff);
+  }
+  x.st = x.r != nullptr ? *reinterpret_cast<const any_state*>(x.r->lo) : im.fresh;
+  return rebase(decide(im.policy, *x.st, x.eff, cost), now, x.eff);
+}
+
+/// The untouched state's figures (a decision of cost 0: denied, `never`,
+/// and a pure read of remaining and reset_after).
+decision untouched(const work& x, tick now) {
+  impl_t& im = *x.im;
+  if (im.m != mode::general) {
+    u64 nlo = 0;
+    u64 nhi = 0;
+    return rebase(im.step(x.lo, x.hi, x.eff, 0, nlo, nhi), now, x.eff);
+  }
+  any_state copy = x.r != nullptr ? *reinterpret_cast<const any_state*>(x.r->lo) : im.fresh;
+  return rebase(decide(im.policy, copy, x.eff, 0), now, x.eff);
+}
+
+/// The request's decision from its checks' (all_of, keyed.hpp).
+decision combine(const std::vector<work>& w, bool allowed) {
+  decision out;
+  out.allowed = allowed;
+  out.remaining = std::numeric_limits<std::int64_t>::max();
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const decision& d = w[k].d;
+    if (allowed) {
+      if (out.part < 0 || d.remaining < out.remaining) {
+        out.remaining = d.remaining;
+        out.part = static_cast<std::int32_t>(k);
+      }
+      out.release_after = std::max(out.release_after, d.release_after);
+    } else {
+      out.remaining = std::min(out.remaining, d.remaining);
+      if (!d.allowed && d.retry_after != 0 && (out.part < 0 || d.retry_after > out.retry_after)) {
+        out.retry_after = d.retry_after;
+        out.part = static_cast<std::int32_t>(k);
+      }
+    }
+    out.reset_after = std::max(out.reset_after, d.reset_after);
+  }
+  return out;
+}
+
+/// The multi-key decision; `commit` false for a peek.
+decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t cost, std::span<decision> per_check,
+                    bool commit, keyed_limiter::impl* (*impl_of)(keyed_limiter*)) {
+  const std::size_t n = checks.size();
+  if (n == 0) throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: no checks");
+  if (!per_check.empty() && per_check.size() < n)
+    throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: per_check is shorter than checks");
+  std::vector<work> w(n);
+  std::vector<shard*> shards(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (checks[i].limiter == nullptr)
+      throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a check without a store");
+    for (std::size_t j = 0; j < i; ++j)
+      if (checks[j].limiter == checks[i].limiter && checks[j].key == checks[i].key)
+        throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a (store, key) named twice");
+    work& x = w[i];
+    x.im = impl_of(checks[i].limiter);
+    x.key = checks[i].key;
+    const u64 h = x.im->hash(x.key);
+    x.s = &x.im->shard_for(h);
+    x.h21 = impl_t::h21_for(h);
+    shards[i] = x.s;
+  }
+  bool allowed = true;
+  bool inserted = false;
+  {
+    const shard_locks locks(std::move(shards));
+    const holds held(w);
+    for (work& x : w) {
+      const table* t = x.s->tab.load(std::memory_order_relaxed);
+      x.r = t != nullptr ? find(t, x.h21, x.key) : nullptr;
+      x.eff = x.im->effective(now);
+      if (x.im->m != mode::general) {
+        if (x.r != nullptr) {
+          hold(x);
+        } else {
+          x.lo = 0;
+          x.hi = static_cast<u64>(t_min);
+        }
+      }
+    }
+    for (work& x : w) {
+      x.d = trial(x, now, cost);
+      allowed = allowed && x.d.allowed;
+    }
+    if (!allowed) {
+      for (work& x : w) {
+        if (!x.d.allowed) continue;  // its own denial: already the untouched state's answer
+        const decision u = untouched(x, now);
+        x.d.allowed = false;
+        x.d.remaining = u.remaining;
+        x.d.reset_after = u.reset_after;
+        x.d.retry_after = 0;
+        x.d.release_after = 0;
+      }
+    } else if (commit) {
+      // Existing states first (a held cell let go with its new value), then
+      // new keys: an insert may sweep or evict in its shard, which must see
+      // no held cell and no state about to be written back.
+      for (work& x : w) {
+        if (x.r == nullptr) continue;
+        if (x.im->m != mode::general) {
+          (void)cell_cas(x.r, held_lo, x.hi, x.nlo, x.nhi);
+          x.held = false;
+        } else {
+          *reinterpret_cast<any_state*>(x.r->lo) = std::move(*x.st);
+        }
+      }
+      for (work& x : w) {
+        if (x.r != nullptr) continue;
+        if (x.im->m != mode::general) {
+          x.im->insert(*x.s, x.h21, x.key, x.nlo, x.nhi, x.eff);
+          inserted = true;
+        } else if (!(*x.st == x.im->fresh)) {
+          auto owned = std::make_unique<any_state>(std::move(*x.st));
+          x.im->insert(*x.s, x.h21, x.key, reinterpret_cast<u64>(owned.get()), 0, x.eff);
+          owned.release();  // NOLINT: the record owns it now
+        }
+      }
+    }
+  }
+  if (inserted)
+    for (work& x : w)
+      if (x.r == nullptr && x.im->m != mode::general) x.im->maybe_reclaim(*x.s);
+  const decision out = combine(w, allowed);
+  if (!per_check.empty())
+    for (std::size_t i = 0; i < n; ++i) per_check[i] = w[i].d;
+  return out;
+}
+
+}  // namespace
+
+decision keyed_limiter::try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
+                                           std::span<decision> per_check) {
+  return decide_all(checks, now, cost, per_check, true, [](keyed_limiter* k) { return k->impl_.get(); });
+}
+
+decision keyed_limiter::peek_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
+                                    std::span<decision> per_check) {
+  return decide_all(checks, now, cost, per_check, false, [](keyed_limiter* k) { return k->impl_.get(); });
+}
+
+}  // namespace sluice

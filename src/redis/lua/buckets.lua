@@ -1,0 +1,36 @@
+-- Sliding window with N buckets of B = W/N ticks. Sends
+-- mode jh jl o L c N W  with j = floor(now/B) as limbs and o = now - j*B.
+-- State "b<tag> jh jl o c1 ... cN": the sub-window of the latest admit, its
+-- offset, and the counts of the N sub-windows ending with it, oldest first.
+-- Exact for L < 2^53 and W < 2^53.
+local function buckets_leaf(v, arg, tag)
+  local mode, jh, jl, o = arg(), arg(), arg(), arg()
+  local L, c, N, W = arg(), arg(), arg(), arg()
+  local counts, gap = nil, N
+  if v then
+    local f, n = fields(v, tag)
+    if n ~= N + 3 then corrupt('buckets fields') end
+    check_limbs(f[1], f[2])
+    if f[3] < 0 or f[3] >= W / N or f[n] < 1 then corrupt('buckets offset') end
+    local total = 0
+    for i = 4, n do
+      if f[i] < 0 then corrupt('buckets counts') end
+      total = total + f[i]
+      if total > L then corrupt('buckets counts') end
+    end
+    if before(jh, jl, f[1], f[2]) or (jh == f[1] and jl == f[2] and o < f[3]) then jh, jl, o = f[1], f[2], f[3] end
+    gap = elapsed(jh, jl, f[1], f[2]) -- sub-windows since the latest admit
+    if gap < N then counts = f end
+  end
+  local in_window = 0
+  if counts then for i = 4 + gap, N + 3 do in_window = in_window + counts[i] end end
+  if mode ~= 1 or c > L - in_window then return false end
+  local out = {tag, fmt('%d %d %d', jh, jl, o)}
+  for i = 1, N do
+    local x = 0
+    if counts and i + gap <= N then x = counts[i + gap + 3] end
+    if i == N then x = x + c end
+    out[#out + 1] = fmt('%d', x)
+  end
+  return true, table.concat(out, ' '), W + 1
+end

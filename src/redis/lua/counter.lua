@@ -1,0 +1,44 @@
+-- Sliding window counter. The client splits the instant into the window
+-- k = floor(now/W) (limbs kh kl) and the offset o, and sends
+-- mode kh kl o L W c.  State "c<tag> kh kl o prev curr" at the latest admit.
+-- The one product of two state-dependent numbers, prev*(W - o) <= R*W, is
+-- compared exactly with Dekker's two-product. Exact for L < 2^53, W < 2^53.
+local function split27(a) -- Veltkamp split, 2^27 + 1
+  local t = 134217729 * a
+  local hi = t - (t - a)
+  return hi, a - hi
+end
+local function two_prod(a, b) -- a*b == p + e exactly
+  local p = a * b
+  local ah, al = split27(a)
+  local bh, bl = split27(b)
+  return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+end
+local function prod_le(a, b, x, y) -- a*b <= x*y, exactly
+  local p1, e1 = two_prod(a, b)
+  local p2, e2 = two_prod(x, y)
+  return p1 < p2 or (p1 == p2 and e1 <= e2)
+end
+
+local function counter_leaf(v, arg, tag)
+  local mode, kh, kl, o = arg(), arg(), arg(), arg()
+  local L, W, c = arg(), arg(), arg()
+  local prev, curr = 0, 0
+  if v then
+    local f, n = fields(v, tag)
+    if n ~= 5 then corrupt('counter fields') end
+    local ph, pl, po, pp, pc = f[1], f[2], f[3], f[4], f[5]
+    check_limbs(ph, pl)
+    if po < 0 or po >= W or pp < 0 or pp > L or pc < 1 or pc > L then corrupt('counter counts') end
+    prev, curr = pp, pc
+    if before(kh, kl, ph, pl) or (kh == ph and kl == pl and o < po) then kh, kl, o = ph, pl, po end
+    local dk = elapsed(kh, kl, ph, pl) -- windows passed (saturates)
+    if dk == 1 then prev, curr = curr, 0 elseif dk > 1 then prev, curr = 0, 0 end
+  end
+  if mode ~= 1 then return false end
+  local R = L - curr - c -- room left in whole units
+  if R >= 0 and (prev == 0 or prod_le(prev, W - o, R, W)) then
+    return true, fmt('%s %d %d %d %d %d', tag, kh, kl, o, prev, curr + c), 2 * W - o + 2
+  end
+  return false
+end

@@ -1,0 +1,234 @@
+// The conformance suite for the in-process stores: every trace of
+// traces.hpp gives the contract's decisions, field for field and check for
+// check, through the keyed store directly (single checks, and its
+// multi-key form) and through the memory store (one request at a time, and
+// in batches). The reference is the core `decide` on one state per
+// (policy, key).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conformance/traces.hpp"
+#include "sluice/keyed.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice {
+namespace {
+
+using conformance::answer;
+using conformance::trace;
+
+constexpr std::size_t traces_per_algorithm = 400;
+
+/// A memory store that decides exactly as one limiter per key on any trace,
+/// clock steps back included: no automatic purge, so the purge floor
+/// never moves.
+std::unique_ptr<memory_store> exact_memory_store(std::size_t policies) {
+  memory_store_options o;
+  o.keyed.auto_purge = false;
+  o.keyed.shards = 1;
+  o.keyed.hash_seed = 7;
+  o.max_policies = policies;
+  return std::make_unique<memory_store>(o);
+}
+
+/// The keyed stores' answers to `t`: one keyed_limiter per policy; a step
+/// of one check by try_acquire_at, of several by try_acquire_all_at.
+std::vector<answer> run_on_keyed(const trace& t) {
+  keyed_options ko;
+  ko.auto_purge = false;
+  ko.shards = 2;
+  std::vector<std::unique_ptr<keyed_limiter>> ks;
+  for (const auto& p : t.policies) ks.push_back(std::make_unique<keyed_limiter>(p.policy, ko));
+  std::vector<answer> out;
+  for (const auto& st : t.steps) {
+    answer a;
+    if (conformance::bad_request(st)) {
+      a.d.from = source::error;
+      out.push_back(a);
+      continue;
+    }
+    a.per_check.resize(st.checks.size());
+    if (st.checks.size() == 1) {
+      a.per_check[0] = ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, st.cost);
+      a.d.d = a.per_check[0];
+      a.d.d.part = 0;
+    } else {
+      std::vector<keyed_check> cs;
+      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key});
+      a.d.d = keyed_limiter::try_acquire_all_at(cs, st.now, st.cost, a.per_check);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+class Conformance : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(Conformance, KeyedStoreDecidesAsTheContract) {
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), seed);
+    const auto diff = conformance::compare(t, run_on_keyed(t), conformance::expected_answers(t));
+    ASSERT_EQ(diff, "");
+  }
+}
+
+TEST_P(Conformance, MemoryStoreDecidesAsTheContract) {
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), seed);
+    ASSERT_EQ(conformance::run_conformance(*s, t, "t" + std::to_string(seed) + ":"), "");
+  }
+}
+
+TEST_P(Conformance, MemoryStoreInBatches) {
+  std::vector<trace> ts;
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed)
+    ts.push_back(conformance::make_trace(GetParam(), 100000 + seed));
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  EXPECT_EQ(conformance::run_conformance_batched(*s, ts, [](std::size_t j) { return "b" + std::to_string(j) + ":"; }),
+            "");
+}
+
+TEST_P(Conformance, MemoryStoreWholeTraceInOneBatch) {
+  // Single-check traces of one policy: decide_many_at sends runs of them to
+  // the keyed store's own batch (try_acquire_many_at).
+  conformance::trace_options o;
+  o.extra_policies = 0;
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 400000 + seed, o);
+    ASSERT_EQ(conformance::run_conformance_one_batch(*s, t, "w" + std::to_string(seed) + ":"), "");
+  }
+  // And mixed traces (runs broken by multi-check and bad requests).
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 500000 + seed);
+    ASSERT_EQ(conformance::run_conformance_one_batch(*s, t, "x" + std::to_string(seed) + ":"), "");
+  }
+}
+
+TEST_P(Conformance, QuantitiesWithinARedisStoresExactRange) {
+  conformance::trace_options o;
+  o.max_quantity = std::int64_t{1} << 52;
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 200000 + seed, o);
+    ASSERT_EQ(conformance::run_conformance(*s, t, "r" + std::to_string(seed) + ":"), "");
+  }
+}
+
+TEST_P(Conformance, SingleCheckTracesWithoutClockSteps) {
+  conformance::trace_options o;
+  o.extra_policies = 0;
+  o.keys = 1;
+  o.clock_back = false;
+  auto s = exact_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), 300000 + seed, o);
+    ASSERT_EQ(conformance::run_conformance(*s, t, "s" + std::to_string(seed) + ":"), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Conformance, ::testing::ValuesIn(conformance::all_algorithms),
+                         [](const auto& p) {
+                           std::string n(name_of(p.param));
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+/// A store that is wrong the usual way: it decides a request's checks one
+/// after another, each charged as it admits, so a denied request still
+/// charges the checks before the one that denied.
+class one_by_one_store final : public store {
+ public:
+  explicit one_by_one_store(memory_store& inner) : inner_(inner) {}
+  result<policy_id> define(std::string_view name, const any_policy& p) override { return inner_.define(name, p); }
+  store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
+    if (r.checks.size() == 1) return inner_.decide_at(r, per_check);
+    store_decision out;
+    out.d.allowed = true;
+    for (std::size_t i = 0; i < r.checks.size(); ++i) {
+      store_request one = r;
+      one.checks = r.checks.subspan(i, 1);
+      const store_decision d = inner_.decide_at(one);
+      if (!d.d.allowed) out = d;
+    }
+    return out;
+  }
+  void decide_many_at(std::span<const store_request> rs, std::span<store_decision> out) override {
+    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {});
+  }
+  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
+    return inner_.peek_at(r, per_check);
+  }
+  [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
+  [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
+
+ private:
+  memory_store& inner_;
+};
+
+TEST(ConformanceJudge, CatchesAStoreThatChargesDeniedRequests) {
+  auto inner = exact_memory_store(4 * traces_per_algorithm);
+  one_by_one_store wrong(*inner);
+  std::size_t caught = 0;
+  for (std::uint64_t seed = 0; seed < 100; ++seed)
+    if (!conformance::run_conformance(wrong, conformance::make_trace(algorithm::fixed_window, seed),
+                                      "t" + std::to_string(seed) + ":")
+             .empty())
+      ++caught;
+  EXPECT_GT(caught, 50U);
+}
+
+TEST(ConformanceTraces, CoverEveryKindOfStep) {
+  // The generator draws what the suite claims to test: requests of one and
+  // of several checks, bad requests, clock steps back, and at the 2^52
+  // bound, quantities right at it.
+  std::size_t single = 0;
+  std::size_t multi = 0;
+  std::size_t bad = 0;
+  std::size_t back = 0;
+  for (algorithm a : conformance::all_algorithms) {
+    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+      const trace t = conformance::make_trace(a, seed);
+      for (std::size_t i = 0; i < t.steps.size(); ++i) {
+        const auto& st = t.steps[i];
+        if (conformance::bad_request(st)) {
+          ++bad;
+        } else if (st.checks.size() == 1) {
+          ++single;
+        } else {
+          ++multi;
+        }
+        if (i > 0 && st.now < t.steps[i - 1].now) ++back;
+      }
+    }
+  }
+  EXPECT_GT(single, 1000U);
+  EXPECT_GT(multi, 1000U);
+  EXPECT_GT(bad, 100U);
+  EXPECT_GT(back, 100U);
+  conformance::trace_options o;
+  o.max_quantity = std::int64_t{1} << 52;
+  std::size_t at_bound = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const trace t = conformance::make_trace(algorithm::gcra, seed, o);
+    if (t.policies[0].describe.find("L=" + std::to_string((std::int64_t{1} << 52) - 0)) != std::string::npos ||
+        t.policies[0].describe.find("L=" + std::to_string((std::int64_t{1} << 52) - 1)) != std::string::npos)
+      ++at_bound;
+  }
+  EXPECT_GT(at_bound, 0U);
+}
+
+TEST(ConformanceTraces, TenThousandTracesPerAlgorithmAreQuickToDraw) {
+  std::size_t steps = 0;
+  for (std::uint64_t seed = 0; seed < 10000; ++seed)
+    steps += conformance::make_trace(algorithm::gcra, seed).steps.size();
+  EXPECT_EQ(steps, 10000U * 40U);
+}
+
+}  // namespace
+}  // namespace sluice

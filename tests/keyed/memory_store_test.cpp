@@ -1,0 +1,178 @@
+// The memory store (store/memory.hpp): one check decides as the keyed store,
+// several atomically as all_of, bad requests are counted errors, request ids
+// replay, and a redefinition carries every state over.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sluice/policy_expr.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice {
+namespace {
+
+any_policy policy(std::string_view text) {
+  auto p = parse_policy(text);
+  EXPECT_TRUE(p.ok()) << text;
+  return p.value();
+}
+
+store_decision one(memory_store& s, policy_id p, std::string_view key, tick now, std::int64_t cost = 1) {
+  const check c{p, key};
+  return s.decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}});
+}
+
+TEST(MemoryStore, OneCheckDecidesAsTheKeyedStore) {
+  memory_store s;
+  const policy_id p = s.define("api", policy("gcra 2/10ns")).value();
+  keyed_limiter k(policy("gcra 2/10ns"));
+  for (tick t : {0, 0, 0, 3, 5, 9, 10, 30}) {
+    const store_decision d = one(s, p, "a", t);
+    decision want = k.try_acquire_at("a", t, 1);
+    want.part = 0;
+    EXPECT_EQ(d.d, want) << t;
+    EXPECT_EQ(d.from, source::store);
+  }
+  EXPECT_EQ(s.stats().decisions, 8U);
+  EXPECT_EQ(s.stats().from_store, 8U);
+  EXPECT_EQ(s.stats().keys, 1U);
+}
+
+TEST(MemoryStore, SameNameKeepsItsIdAndNewNamesGetNewOnes) {
+  memory_store s;
+  const policy_id a = s.define("a", policy("fixed-window 3/10ns")).value();
+  const policy_id b = s.define("b", policy("gcra 1/1ns")).value();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(s.define("a", policy("fixed-window 5/10ns")).value(), a);
+  EXPECT_EQ(s.find("b"), b);
+  EXPECT_FALSE(s.find("c").has_value());
+  const auto bad = s.define("", policy("gcra 1/1ns"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.err().field, "name");
+}
+
+TEST(MemoryStore, ADeniedMultiCheckChargesNoCheck) {
+  memory_store s;
+  const policy_id fw = s.define("fw", policy("fixed-window 3/100ns")).value();
+  const policy_id g = s.define("g", policy("gcra 1/100ns burst=1")).value();
+  const check both[] = {{fw, "A"}, {g, "B"}};
+  decision per[2];
+  store_decision d = s.decide_at({.checks = both, .now = 0, .cost = 1, .id = {}}, per);
+  ASSERT_TRUE(d.d.allowed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(per[1].remaining, 0);
+  EXPECT_EQ(d.d.remaining, 0);
+  EXPECT_EQ(d.d.part, 1);
+  // B is spent: the pair is denied, and A is not charged.
+  d = s.decide_at({.checks = both, .now = 1, .cost = 1, .id = {}}, per);
+  ASSERT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.d.part, 1);
+  EXPECT_EQ(d.d.retry_after, 99);
+  EXPECT_FALSE(per[0].allowed);
+  EXPECT_EQ(per[0].retry_after, 0);  // it alone would have admitted
+  EXPECT_EQ(per[0].remaining, 2);    // and reports its untouched state
+  EXPECT_EQ(per[1].retry_after, 99);
+  EXPECT_EQ(one(s, fw, "A", 2).d.remaining, 1);  // A holds one admit only
+}
+
+TEST(MemoryStore, NewKeysInAMultiCheckAreStoredOnlyWhenAdmitted) {
+  memory_store s;
+  const policy_id a = s.define("a", policy("sliding-log 2/10ns")).value();
+  const policy_id b = s.define("b", policy("token-bucket 1/10ns burst=1")).value();
+  const check both[] = {{a, "x"}, {b, "y"}};
+  EXPECT_TRUE(s.decide_at({.checks = both, .now = 0, .cost = 1, .id = {}}).d.allowed);
+  EXPECT_EQ(s.stats().keys, 2U);
+  const check other[] = {{a, "new"}, {b, "y"}};
+  EXPECT_FALSE(s.decide_at({.checks = other, .now = 1, .cost = 1, .id = {}}).d.allowed);
+  EXPECT_EQ(s.stats().keys, 2U);  // "new" was not stored
+}
+
+TEST(MemoryStore, BadRequestsAreCountedErrors) {
+  memory_store s;
+  const policy_id p = s.define("p", policy("gcra 1/1ns")).value();
+  const check unknown{p + 7, "k"};
+  EXPECT_EQ(s.decide_at({.checks = {&unknown, 1}, .now = 0, .cost = 1, .id = {}}).from, source::error);
+  EXPECT_EQ(one(s, p, "k", 0, 0).from, source::error);
+  EXPECT_EQ(one(s, p, "k", 0, -5).from, source::error);
+  std::vector<check> many(max_checks + 1);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = {p, "k"};
+  const store_decision d = s.decide_at({.checks = many, .now = 0, .cost = 1, .id = {}});
+  EXPECT_EQ(d.from, source::error);
+  EXPECT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.d.retry_after, never);
+  const check twice[] = {{p, "k"}, {p, "k"}};
+  EXPECT_EQ(s.decide_at({.checks = twice, .now = 0, .cost = 1, .id = {}}).from, source::error);
+  EXPECT_EQ(s.decide_at({.checks = {}, .now = 0, .cost = 1, .id = {}}).from, source::error);
+  EXPECT_EQ(s.stats().errors, 6U);
+  EXPECT_EQ(s.stats().keys, 0U);
+  EXPECT_TRUE(one(s, p, "k", 0).d.allowed);  // nothing was charged
+}
+
+TEST(MemoryStore, ARepeatedIdReplaysTheFirstDecisionWithinTheWindow) {
+  memory_store_options o;
+  o.idempotency_window = 100;
+  memory_store s(o);
+  const policy_id p = s.define("p", policy("fixed-window 2/1000ns")).value();
+  const check c{p, "k"};
+  const store_decision first = s.decide_at({.checks = {&c, 1}, .now = 0, .cost = 1, .id = "req-1"});
+  ASSERT_TRUE(first.d.allowed);
+  EXPECT_EQ(first.from, source::store);
+  const store_decision again = s.decide_at({.checks = {&c, 1}, .now = 50, .cost = 1, .id = "req-1"});
+  EXPECT_EQ(again.from, source::replayed);
+  EXPECT_EQ(again.d, first.d);
+  EXPECT_EQ(one(s, p, "k", 60).d.remaining, 0);  // charged once: 2 − 1 − 1
+  // Past the window the id is decided again (and denied: the window is full).
+  const store_decision late = s.decide_at({.checks = {&c, 1}, .now = 100, .cost = 1, .id = "req-1"});
+  EXPECT_EQ(late.from, source::store);
+  EXPECT_FALSE(late.d.allowed);
+  EXPECT_EQ(s.stats().replayed, 1U);
+  // A peek neither charges nor remembers.
+  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 100, .cost = 1, .id = "req-2"}).from, source::store);
+  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 100, .cost = 1, .id = "req-1"}).from, source::replayed);
+}
+
+TEST(MemoryStore, PeekChangesNothing) {
+  memory_store s;
+  const policy_id a = s.define("a", policy("fixed-window 1/10ns")).value();
+  const policy_id b = s.define("b", policy("gcra 1/10ns")).value();
+  const check both[] = {{a, "x"}, {b, "y"}};
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(s.peek_at({.checks = both, .now = 0, .cost = 1, .id = {}}).d.allowed);
+  EXPECT_TRUE(one(s, a, "x", 0).d.allowed);
+  EXPECT_EQ(s.stats().keys, 1U);
+}
+
+TEST(MemoryStore, RedefiningCarriesStatesOver) {
+  memory_store s;
+  const policy_id p = s.define_at("p", policy("fixed-window 3/100ns"), 0).value();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(one(s, p, "k", 1).d.allowed);
+  EXPECT_FALSE(one(s, p, "k", 2).d.allowed);
+  ASSERT_TRUE(s.define_at("p", policy("fixed-window 5/100ns"), 3).ok());
+  // The three admits carry over: two more fit under the new limit.
+  EXPECT_TRUE(one(s, p, "k", 4).d.allowed);
+  EXPECT_TRUE(one(s, p, "k", 4).d.allowed);
+  EXPECT_FALSE(one(s, p, "k", 4).d.allowed);
+}
+
+TEST(MemoryStore, RedefiningToAnotherAlgorithmIsRefused) {
+  memory_store s;
+  const policy_id p = s.define("p", policy("gcra 1/10ns")).value();
+  EXPECT_TRUE(one(s, p, "k", 0).d.allowed);
+  const auto r = s.define("p", policy("fixed-window 1/10ns"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().field, "algorithm");
+  EXPECT_FALSE(one(s, p, "k", 1).d.allowed);  // the old policy and state stay
+}
+
+TEST(MemoryStore, ShrinkingABurstKeepsTheDebt) {
+  memory_store s;
+  const policy_id p = s.define_at("p", policy("gcra 1/10ns burst=10"), 0).value();
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(one(s, p, "k", 0).d.allowed);
+  ASSERT_TRUE(s.define_at("p", policy("gcra 1/10ns burst=2"), 0).ok());
+  // Ten units spent against a burst of two: nothing until the debt is paid.
+  EXPECT_FALSE(one(s, p, "k", 0).d.allowed);
+  EXPECT_FALSE(one(s, p, "k", 50).d.allowed);
+}
+
+}  // namespace
+}  // namespace sluice

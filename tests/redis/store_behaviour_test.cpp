@@ -1,0 +1,326 @@
+// The Redis store's rules beyond the decisions themselves: exact ranges at
+// define, TTLs, idempotent request ids, clock skew, foreign and corrupt
+// values, peeks, and the deny cache.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/client.hpp"
+#include "redis/store_support.hpp"
+#include "redis/trace_gen.hpp"
+#include "sluice/snapshot.hpp"
+
+namespace sluice::redis_test {
+namespace {
+
+redis::client raw_client() {
+  redis::client_options co;
+  co.where = redis::parse_url(shared_server().url()).value();
+  co.command_timeout = std::chrono::seconds(2);
+  return redis::client(co);
+}
+
+std::int64_t pttl(redis::client& c, const std::string& key) {
+  const auto r = c.call({"PTTL", key});
+  const auto* rep = std::get_if<redis::reply>(&r);
+  return rep && rep->as_integer() ? *rep->as_integer() : -100;
+}
+
+std::string get(redis::client& c, const std::string& key) {
+  const auto r = c.call({"GET", key});
+  const auto* rep = std::get_if<redis::reply>(&r);
+  return rep && rep->as_string() ? std::string(*rep->as_string()) : std::string("(nil)");
+}
+
+void set(redis::client& c, const std::string& key, const std::string& v) { (void)c.call({"SET", key, v}); }
+
+// ---- exact ranges ----
+
+void expect_refused(redis_store& st, const any_policy& p, const std::string& field, const std::string& bound) {
+  static int n = 0;
+  const auto r = st.define("range" + std::to_string(n++), p);
+  ASSERT_FALSE(r.ok()) << describe_policy(p);
+  EXPECT_EQ(r.err().field, field) << r.err().what();
+  EXPECT_NE(r.err().message.find(bound), std::string::npos) << r.err().what();
+}
+
+TEST(RedisStore, RefusesConfigurationsOutsideTheExactRange) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  // GCRA / token bucket: floor(S·W/L) < 2^52 ticks, L/gcd(L, W) <= 2^52.
+  expect_refused(*st, any_policy{gcra::make(rate{1, p52}, 1).value()}, "burst", "2^52");
+  expect_refused(*st, any_policy{token_bucket::make(rate{1, std::int64_t{1} << 40}, 1 << 12).value()}, "burst", "2^52");
+  expect_refused(*st, any_policy{gcra::make(rate{p52 + 1, 2}, 1).value()}, "limit", "2^52");
+  EXPECT_TRUE(st->define("gcra-edge", any_policy{gcra::make(rate{1, p52 - 1}, 1).value()}).ok());
+  EXPECT_TRUE(st->define("gcra-edge2", any_policy{gcra::make(rate{p52, 3}, 1).value()}).ok());
+  // Nanosecond ticks: 1000 per hour with a burst of a million fits (gcd 1000).
+  EXPECT_TRUE(st->define("hourly", any_policy{gcra::make(rate{1000, 3'600'000'000'000}, 1'000'000).value()}).ok());
+  // Leaky queue: floor(Q·W/L) < 2^52.
+  expect_refused(*st, any_policy{leaky_queue::make(rate{1, p52}, 1).value()}, "queue", "2^52");
+  // Window algorithms and quota: below 2^53.
+  expect_refused(*st, any_policy{fixed_window::make(rate{p53, 10}).value()}, "limit", "2^53");
+  expect_refused(*st, any_policy{fixed_window::make(rate{10, p53}).value()}, "window", "2^53");
+  expect_refused(*st, any_policy{sliding_counter::make(rate{p53, 10}).value()}, "limit", "2^53");
+  expect_refused(*st, any_policy{sliding_log::make(rate{10, p53 + 4}).value()}, "window", "2^53");
+  expect_refused(*st, any_policy{sliding_buckets::make(rate{10, p53}, 2).value()}, "window", "2^53");
+  expect_refused(*st, any_policy{quota::make(p53).value()}, "quota", "2^53");
+  EXPECT_TRUE(st->define("fixed-edge", any_policy{fixed_window::make(rate{p53 - 1, p53 - 1}).value()}).ok());
+  // A composite is refused for its part.
+  expect_refused(*st,
+                 any_policy{all_of::make({any_policy{quota::make(3).value()},
+                                          any_policy{sliding_counter::make(rate{3, p53}).value()}})
+                                .value()},
+                 "window", "2^53");
+  // A name is one policy.
+  ASSERT_TRUE(st->define("fixed", any_policy{quota::make(3).value()}).ok());
+  EXPECT_TRUE(st->define("fixed", any_policy{quota::make(3).value()}).ok());
+  const auto again = st->define("fixed", any_policy{quota::make(4).value()});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.err().field, "algorithm");
+}
+
+// ---- TTL ----
+
+TEST(RedisStore, EveryKeyExpiresNoSoonerThanFreshPlusGraceAndNoLater) {
+  redis_store_options o;
+  o.grace = std::chrono::milliseconds(2000);
+  o.prefix = fresh_prefix("ttl");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto c = raw_client();
+  rng_t rng(21);
+  const tick ms = 1'000'000;
+  std::size_t checked = 0;
+  for (int t = 0; t < 300; ++t) {
+    const auto a = static_cast<gen_algo>(t % 7);  // every algorithm but quota
+    const std::int64_t L = uniform(rng, 1, 6);
+    const tick W = uniform(rng, 1, 30) * 100 * ms;  // up to 3 s windows
+    any_policy p = any_policy{always_allow{}};
+    switch (a) {
+      case gen_algo::gcra:
+        p = any_policy{gcra::make(rate{L, W}, uniform(rng, 1, 4)).value()};
+        break;
+      case gen_algo::token_bucket:
+        p = any_policy{token_bucket::make(rate{L, W}, uniform(rng, 1, 4)).value()};
+        break;
+      case gen_algo::leaky_queue:
+        p = any_policy{leaky_queue::make(rate{L, W}, uniform(rng, 1, 4)).value()};
+        break;
+      case gen_algo::fixed_window:
+        p = any_policy{fixed_window::make(rate{L, W}).value()};
+        break;
+      case gen_algo::sliding_counter:
+        p = any_policy{sliding_counter::make(rate{L, W}).value()};
+        break;
+      case gen_algo::sliding_log:
+        p = any_policy{sliding_log::make(rate{L, W}).value()};
+        break;
+      default:
+        p = any_policy{sliding_buckets::make(rate{L, W - W % 4}, 4).value()};
+        break;
+    }
+    const auto id = st->define("ttl" + std::to_string(t), p).value();
+    const std::string key = "k" + std::to_string(t);
+    const std::string redis_key = o.prefix + "s:ttl" + std::to_string(t) + ":{" + key + "}";
+    const check ch{id, key};
+    tick now = st->now();
+    for (int i = 0; i < 12; ++i) {
+      now += uniform(rng, 0, 3) == 0 ? 0 : uniform(rng, 0, W / 2);
+      const auto before = std::chrono::steady_clock::now();
+      const store_decision d = st->decide_at(one_check(ch, now, uniform(rng, 1, 2)));
+      const std::int64_t left = pttl(c, redis_key);
+      const auto spent =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - before).count();
+      ASSERT_EQ(d.from, source::store);
+      if (!d.d.allowed) continue;
+      // reset_after is the time until the state is fresh (ticks are ns).
+      const std::int64_t fresh_ms = (d.d.reset_after + ms - 1) / ms;
+      EXPECT_GE(left, fresh_ms + 2000 - spent - 1) << describe_policy(p) << " " << show(d.d);
+      EXPECT_LE(left, fresh_ms + 2000 + 1000) << describe_policy(p) << " " << show(d.d);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000U);
+}
+
+TEST(RedisStore, AQuotaNeverExpiresAndUnknownTicksGetTheLongTtl) {
+  redis_store_options o;
+  o.tick_ns = 0;
+  o.unknown_tick_ttl = std::chrono::hours(5);
+  o.prefix = fresh_prefix("vttl");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto c = raw_client();
+  const auto q = st->define("q", any_policy{quota::make(5).value()}).value();
+  const auto g = st->define("g", any_policy{gcra::make(rate{1, 10}, 1).value()}).value();
+  const check cq{q, "a"};
+  const check cg{g, "a"};
+  ASSERT_TRUE(st->decide_at(one_check(cq, 0)).d.allowed);
+  ASSERT_TRUE(st->decide_at(one_check(cg, 0)).d.allowed);
+  EXPECT_EQ(pttl(c, o.prefix + "s:q:{a}"), -1);
+  const std::int64_t left = pttl(c, o.prefix + "s:g:{a}");
+  EXPECT_GT(left, 5 * 3'600'000 - 10'000);
+  EXPECT_LE(left, 5 * 3'600'000);
+}
+
+// ---- denials and peeks write nothing ----
+
+TEST(RedisStore, DenialsAndPeeksWriteNothing) {
+  redis_store_options o;
+  o.prefix = fresh_prefix("deny");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto c = raw_client();
+  const auto id = st->define("g", any_policy{gcra::make(rate{1, 1000}, 1).value()}).value();
+  const check ch{id, "k"};
+  ASSERT_TRUE(st->decide_at(one_check(ch, 5000)).d.allowed);
+  const std::string prefix = o.prefix + "s:g:{k}";
+  const std::string v = get(c, prefix);
+  const auto d = st->decide_at(one_check(ch, 5500));
+  EXPECT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.d.retry_after, 500);
+  EXPECT_EQ(get(c, prefix), v) << "a denial moved the stored state";
+  const auto p = st->peek_at(one_check(ch, 7000));
+  EXPECT_TRUE(p.d.allowed);
+  EXPECT_EQ(get(c, prefix), v) << "a peek wrote";
+}
+
+// ---- idempotent request ids ----
+
+TEST(RedisStore, ARepeatedRequestIdGetsTheFirstDecisionAndPaysOnce) {
+  redis_store_options o;
+  o.idempotency_window = std::chrono::milliseconds(400);
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const auto id = st->define("q", any_policy{quota::make(5).value()}).value();
+  const check ch{id, "k"};
+  const auto first = st->decide_at(one_check(ch, 10, 2, "req-1"));
+  ASSERT_TRUE(first.d.allowed);
+  EXPECT_EQ(first.from, source::store);
+  EXPECT_EQ(first.d.remaining, 3);
+  const auto again = st->decide_at(one_check(ch, 20, 2, "req-1"));
+  EXPECT_EQ(again.from, source::replayed);
+  EXPECT_EQ(again.d, first.d);
+  EXPECT_EQ(st->peek_at(one_check(ch, 30)).d.remaining, 2) << "the repeat was charged";
+  ASSERT_TRUE(st->decide_at(one_check(ch, 35, 2)).d.allowed);
+  const auto other = st->decide_at(one_check(ch, 40, 2, "req-2"));
+  EXPECT_FALSE(other.d.allowed);
+  EXPECT_EQ(other.from, source::store);
+  // A denial is remembered too: its repeat is the same denial.
+  EXPECT_EQ(st->decide_at(one_check(ch, 50, 2, "req-2")).from, source::replayed);
+  // Pipelined repeats too.
+  std::vector<store_request> batch = {one_check(ch, 60, 1, "req-3"), one_check(ch, 61, 1, "req-3")};
+  std::vector<store_decision> out(2);
+  st->decide_many_at(batch, out);
+  EXPECT_TRUE(out[0].d.allowed);
+  EXPECT_EQ(out[1].from, source::replayed);
+  EXPECT_EQ(out[1].d, out[0].d);
+  EXPECT_EQ(st->stats().replayed, 3U);
+  // After the window the id is forgotten: decided (and denied: the quota is spent).
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const auto late = st->decide_at(one_check(ch, 70, 1, "req-3"));
+  EXPECT_EQ(late.from, source::store);
+  EXPECT_FALSE(late.d.allowed);
+}
+
+// ---- clock skew ----
+
+TEST(RedisStore, CountsRequestsBehindTheLatestAdmitByMoreThanTheTolerance) {
+  redis_store_options o;
+  o.skew_tolerance = 100;
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const auto id = st->define("g", any_policy{gcra::make(rate{100, 1000}, 100).value()}).value();
+  const check ch{id, "k"};
+  ASSERT_TRUE(st->decide_at(one_check(ch, 10'000)).d.allowed);
+  (void)st->decide_at(one_check(ch, 9'950));  // 50 behind: within
+  EXPECT_EQ(st->stats().clock_skew, 0U);
+  const auto d = st->decide_at(one_check(ch, 9'000));  // 1000 behind
+  EXPECT_EQ(st->stats().clock_skew, 1U);
+  EXPECT_TRUE(d.d.allowed) << "decided at the latest admit (time never runs backwards)";
+}
+
+// ---- foreign and corrupt values ----
+
+TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
+  redis_store_options o;
+  o.prefix = fresh_prefix("corrupt");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto c = raw_client();
+  const auto id = st->define("g", any_policy{gcra::make(rate{10, 1000}, 10).value()}).value();
+  const check ch{id, "k"};
+  ASSERT_TRUE(st->decide_at(one_check(ch, 0)).d.allowed);
+  const std::string key = o.prefix + "s:g:{k}";
+  const std::string good = get(c, key);
+  const std::vector<std::string> bad = {"hello",
+                                        "",
+                                        good + " 1",
+                                        good.substr(0, good.size() - 1) + "x",
+                                        good.substr(0, 1) + "00000000" + good.substr(9),
+                                        "g 1 2 3 4",
+                                        good.substr(0, 10) + "99999999999999999999 0 0 0"};
+  std::uint64_t errors = st->stats().errors;
+  for (const auto& v : bad) {
+    set(c, key, v);
+    const auto d = st->decide_at(one_check(ch, 1));
+    EXPECT_EQ(d.from, source::error) << "'" << v << "'";
+    EXPECT_FALSE(d.d.allowed);
+    EXPECT_EQ(st->stats().errors, ++errors);
+    EXPECT_EQ(get(c, key), v) << "an error wrote";
+  }
+  (void)c.call({"DEL", key});
+  (void)c.call({"HSET", key, "a", "b"});
+  const auto d = st->decide_at(one_check(ch, 1));
+  EXPECT_EQ(d.from, source::error);
+  EXPECT_EQ(st->redis_stats().corrupt, ++errors);
+  // A value written for another configuration of the same name (another
+  // process that defined it differently) is not read as this one's.
+  (void)c.call({"DEL", key});
+  auto other = open_store(o);
+  const auto id2 = other->define("g", any_policy{gcra::make(rate{5, 1000}, 10).value()}).value();
+  ASSERT_TRUE(other->decide_at(one_check(check{id2, "k"}, 0)).d.allowed);
+  EXPECT_EQ(st->decide_at(one_check(ch, 1)).from, source::error);
+}
+
+// ---- the deny cache ----
+
+TEST(RedisStore, TheDenyCacheAnswersDenialsExactlyAsTheStore) {
+  redis_store_options with;
+  with.deny_cache = true;
+  auto a = open_store(with);
+  auto b = open_store();
+  ASSERT_TRUE(a && b);
+  rng_t rng(31);
+  std::size_t hits = 0;
+  for (int t = 0; t < 200; ++t) {
+    const auto a_id = static_cast<gen_algo>(t % 8);
+    const drawn d = draw(rng, a_id, t % 2, [](const any_policy&) { return true; });
+    const std::string name = "d" + std::to_string(t);
+    const check ca{a->define(name, d.policy).value(), "k"};
+    const check cb{b->define(name, d.policy).value(), "k"};
+    const auto steps = walk(rng, d.policy, 40, d.unit, d.big, d.costs, /*monotone=*/true);
+    for (const auto& s : steps) {
+      const auto x = a->decide_at(one_check(ca, s.t, s.cost));
+      const auto y = b->decide_at(one_check(cb, s.t, s.cost));
+      ASSERT_EQ(x.d.allowed, y.d.allowed) << describe_policy(d.policy) << " t=" << s.t;
+      if (x.from == source::deny_cache) {
+        ++hits;
+        // A lower bound: exact for the cost that was denied, shorter for a
+        // larger one (never longer than the store's).
+        EXPECT_LE(x.d.retry_after, y.d.retry_after);
+        EXPECT_GT(x.d.retry_after, 0);
+      } else {
+        EXPECT_EQ(x.d, y.d);
+      }
+    }
+  }
+  EXPECT_GT(hits, 100U);
+  EXPECT_EQ(a->stats().deny_cache_hits, hits);
+}
+
+}  // namespace
+}  // namespace sluice::redis_test

@@ -1,0 +1,57 @@
+// Shared by the Redis store's tests: one redis-server for the whole binary
+// (started on first use, on a free 127.0.0.1 port, stopped by PID at exit),
+// a store on it under a fresh prefix, and decision printing.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "sluice/redis.hpp"
+#include "support/redis_server.hpp"
+
+namespace sluice::redis_test {
+
+/// The binary's shared server (tests that kill, pause or fill a server start
+/// their own).
+inline testing::redis_server& shared_server() {
+  static testing::redis_server srv;
+  return srv;
+}
+
+/// A prefix no other test of this run uses.
+inline std::string fresh_prefix(const std::string& what) {
+  static std::atomic<int> n{0};
+  return "t" + std::to_string(n.fetch_add(1)) + ":" + what + ":";
+}
+
+/// A store on `url` (the shared server by default), tick_ns 1.
+inline std::unique_ptr<redis_store> open_store(redis_store_options o = {}, const std::string& url = "") {
+  o.url = url.empty() ? shared_server().url() : url;
+  if (o.prefix == "sluice:") o.prefix = fresh_prefix("store");
+  auto s = redis_store::open(o);
+  if (!s) ADD_FAILURE() << s.err().what();
+  return s ? std::move(s).value() : nullptr;
+}
+
+inline std::string show_tick(tick t) { return t == never ? std::string("never") : std::to_string(t); }
+
+inline std::string show(const decision& d) {
+  return std::string("{allowed=") + (d.allowed ? "yes" : "no") + " remaining=" + std::to_string(d.remaining) +
+         " retry_after=" + show_tick(d.retry_after) + " reset_after=" + show_tick(d.reset_after) +
+         " release_after=" + show_tick(d.release_after) + " part=" + std::to_string(d.part) + "}";
+}
+
+/// A request of one check.
+inline store_request one_check(const check& c, tick now, std::int64_t cost = 1, std::string_view id = {}) {
+  store_request r;
+  r.checks = std::span<const check>(&c, 1);
+  r.now = now;
+  r.cost = cost;
+  r.id = id;
+  return r;
+}
+
+}  // namespace sluice::redis_test

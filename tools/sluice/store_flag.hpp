@@ -1,0 +1,73 @@
+// `--store SPEC`: where a command's states live, and the one factory that
+// turns a spec into a store. "memory" (the default) is this process's
+// memory; the Redis store adds its schemes ("redis://", "unix://") to
+// `make_store` when its target is built.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/keyed.hpp"
+#include "sluice/result.hpp"
+#include "sluice/store.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice::cli {
+
+/// Adds --store SPEC to `cmd`, filling `spec`.
+void add_store_flag(CLI::App& cmd, std::string& spec);
+
+/// What a store is built with, whichever its kind.
+struct store_setup {
+  /// The memory store's keyed stores.
+  keyed_options keyed{};
+  /// A remote store's keys begin with this (one run's keys apart from
+  /// another's).
+  std::string key_prefix;
+};
+
+/// A store built from a spec; `memory` is set when it is the memory store
+/// (snapshots need it).
+struct made_store {
+  std::unique_ptr<store> s;
+  memory_store* memory = nullptr;
+};
+
+/// The store `spec` names: "memory". The error names "--store" and lists
+/// the kinds this build knows.
+result<made_store> make_store(std::string_view spec, const store_setup& setup);
+
+/// A store with one policy defined, deciding requests of one check each: the
+/// replay's view of a store (`try_acquire_at` answers the check's own
+/// decision, as the keyed store would).
+class single_policy_store {
+ public:
+  /// Defines `p` in `made.s` under `name`; the error names "--store" when
+  /// the store refuses the policy.
+  static result<single_policy_store> make(made_store made, std::string_view name, const any_policy& p);
+
+  /// The check's decision for `key` at `now` (a store failure or a bad
+  /// request: the store's answer for the request).
+  decision try_acquire_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// Replaces every state (memory store only; see keyed_limiter::restore).
+  void restore(const std::vector<std::pair<std::string, any_state>>& entries);
+
+  /// The memory store, if it is one.
+  [[nodiscard]] memory_store* memory() const noexcept { return made_.memory; }
+  /// The policy's id in the store.
+  [[nodiscard]] policy_id id() const noexcept { return id_; }
+
+ private:
+  single_policy_store(made_store made, policy_id id) : made_(std::move(made)), id_(id) {}
+  made_store made_;
+  policy_id id_ = 0;
+};
+
+}  // namespace sluice::cli
