@@ -230,7 +230,7 @@ struct redis_store::impl {
       at += n;
     }
     if (at != before.size()) return outcome::failure;
-    if (*status != 2 && latest != detail::i64_min &&
+    if (!peek && *status != 2 && latest != detail::i64_min &&
         static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
       skew.fetch_add(1, std::memory_order_relaxed);
     // The core decides on them; the script's admit must be the same, and so
@@ -301,11 +301,17 @@ struct redis_store::impl {
     return out;
   }
 
+  /// Adds one to `c` for a decision (peeks are not counted, as in the
+  /// memory store).
+  static void count(std::atomic<std::uint64_t>& c, bool peek) {
+    if (!peek) c.fetch_add(1, std::memory_order_relaxed);
+  }
+
   /// The decision for a reply (or the failure in its place), counted.
   store_decision finish(const store_request& r, const std::vector<std::shared_ptr<const entry>>& es,
                         const std::variant<redis::reply, redis::call_error>& res, bool peek,
                         std::span<decision> per_check) {
-    decisions.fetch_add(1, std::memory_order_relaxed);
+    count(decisions, peek);
     outcome o = outcome::failure;
     store_decision out;
     std::vector<decision> mine;  // per-check decisions for the deny cache when the caller wants none
@@ -332,25 +338,25 @@ struct redis_store::impl {
     }
     switch (o) {
       case outcome::ok:
-        (out.from == source::replayed ? replayed : from_store).fetch_add(1, std::memory_order_relaxed);
+        count(out.from == source::replayed ? replayed : from_store, peek);
         if (denials && !peek && !out.d.allowed && out.from == source::store)
           for (std::size_t i = 0; i < r.checks.size(); ++i)
             if (!per_check[i].allowed && per_check[i].retry_after > 0)
               denials->insert(r.checks[i].policy, 0, r.checks[i].key, r.cost, r.now, per_check[i].retry_after);
         return out;
       case outcome::corrupt:
-        corrupt.fetch_add(1, std::memory_order_relaxed);
-        errors.fetch_add(1, std::memory_order_relaxed);
+        count(corrupt, peek);
+        count(errors, peek);
         return error_decision(r, per_check);
       case outcome::mismatch:
-        mismatches.fetch_add(1, std::memory_order_relaxed);
-        errors.fetch_add(1, std::memory_order_relaxed);
+        count(mismatches, peek);
+        count(errors, peek);
         return error_decision(r, per_check);
       case outcome::failure:
         break;
     }
-    failures.fetch_add(1, std::memory_order_relaxed);
-    fallbacks.fetch_add(1, std::memory_order_relaxed);
+    count(failures, peek);
+    count(fallbacks, peek);
     return failed(r, es, peek, per_check);
   }
 
@@ -360,8 +366,8 @@ struct redis_store::impl {
     bool ok = false;
     const auto es = entries_of(r, ok);
     if (!ok) {
-      decisions.fetch_add(1, std::memory_order_relaxed);
-      errors.fetch_add(1, std::memory_order_relaxed);
+      count(decisions, peek);
+      count(errors, peek);
       return error_decision(r, per_check);
     }
     if (auto cached = local_answer(r, es, peek, per_check)) return *cached;
@@ -400,9 +406,9 @@ struct redis_store::impl {
       }
     }
     if (breaker && !breaker->allow_call_now()) {
-      decisions.fetch_add(1, std::memory_order_relaxed);
-      fallbacks.fetch_add(1, std::memory_order_relaxed);
-      breaker_open.fetch_add(1, std::memory_order_relaxed);
+      count(decisions, peek);
+      count(fallbacks, peek);
+      count(breaker_open, peek);
       return failed(r, es, peek, per_check);
     }
     return std::nullopt;

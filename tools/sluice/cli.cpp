@@ -27,7 +27,7 @@ int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, 
   explore->add_flag("--echo", explore_echo, "print each input line after its prompt, as a terminal would");
   replay_flags replay;
   CLI::App* replay_cmd = add_replay(app, replay);
-  add_store_flag(*replay_cmd, replay.store);
+  add_store_flag(*replay_cmd, replay.store, &replay.store_prefix);
   compare_flags compare;
   CLI::App* compare_cmd = add_compare(app, compare);
   worst_case_flags worst;

@@ -60,7 +60,8 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   // key like any other), each line one request of one check. No automatic
   // purging: a trace whose clock steps back decides exactly as one limiter
   // per key.
-  auto made = make_store(f.store, {.keyed = {.shards = 16, .auto_purge = false, .hash_seed = 1}, .key_prefix = {}});
+  auto made =
+      make_store(f.store, {.keyed = {.shards = 16, .auto_purge = false, .hash_seed = 1}, .key_prefix = f.store_prefix});
   if (!made) return usage_error(err, made.err());
   if (made->memory == nullptr && (!f.load_state.empty() || !f.save_state.empty()))
     return usage_error(err, error{"--store", "snapshots (--load-state, --save-state) need --store memory"});
@@ -85,6 +86,14 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   while (reader.next(r)) {
     moment = std::max(moment, r.time);
     const decision d = store.try_acquire_at(r.key, r.time, r.cost);
+    if (store.last_source() != source::store) {
+      // A remote store that failed (or found a state it did not write) has
+      // no decision of the policy's to show: stop rather than print one.
+      writer.flush();
+      err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(store.last_source())
+          << ")\n";
+      return 1;
+    }
     writer.row(++n, r, d);
   }
   writer.flush();

@@ -18,6 +18,7 @@ struct replay_flags {
   std::string save_state;        ///< --save-state FILE: every key's state at the end, as a snapshot
   std::string load_state;        ///< --load-state FILE: start from a snapshot's states
   std::string store = "memory";  ///< --store SPEC: where the states live (store_flag.hpp)
+  std::string store_prefix;      ///< --store-prefix P: a remote store's key prefix (empty: fresh per run)
 };
 
 /// Adds the `replay` subcommand to `app`, filling `f` when it is parsed.

@@ -1,15 +1,39 @@
 #include "store_flag.hpp"
 
+#include <cstdio>
+#include <random>
+
 #include "trace.hpp"
+
+#ifdef SLUICE_HAVE_REDIS
+#include "sluice/redis.hpp"
+#endif
 
 namespace sluice::cli {
 
-void add_store_flag(CLI::App& cmd, std::string& spec) {
+void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
+#ifdef SLUICE_HAVE_REDIS
+  cmd.add_option("--store", spec,
+                 "where the states live: memory (default: this process), redis://host:port[/db] or unix:///path");
+  if (prefix != nullptr)
+    cmd.add_option("--store-prefix", *prefix, "the Redis store's key prefix (default: a fresh random one per run)");
+#else
   cmd.add_option("--store", spec, "where the states live: memory (default: this process)");
+  (void)prefix;
+#endif
 }
 
+namespace {
+constexpr const char* kinds =
+#ifdef SLUICE_HAVE_REDIS
+    "memory, redis://host:port[/db], unix:///path";
+#else
+    "memory";
+#endif
+}  // namespace
+
 result<made_store> make_store(std::string_view spec, const store_setup& setup) {
-  if (spec.empty()) return error{"--store", "is empty (memory)"};
+  if (spec.empty()) return error{"--store", std::string("is empty (") + kinds + ")"};
   if (spec == "memory") {
     memory_store_options o;
     o.keyed = setup.keyed;
@@ -19,9 +43,32 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     out.s = std::move(m);
     return out;
   }
-  // The Redis store's schemes ("redis://", "unix://") are added here when
-  // its target is built.
-  return error{"--store", quote_input(spec) + " is not a store (memory)"};
+#ifdef SLUICE_HAVE_REDIS
+  if (spec.starts_with("redis://") || spec.starts_with("unix://")) {
+    redis_store_options o;
+    o.url = std::string(spec);
+    o.prefix = setup.key_prefix;
+    if (o.prefix.empty()) {
+      // A fresh prefix per run, so that runs never see each other's keys.
+      std::random_device rd;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "sluice:run:%08x%08x:", rd(), rd());
+      o.prefix = buf;
+    }
+    o.tick_ns = 0;  // a trace's ticks, not real time
+    o.unknown_tick_ttl = setup.remote_ttl;
+    o.on_failure = failure_mode::fail_closed;
+    o.command_timeout = std::chrono::seconds(2);
+    o.connect_timeout = std::chrono::seconds(2);
+    o.breaker_failures = 0;
+    auto r = redis_store::open(o);
+    if (!r) return error{"--store", r.err().what()};
+    made_store out;
+    out.s = std::move(r).value();
+    return out;
+  }
+#endif
+  return error{"--store", quote_input(spec) + " is not a store (" + kinds + ")"};
 }
 
 result<single_policy_store> single_policy_store::make(made_store made, std::string_view name, const any_policy& p) {
@@ -34,6 +81,7 @@ decision single_policy_store::try_acquire_at(std::string_view key, tick now, std
   const check c{id_, key};
   decision own;
   const store_decision d = made_.s->decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}}, {&own, 1});
+  last_ = d.from;
   return d.from == source::store ? own : d.d;
 }
 

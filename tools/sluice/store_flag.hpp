@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,16 +21,20 @@
 
 namespace sluice::cli {
 
-/// Adds --store SPEC to `cmd`, filling `spec`.
-void add_store_flag(CLI::App& cmd, std::string& spec);
+/// Adds --store SPEC to `cmd`, filling `spec`, and --store-prefix P
+/// (the remote store's key prefix), filling `prefix`.
+void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix = nullptr);
 
 /// What a store is built with, whichever its kind.
 struct store_setup {
   /// The memory store's keyed stores.
   keyed_options keyed{};
   /// A remote store's keys begin with this (one run's keys apart from
-  /// another's).
+  /// another's); empty: a fresh random prefix per run.
   std::string key_prefix;
+  /// A remote store's ticks are a trace's, not real time: its keys expire
+  /// this long after they are written (docs/redis.md, "TTL").
+  std::chrono::milliseconds remote_ttl{std::chrono::hours(1)};
 };
 
 /// A store built from a spec; `memory` is set when it is the memory store
@@ -39,8 +44,9 @@ struct made_store {
   memory_store* memory = nullptr;
 };
 
-/// The store `spec` names: "memory". The error names "--store" and lists
-/// the kinds this build knows.
+/// The store `spec` names: "memory", or (when built with sluice::redis)
+/// "redis://host:port[/db]", "unix:///path". The error names "--store" and
+/// lists the kinds this build knows.
 result<made_store> make_store(std::string_view spec, const store_setup& setup);
 
 /// A store with one policy defined, deciding requests of one check each: the
@@ -53,8 +59,12 @@ class single_policy_store {
   static result<single_policy_store> make(made_store made, std::string_view name, const any_policy& p);
 
   /// The check's decision for `key` at `now` (a store failure or a bad
-  /// request: the store's answer for the request).
+  /// request: the store's answer for the request, and `last_source()`
+  /// says so).
   decision try_acquire_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// Where the latest decision came from.
+  [[nodiscard]] source last_source() const noexcept { return last_; }
 
   /// Replaces every state (memory store only; see keyed_limiter::restore).
   void restore(const std::vector<std::pair<std::string, any_state>>& entries);
@@ -68,6 +78,7 @@ class single_policy_store {
   single_policy_store(made_store made, policy_id id) : made_(std::move(made)), id_(id) {}
   made_store made_;
   policy_id id_ = 0;
+  source last_ = source::store;
 };
 
 }  // namespace sluice::cli

@@ -1,0 +1,101 @@
+// The shared store conformance suite (tests/conformance/traces.hpp)
+// instantiated for the Redis store: 10,000 traces per algorithm and per
+// composite (several keys, requests of one and of several checks, clock
+// steps back), pipelined through decide_many_at, compared with the
+// contract's decisions; and a few hundred per algorithm one decide_at at a
+// time with every check's own decision. Quantities are drawn within the
+// Redis store's exact range (a trace the store refuses at define is drawn
+// again, and counted).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "conformance/traces.hpp"
+#include "redis/protocol.hpp"
+#include "redis/store_support.hpp"
+
+namespace sluice::redis_test {
+namespace {
+
+/// Whether the Redis store takes every policy of `t`.
+bool in_range(const conformance::trace& t) {
+  for (const auto& p : t.policies)
+    if (!redis::plan::make(p.policy).ok()) return false;
+  return true;
+}
+
+conformance::trace_options options() {
+  conformance::trace_options o;
+  o.max_quantity = std::int64_t{1} << 52;
+  o.length = 16;
+  return o;
+}
+
+/// 10,000 in-range traces of `a` (seeds from `seed0`), and how many were refused.
+std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uint64_t seed0, std::size_t& refused) {
+  std::vector<conformance::trace> out;
+  refused = 0;
+  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 4 * n; ++seed) {
+    auto t = conformance::make_trace(a, seed, options());
+    if (in_range(t))
+      out.push_back(std::move(t));
+    else
+      ++refused;
+  }
+  return out;
+}
+
+class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
+  redis_store_options o;
+  o.command_timeout = std::chrono::seconds(10);
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  constexpr std::size_t n = 10'000;
+  std::size_t refused = 0;
+  const auto traces = draw_traces(GetParam(), n, 1, refused);
+  ASSERT_EQ(traces.size(), n);
+  std::size_t decisions = 0;
+  for (const auto& t : traces) decisions += t.steps.size();
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr std::size_t group = 500;
+  std::size_t agree = 0;
+  for (std::size_t first = 0; first < n; first += group) {
+    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, n - first));
+    const std::string diff = conformance::run_conformance_batched(
+        *st, part, [&](std::size_t j) { return "c" + std::to_string(first + j) + ":"; });
+    EXPECT_EQ(diff, "");
+    if (diff.empty()) agree += part.size();
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu drawn past the exact range), "
+      "%.1f s\n",
+      std::string(name_of(GetParam())).c_str(), agree, n, decisions, refused, secs);
+  EXPECT_EQ(st->redis_stats().mismatches, 0U);
+  EXPECT_EQ(st->stats().store_failures, 0U);
+}
+
+TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  std::size_t refused = 0;
+  const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused);
+  for (std::size_t j = 0; j < traces.size(); ++j)
+    ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::ValuesIn(conformance::all_algorithms),
+                         [](const ::testing::TestParamInfo<algorithm>& i) {
+                           std::string n(name_of(i.param));
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace sluice::redis_test
