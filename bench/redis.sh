@@ -7,7 +7,8 @@
 #   bench/redis.sh              build (Release, build-bench/) and run
 #   bench/redis.sh --no-build   use build-bench/bench/redis_bench as it is
 #
-# Env: RUNS (repetitions, default 3), REDIS_PORT (default: a free port),
+# Env: RUNS (repetitions, default 3), SCALE (every count times this, default 1;
+# e.g. 0.2 on a loaded machine), REDIS_PORT (default: a free port),
 # FILTER (a substring of the sluice scenario names), BUILD_DIR.
 # The server is pinned to CPU 1, the clients to CPU 0 (as the peers'
 # redis-ceiling), and stopped by its PID on exit. Every loop has a fixed count.
@@ -19,6 +20,7 @@ build=${BUILD_DIR:-$root/build-bench}
 script=$root/../shared/research/redis-lab/gcra.lua
 RUNS=${RUNS:-3}
 FILTER=${FILTER:-}
+SCALE=${SCALE:-1}
 do_build=1
 case "${1:-}" in
   --no-build) do_build=0 ;;
@@ -61,7 +63,7 @@ cli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 for _ in $(seq 1 100); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
 cli ping >/dev/null || { say "ERROR: redis-server did not start"; cat "$dir/redis.log" >&2; exit 1; }
 SHA=$(cli script load "$(cat "$script")")
-say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT (pid $pid, CPU 1), client on CPU 0, runs=$RUNS, gcra.lua $SHA"
+say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT (pid $pid, CPU 1), client on CPU 0, runs=$RUNS scale=$SCALE, gcra.lua $SHA"
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 out=$(mktemp)
@@ -75,6 +77,7 @@ stats() {
 # ceiling SCENARIO N CONNS PIPELINE NOTE -- redis-benchmark args
 ceiling() {
   local sc=$1 n=$2 c=$3 p=$4 note=$5; shift 6
+  n=$(awk -v n="$n" -v s="$SCALE" 'BEGIN { v = int(n * s); print (v < 1000 ? 1000 : v) }')
   local r vals=()
   for r in $(seq 1 "$RUNS"); do
     cli flushall >/dev/null
@@ -106,7 +109,7 @@ PRESPEND=1 ceiling redis-gcra-exact-deny-c50-P16 200000 50 16 "redis-benchmark E
 # ---- sluice::redis ------------------------------------------------------------------
 filter_args=()
 [ -n "$FILTER" ] && filter_args=(--filter "$FILTER")
-taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs "$RUNS" "${filter_args[@]}" | tee -a "$out"
+taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs "$RUNS" --scale "$SCALE" "${filter_args[@]}" | tee -a "$out"
 
 # ---- table and ratios -------------------------------------------------------------
 echo
@@ -119,11 +122,18 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
       split(pairs[i], ab, ":"); a = "redis-gcra-" ab[1]; b = "redis-gcra-exact-" ab[2]
       if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
     }
+    split("1key-allow-P1:allow-c1-P1 1key-allow-P16:allow-c1-P16 1key-allow-2thr-P1:allow-c2-P1 1key-allow-2thr-P16:allow-c2-P16 1key-deny-P1:deny-c1-P1 1key-deny-P16:deny-c1-P16 1key-deny-2thr-P16:deny-c2-P16 100kkeys-allow-P16:100kkeys-allow-c1-P16", spairs, " ")
+    for (i in spairs) {
+      split(spairs[i], ab, ":"); a = "redis-store-gcra-" ab[1]; b = "redis-gcra-exact-" ab[2]
+      if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
+    }
     if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
     if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
     split("1 16 64", depths, " ")
     for (j = 1; j <= 3; j++) {
       a = "redis-denycache-90pct-deny-P" depths[j]
+      if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
+      a = "redis-store-denycache-90pct-deny-P" depths[j]
       if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
     }
   }' "$out"

@@ -159,6 +159,17 @@ TEST(Client, SelectsTheDatabase) {
   EXPECT_EQ(ok(db3.call({"CLIENT", "INFO"})).as_string()->find("db=3") != std::string_view::npos, true);
 }
 
+TEST(Client, ADatabaseTheServerLacksIsAClearError) {
+  redis_server srv;
+  client c(options_for(srv.url() + "/99"));
+  auto r = c.call({"PING"});
+  ASSERT_TRUE(std::holds_alternative<call_error>(r));
+  const auto& e = std::get<call_error>(r);
+  EXPECT_EQ(e.kind, call_error::server);
+  EXPECT_NE(e.message.find("SELECT failed"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("out of range"), std::string::npos) << e.message;
+}
+
 TEST(Client, UnixSocket) {
   redis_server srv({.unix_socket = true});
   client c(options_for(srv.unix_url() + "?db=2"));

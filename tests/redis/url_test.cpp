@@ -77,6 +77,14 @@ struct bad_case {
   const char* part;
 };
 
+// Printed in ctest's test names: the part and the text, its control characters as '?'.
+void PrintTo(const bad_case& c, std::ostream* os) {
+  std::string t = c.text;
+  for (char& ch : t)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = '?';
+  *os << c.part << " <" << t << ">";
+}
+
 class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
 
 TEST_P(ParseUrlRejects, NamingThePart) {
