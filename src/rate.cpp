@@ -54,21 +54,10 @@ bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 std::string quoted(std::string_view s) {
   // Built by appending: "'" + std::string(s) trips GCC 12's -Wrestrict false positive at -O3.
-  // Control and non-ASCII bytes are shown as \xNN, so a message names them.
-  static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size() + 2);
   out += '\'';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
+  out += escape_bytes(s);
   out += '\'';
   return out;
 }

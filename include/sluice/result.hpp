@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -19,6 +20,10 @@ struct error {
   /// "field: message", ready to print.
   [[nodiscard]] std::string what() const { return field.empty() ? message : field + ": " + message; }
 };
+
+/// `s` as a message shows it: control and non-ASCII bytes as `\xNN`, every
+/// other byte as itself, so a message names a bad byte instead of printing it.
+std::string escape_bytes(std::string_view s);
 
 /// Either a T or an `error`. Check `ok()` (or `operator bool`) before `value()`.
 template <typename T>

@@ -10,22 +10,7 @@
 
 namespace sluice::cli {
 
-std::string escape_message(std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
+std::string escape_message(std::string_view s) { return escape_bytes(s); }
 
 int usage_error(std::ostream& err, const error& e) {
   err << "sluice: " << escape_message(e.what()) << '\n';
