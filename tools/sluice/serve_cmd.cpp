@@ -7,13 +7,16 @@
 #include <signal.h>
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <ostream>
 
 #include "cli.hpp"
 #include "server.hpp"
 #include "service.hpp"
-#include "store_flag.hpp"
 #include "stores.hpp"
+#ifdef SLUICE_HAVE_REDIS
+#include "sluice/redis.hpp"
+#endif
 #ifdef SLUICE_WITH_ENVOY
 #include "envoy_service.hpp"
 #endif
@@ -22,14 +25,37 @@ namespace sluice::cli {
 
 namespace {
 
-// A remote store URL (redis://, unix://) goes to the command's one store
-// factory (store_flag.hpp), where the Redis store adds its schemes.
-// TODO(redis): pass the timeouts and the failure mode of `c` once
-// store_setup carries them.
+// A remote store URL (redis://, unix://): the Redis store on real time (ns
+// since 1970, which the machines of a fleet share), with the configuration's
+// timeouts, pool, failure mode and deny cache.
 result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsigned /*threads*/) {
-  auto made = make_store(c.url, store_setup{.keyed = {}, .key_prefix = c.key_prefix});
-  if (!made) return error{"store.url", made.err().message};
-  return std::move(made.value().s);
+#ifdef SLUICE_HAVE_REDIS
+  redis_store_options o;
+  o.url = c.url;
+  o.prefix = c.key_prefix;
+  o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
+  o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
+  o.pool_size = c.pool_size;
+  o.tick_ns = 1;
+  switch (c.on_failure) {
+    case serve::failure_mode::fail_open:
+      o.on_failure = failure_mode::fail_open;
+      break;
+    case serve::failure_mode::fail_closed:
+      o.on_failure = failure_mode::fail_closed;
+      break;
+    case serve::failure_mode::local:
+      o.on_failure = failure_mode::local;
+      break;
+  }
+  o.fail_closed_retry_after = c.fail_closed_retry_after;
+  o.deny_cache = c.deny_cache;
+  auto r = redis_store::open(o);
+  if (!r) return error{"store.url", r.err().what()};
+  return std::unique_ptr<store>(std::move(r).value());
+#else
+  return error{"store.url", "this sluice was built without the Redis store (libhiredis-dev)"};
+#endif
 }
 
 }  // namespace
