@@ -676,5 +676,96 @@ class Install(unittest.TestCase):
         self.assertNotIn("@", text)
 
 
+
+class RedisServer:
+    """A real redis-server on a free 127.0.0.1 port, stopped by PID."""
+
+    def __init__(self):
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise AssertionError("redis-server is not installed (scripts/setup.sh installs it)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise AssertionError("redis-server did not start on port %d" % self.port)
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class FleetOnRedis(ServeCase):
+    """4 sluice serve processes on one Redis hold one exact limit."""
+
+    L = 24
+
+    def fleet(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        prefix = "sluice:test:%08x:" % random.getrandbits(32)
+        text = base_config({"fw": "fixed-window %d/1h" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
+                           server="threads = 1\n")
+        text += '\n[store]\nurl = "redis://127.0.0.1:%d"\nkey_prefix = "%s"\n' % (redis.port, prefix)
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        return [self.start("--config", path) for _ in range(4)]
+
+    def burst(self, servers, policy):
+        """10·L requests for one key, spread over the servers from 4 threads."""
+        results = []
+        lock = threading.Lock()
+
+        def client(i):
+            s = servers[i]
+            conn = s.conn()
+            mine = []
+            for _ in range(10 * self.L // len(servers)):
+                st, _, b = s.decide([(policy, "k")], conn=conn)
+                mine.append((st, b.get("source")))
+            with lock:
+                results.extend(mine)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(servers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(results), 10 * self.L)
+        # Every answer came from Redis (or its exact deny cache), none from a failure mode.
+        self.assertEqual({src for _, src in results} - {"store", "deny-cache"}, set())
+        return results
+
+    def test_fixed_window_admits_exactly_its_limit(self):
+        servers = self.fleet()
+        results = self.burst(servers, "fw")
+        self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
+        self.assertEqual(sum(1 for st, _ in results if st == 429), len(results) - self.L)
+
+    def test_gcra_admits_exactly_its_burst(self):
+        servers = self.fleet()
+        results = self.burst(servers, "gcra")
+        self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
+
 if __name__ == "__main__":
     unittest.main()
