@@ -44,21 +44,6 @@ inline run_result run_cli(std::vector<std::string> args, const std::string& inpu
   return r;
 }
 
-/// Runs the real binary through the shell: `sluice ARGS < input_file`;
-/// returns its exit status and standard output.
-inline run_result run_binary(const std::string& args, const std::string& input_file) {
-  run_result r;
-  const std::string cmd = std::string(SLUICE_BINARY) + " " + args + " < '" + input_file + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[65536];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 /// Runs `sluice ARGS REDIRECTS` through the shell and returns its exit
 /// status and what it wrote to the pipe popen gives it. With REDIRECTS such
 /// as "< in.txt 2>&1 >/dev/full" (stderr to the pipe, then stdout to the
@@ -74,6 +59,12 @@ inline run_result run_shell(const std::string& args, const std::string& redirect
   const int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+/// Runs the real binary through the shell: `sluice ARGS < input_file`;
+/// returns its exit status and standard output.
+inline run_result run_binary(const std::string& args, const std::string& input_file) {
+  return run_shell(args, "< '" + input_file + "' 2>/dev/null");
 }
 
 }  // namespace sluice::test
