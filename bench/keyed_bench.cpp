@@ -34,8 +34,13 @@
 
 #include "keyed_floor.hpp"
 #include "sluice/keyed.hpp"
+#include "summary.hpp"
 
 namespace {
+
+using sluice_bench::field;
+using sluice_bench::stats3;
+using sluice_bench::summarize;
 
 using sluice::decision;
 using sluice::gcra;
@@ -323,31 +328,9 @@ class collector : public benchmark::ConsoleReporter {
   }
 };
 
-struct stats3 {
-  double median = 0, lo = 0, hi = 0;
-  std::size_t n = 0;
-};
-stats3 summarize(std::vector<double> v) {
-  stats3 s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.n = v.size();
-  s.lo = v.front();
-  s.hi = v.back();
-  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  return s;
-}
-
 void emit(const std::string& scenario, const stats3& s, const std::string& bytes, const std::string& note) {
   std::printf("RESULT\tsluice\t%s\t%.2f\t%.0f\t%s\t%zu\t%.2f\t%.2f\t%s\n", scenario.c_str(), s.median, 1e9 / s.median,
               bytes.c_str(), s.n, s.lo, s.hi, note.c_str());
-}
-
-std::vector<double> field(const std::vector<std::map<std::string, double>>& runs, const std::string& name) {
-  std::vector<double> v;
-  for (const auto& r : runs)
-    if (auto it = r.find(name); it != r.end()) v.push_back(it->second);
-  return v;
 }
 
 std::string fmt1(double v) {

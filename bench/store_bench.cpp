@@ -26,8 +26,13 @@
 
 #include "sluice/keyed.hpp"
 #include "sluice/store/memory.hpp"
+#include "summary.hpp"
 
 namespace {
+
+using sluice_bench::field;
+using sluice_bench::stats3;
+using sluice_bench::summarize;
 
 using sluice::decision;
 using clk = std::chrono::steady_clock;
@@ -185,29 +190,6 @@ class collector : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(report);
   }
 };
-
-struct stats3 {
-  double median = 0, lo = 0, hi = 0;
-  std::size_t n = 0;
-};
-
-stats3 summarize(std::vector<double> v) {
-  stats3 s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.n = v.size();
-  s.lo = v.front();
-  s.hi = v.back();
-  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  return s;
-}
-
-std::vector<double> field(const std::vector<std::map<std::string, double>>& runs, const std::string& name) {
-  std::vector<double> v;
-  for (const auto& r : runs)
-    if (auto it = r.find(name); it != r.end()) v.push_back(it->second);
-  return v;
-}
 
 void emit(const std::string& scenario, const stats3& s, const std::string& note) {
   std::printf("RESULT\tsluice\t%s\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\t%s\n", scenario.c_str(), s.median, 1e9 / s.median,
