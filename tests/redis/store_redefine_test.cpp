@@ -1,0 +1,302 @@
+// Redefining a policy in the Redis store carries its states over exactly as
+// the memory store's eager `define_at` does (store.hpp, reconfigure.hpp):
+// the same traces (tests/conformance/traces.hpp), with one or two
+// redefinitions of their policies (same algorithm or composite shape, new
+// parameters) at drawn steps and instants, give field for field the same
+// decisions — and every check's — through a memory store and a Redis store,
+// one call at a time and pipelined. Every algorithm and composite.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "conformance/traces.hpp"
+#include "redis/protocol.hpp"
+#include "redis/store_support.hpp"
+#include "sluice/snapshot.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice::redis_test {
+namespace {
+
+using conformance::answer;
+using conformance::trace;
+
+/// One redefinition: before step `step`, policy `policy` becomes `to`,
+/// carried over at `at`.
+struct change {
+  std::size_t step = 0;
+  std::size_t policy = 0;
+  any_policy to = any_policy{always_allow{}};
+  tick at = 0;
+};
+
+/// A trace and the redefinitions made during it.
+struct scenario {
+  trace t;
+  std::vector<change> changes;
+};
+
+conformance::trace_options options() {
+  conformance::trace_options o;
+  o.max_quantity = std::int64_t{1} << 52;
+  o.length = 12;
+  return o;
+}
+
+/// A policy of `p`'s shape (the same algorithm in every place) with fresh
+/// parameters.
+any_policy like(const any_policy& p, model::rng_t& g) {
+  if (const auto* a = std::get_if<all_of>(&p)) {
+    std::vector<any_policy> parts;
+    for (const auto& part : a->parts()) parts.push_back(like(part, g));
+    return any_policy{all_of::make(std::move(parts)).value()};
+  }
+  if (const auto* o = std::get_if<any_of>(&p)) {
+    std::vector<any_policy> parts;
+    for (const auto& part : o->parts()) parts.push_back(like(part, g));
+    return any_policy{any_of::make(std::move(parts)).value()};
+  }
+  if (std::holds_alternative<always_allow>(p) || std::holds_alternative<always_deny>(p)) return p;
+  return conformance::detail_::make_policy_of(algorithm_of(p), g, options()).first.policy;
+}
+
+bool in_range(const any_policy& p, bool pipelined) {
+  if (!redis::plan::make(p).ok()) return false;
+  // Sliding buckets' states are read and written whole: keep N small.
+  const auto few = [&](const auto& self, const any_policy& q) -> bool {
+    if (const auto* b = std::get_if<sliding_buckets>(&q)) return b->buckets() <= (pipelined ? 64 : 4096);
+    if (const auto* a = std::get_if<all_of>(&q))
+      return std::all_of(a->parts().begin(), a->parts().end(), [&](const any_policy& x) { return self(self, x); });
+    if (const auto* o = std::get_if<any_of>(&q))
+      return std::all_of(o->parts().begin(), o->parts().end(), [&](const any_policy& x) { return self(self, x); });
+    return true;
+  };
+  return few(few, p);
+}
+
+/// A scenario for `a` from `seed`, within the Redis store's range; nullopt
+/// when the draw leaves it (the caller draws again).
+std::optional<scenario> make_scenario(algorithm a, std::uint64_t seed, bool pipelined) {
+  scenario s;
+  s.t = conformance::make_trace(a, seed, options());
+  for (const auto& p : s.t.policies)
+    if (!in_range(p.policy, pipelined)) return std::nullopt;
+  if (s.t.steps.size() < 2) return std::nullopt;
+  model::rng_t g(model::mix(seed, a) ^ 0x7edef1e5ULL);
+  std::vector<any_policy> current;
+  std::vector<std::vector<std::string>> seen;  // every configuration each policy has had
+  for (const auto& p : s.t.policies) {
+    current.push_back(p.policy);
+    seen.push_back({encode_policy(p.policy)});
+  }
+  const std::size_t n = 1 + g() % 2;  // one or two redefinitions
+  for (std::size_t k = 0; k < n; ++k) {
+    change c;
+    c.step = 1 + g() % (s.t.steps.size() - 1);
+    c.policy = model::chance(g, 70) ? 0 : g() % s.t.policies.size();
+    c.to = like(current[c.policy], g);
+    // A configuration the policy had before is not drawn: a value written
+    // then is read as that configuration's again (docs/redis.md,
+    // "Redefining a policy"), where the memory store carries it through the
+    // configurations between.
+    const std::string bytes = encode_policy(c.to);
+    auto& had = seen[c.policy];
+    if (!in_range(c.to, pipelined) || std::find(had.begin(), had.end(), bytes) != had.end()) return std::nullopt;
+    had.push_back(bytes);
+    // At the step's instant, or a little before or after it (a clock that
+    // stepped, a definition that raced a request).
+    const tick t = s.t.steps[c.step].now;
+    const int roll = static_cast<int>(g() % 10);
+    const tick delta = static_cast<tick>(g() % 1000);
+    c.at = roll < 6 ? t
+                    : (roll < 8 ? (t > detail::i64_min + delta ? t - delta : t)
+                                : (t < detail::i64_max - delta ? t + delta : t));
+    current[c.policy] = c.to;
+    s.changes.push_back(std::move(c));
+  }
+  std::stable_sort(s.changes.begin(), s.changes.end(),
+                   [](const change& x, const change& y) { return x.step < y.step; });
+  // Two changes of one policy at one step: keep the order drawn (the later
+  // carries the earlier over), which stable_sort kept.
+  return s;
+}
+
+/// The scenario's redefinitions and both stores' answers, for a failure.
+std::string explain(const scenario& sc, const std::vector<answer>& got, const std::vector<answer>& want) {
+  std::string out;
+  for (const auto& c : sc.changes)
+    out += "\n  before step " + std::to_string(c.step) + ": p" + std::to_string(c.policy) +
+           " := " + describe_policy(c.to) + " at " + std::to_string(c.at);
+  for (std::size_t i = 0; i < sc.t.steps.size() && i < got.size() && i < want.size(); ++i)
+    out += "\n  step " + std::to_string(i) + " " + conformance::show(sc.t.steps[i]) + ": redis " +
+           conformance::show(got[i].d.d) + " " + std::string(name_of(got[i].d.from)) + ", memory " +
+           conformance::show(want[i].d.d) + " " + std::string(name_of(want[i].d.from));
+  return out;
+}
+
+/// The memory store that decides exactly as one limiter per key (no purge).
+std::unique_ptr<memory_store> exact_memory_store() {
+  memory_store_options o;
+  o.keyed.auto_purge = false;
+  o.keyed.shards = 1;
+  o.keyed.hash_seed = 7;
+  o.max_policies = 1 << 16;
+  return std::make_unique<memory_store>(o);
+}
+
+/// Runs `sc` one call at a time; `define_at` redefines in the store under test.
+template <typename Store>
+std::vector<answer> run_one_by_one(Store& st, const scenario& sc, const std::string& prefix, std::string& err) {
+  const auto [ids, e] = conformance::define_all(st, sc.t, prefix);
+  if (!e.empty()) {
+    err = e;
+    return {};
+  }
+  std::vector<answer> out;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < sc.t.steps.size(); ++i) {
+    for (; next < sc.changes.size() && sc.changes[next].step == i; ++next) {
+      const change& c = sc.changes[next];
+      const auto r = st.define_at(prefix + sc.t.policies[c.policy].name, c.to, c.at);
+      if (!r) {
+        err = "define_at: " + r.err().what();
+        return {};
+      }
+    }
+    const auto& step = sc.t.steps[i];
+    std::vector<std::string> keys;
+    std::vector<check> checks;
+    for (const auto& c : step.checks) keys.push_back(prefix + c.key);
+    for (std::size_t k = 0; k < step.checks.size(); ++k) checks.push_back({ids[step.checks[k].policy], keys[k]});
+    answer a;
+    a.per_check.resize(checks.size());
+    a.d = st.decide_at({.checks = checks, .now = step.now, .cost = step.cost, .id = {}}, a.per_check);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<scenario> draw(algorithm a, std::size_t n, std::uint64_t seed0, bool pipelined) {
+  std::vector<scenario> out;
+  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 20 * n; ++seed)
+    if (auto s = make_scenario(a, seed, pipelined)) out.push_back(std::move(*s));
+  return out;
+}
+
+class RedisRedefine : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStoreOneCallAtATime) {
+  redis_store_options o;
+  o.command_timeout = std::chrono::seconds(10);
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto mem = exact_memory_store();
+  constexpr std::size_t n = 400;
+  const auto scenarios = draw(GetParam(), n, 1, false);
+  ASSERT_EQ(scenarios.size(), n);
+  std::size_t decisions = 0;
+  for (std::size_t j = 0; j < scenarios.size(); ++j) {
+    const std::string prefix = "r" + std::to_string(j) + ":";
+    std::string err;
+    const auto want = run_one_by_one(*mem, scenarios[j], prefix, err);
+    ASSERT_EQ(err, "") << scenarios[j].t.describe();
+    const auto got = run_one_by_one(*st, scenarios[j], prefix, err);
+    ASSERT_EQ(err, "") << scenarios[j].t.describe();
+    ASSERT_EQ(conformance::compare(scenarios[j].t, got, want, true), "") << explain(scenarios[j], got, want);
+    decisions += got.size();
+  }
+  const auto s = st->redis_stats();
+  std::printf("redefine %-16s %zu traces, %zu decisions agree with the memory store; %llu carried over\n",
+              std::string(name_of(GetParam())).c_str(), scenarios.size(), decisions,
+              static_cast<unsigned long long>(s.carried));
+  EXPECT_GT(s.carried, 0U);
+  EXPECT_EQ(s.mismatches, 0U);
+  EXPECT_EQ(s.unknown_config, 0U);
+  EXPECT_EQ(s.base.store_failures, 0U);
+}
+
+TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStorePipelined) {
+  redis_store_options o;
+  o.command_timeout = std::chrono::seconds(10);
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto mem = exact_memory_store();
+  constexpr std::size_t n = 2000;
+  const auto scenarios = draw(GetParam(), n, 1'000'000, true);
+  ASSERT_EQ(scenarios.size(), n);
+  // Step i of every scenario in one batch; each scenario's redefinitions
+  // before its step, in both stores.
+  std::vector<std::vector<policy_id>> ids_m(n);
+  std::vector<std::vector<policy_id>> ids_r(n);
+  std::size_t longest = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::string prefix = "p" + std::to_string(j) + ":";
+    auto [a, e1] = conformance::define_all(*mem, scenarios[j].t, prefix);
+    auto [b, e2] = conformance::define_all(*st, scenarios[j].t, prefix);
+    ASSERT_EQ(e1 + e2, "");
+    ids_m[j] = a;
+    ids_r[j] = b;
+    longest = std::max(longest, scenarios[j].t.steps.size());
+  }
+  std::vector<std::vector<answer>> got(n);
+  std::vector<std::vector<answer>> want(n);
+  std::vector<std::size_t> next(n, 0);
+  for (std::size_t i = 0; i < longest; ++i) {
+    std::vector<std::vector<std::string>> keys(n);
+    std::vector<std::vector<check>> cm(n);
+    std::vector<std::vector<check>> cr(n);
+    std::vector<store_request> bm;
+    std::vector<store_request> br;
+    std::vector<std::size_t> owner;
+    for (std::size_t j = 0; j < n; ++j) {
+      const scenario& sc = scenarios[j];
+      if (i >= sc.t.steps.size()) continue;
+      const std::string prefix = "p" + std::to_string(j) + ":";
+      for (; next[j] < sc.changes.size() && sc.changes[next[j]].step == i; ++next[j]) {
+        const change& c = sc.changes[next[j]];
+        ASSERT_TRUE(mem->define_at(prefix + sc.t.policies[c.policy].name, c.to, c.at).ok());
+        ASSERT_TRUE(st->define_at(prefix + sc.t.policies[c.policy].name, c.to, c.at).ok());
+      }
+      const auto& step = sc.t.steps[i];
+      for (const auto& c : step.checks) keys[j].push_back(prefix + c.key);
+      for (std::size_t k = 0; k < step.checks.size(); ++k) {
+        cm[j].push_back({ids_m[j][step.checks[k].policy], keys[j][k]});
+        cr[j].push_back({ids_r[j][step.checks[k].policy], keys[j][k]});
+      }
+      bm.push_back({.checks = cm[j], .now = step.now, .cost = step.cost, .id = {}});
+      br.push_back({.checks = cr[j], .now = step.now, .cost = step.cost, .id = {}});
+      owner.push_back(j);
+    }
+    std::vector<store_decision> om(bm.size());
+    std::vector<store_decision> orr(br.size());
+    mem->decide_many_at(bm, om);
+    st->decide_many_at(br, orr);
+    for (std::size_t b = 0; b < owner.size(); ++b) {
+      want[owner[b]].push_back({om[b], {}});
+      got[owner[b]].push_back({orr[b], {}});
+    }
+  }
+  for (std::size_t j = 0; j < n; ++j)
+    ASSERT_EQ(conformance::compare(scenarios[j].t, got[j], want[j], false), "")
+        << explain(scenarios[j], got[j], want[j]);
+  const auto s = st->redis_stats();
+  std::printf("redefine pipelined %-16s %zu traces agree with the memory store; %llu carried over\n",
+              std::string(name_of(GetParam())).c_str(), n, static_cast<unsigned long long>(s.carried));
+  EXPECT_GT(s.carried, 0U);
+  EXPECT_EQ(s.mismatches, 0U);
+  EXPECT_EQ(s.base.store_failures, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRedefine, ::testing::ValuesIn(conformance::all_algorithms),
+                         [](const ::testing::TestParamInfo<algorithm>& i) {
+                           std::string n(name_of(i.param));
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace sluice::redis_test
