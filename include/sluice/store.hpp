@@ -112,7 +112,8 @@ class store {
   /// Registers `policy` under `name` and returns its id. Defining a name
   /// again replaces its policy and keeps its id: every state it holds is
   /// carried over by `reconfigure` (a throttled client never gets a fresh
-  /// limit), and the deny cache forgets that policy. The error names the
+  /// limit), and the deny cache forgets that policy; defining it again with
+  /// the same policy changes nothing. The error names the
   /// field when the store cannot decide the policy exactly (Redis: a
   /// quantity past 2^52, ...), or "algorithm" when the new policy cannot
   /// continue the old one's states.

@@ -17,6 +17,7 @@
 
 #include "reclaim.hpp"
 #include "sluice/reconfigure.hpp"
+#include "sluice/snapshot.hpp"
 
 namespace sluice {
 namespace {
@@ -124,6 +125,9 @@ struct memory_store::impl {
     std::lock_guard lock(e.redefine);
     keyed_limiter& old = *e.owned;
     const any_policy& from = old.policy();
+    // The same policy again: every state stays as it is (a reconfiguration
+    // onto itself would move each state's clock to `now`).
+    if (encode_policy(from) == encode_policy(to)) return id;
     // Refuse before anything changes: the fresh state tells whether the new
     // policy can continue the old one's states at all.
     if (auto probe = reconfigure(from, fresh_state(from), to, now); !probe) return probe.err();

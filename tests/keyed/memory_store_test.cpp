@@ -181,6 +181,18 @@ TEST(MemoryStore, RedefiningToAnotherAlgorithmIsRefused) {
   EXPECT_FALSE(one(s, p, "k", 1).d.allowed);  // the old policy and state stay
 }
 
+TEST(MemoryStore, DefiningTheSamePolicyAgainChangesNothing) {
+  memory_store s;
+  const policy_id p = s.define_at("p", policy("gcra 1/10ns burst=2"), 0).value();
+  EXPECT_TRUE(one(s, p, "k", 100).d.allowed);
+  EXPECT_TRUE(one(s, p, "k", 100).d.allowed);
+  EXPECT_FALSE(one(s, p, "k", 100).d.allowed);
+  // Carried over onto itself at 1000 the state would be fresh there, and a
+  // request whose clock is still at 100 would be admitted.
+  ASSERT_EQ(s.define_at("p", policy("gcra 1/10ns burst=2"), 1000).value(), p);
+  EXPECT_FALSE(one(s, p, "k", 100).d.allowed);
+}
+
 TEST(MemoryStore, ShrinkingABurstKeepsTheDebt) {
   memory_store s;
   const policy_id p = s.define_at("p", policy("gcra 1/10ns burst=10"), 0).value();
