@@ -7,6 +7,7 @@
 // subnormal) is refused. -0 reads as 0, as it does in Lua.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -23,9 +24,8 @@ constexpr std::uint64_t double_bits(std::int64_t v) noexcept {
   if (v == 0) return 0;
   const std::uint64_t sign = v < 0 ? std::uint64_t{1} << 63 : 0;
   std::uint64_t m = v < 0 ? static_cast<std::uint64_t>(-v) : static_cast<std::uint64_t>(v);
-  int top = 63;
-  while ((m >> top) == 0) --top;  // the highest set bit, 0..52
-  m <<= 52 - top;                 // the significand, its leading 1 at bit 52
+  const int top = static_cast<int>(std::bit_width(m)) - 1;  // the highest set bit, 0..52
+  m <<= 52 - top;                                           // the significand, its leading 1 at bit 52
   const std::uint64_t exponent = static_cast<std::uint64_t>(top + 1023);
   return sign | exponent << 52 | (m & ((std::uint64_t{1} << 52) - 1));
 }
@@ -52,9 +52,13 @@ constexpr bool integer_of(std::uint64_t bits, std::int64_t& out) noexcept {
 inline void put_number(std::string& out, std::int64_t v) {
   std::uint64_t b = double_bits(v);
   char bytes[8];
-  for (char& c : bytes) {
-    c = static_cast<char>(b & 0xff);
-    b >>= 8;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(bytes, &b, 8);
+  } else {
+    for (char& c : bytes) {
+      c = static_cast<char>(b & 0xff);
+      b >>= 8;
+    }
   }
   out.append(bytes, 8);
 }
@@ -63,7 +67,11 @@ inline void put_number(std::string& out, std::int64_t v) {
 /// there is not an integer below 2^53 in magnitude.
 inline bool get_number(const char* p, std::int64_t& out) noexcept {
   std::uint64_t b = 0;
-  for (int i = 7; i >= 0; --i) b = b << 8 | static_cast<unsigned char>(p[i]);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&b, p, 8);
+  } else {
+    for (int i = 7; i >= 0; --i) b = b << 8 | static_cast<unsigned char>(p[i]);
+  }
   return integer_of(b, out);
 }
 
