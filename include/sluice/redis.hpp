@@ -96,6 +96,15 @@ struct redis_store_options {
   bool deny_cache = false;
   /// About how many denied (policy, key) pairs the cache holds.
   std::size_t deny_cache_capacity = 1 << 16;
+  /// Server-clock mode (semantics.md, "Remote stores"): every request is
+  /// decided at Redis's clock (TIME, microseconds) instead of its `now`, so
+  /// a fleet whose clocks disagree decides on one; `store_decision::at`
+  /// reports the instant used. It costs one more round trip per call (per
+  /// pipeline for decide_many_at): TIME is read, then the request is
+  /// decided at that instant. Needs ticks that divide a microsecond
+  /// (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is µs·1000/tick_ns) and
+  /// no deny cache (its entries are instants of the client's clock).
+  bool server_clock = false;
 };
 
 /// Counts of the Redis store beyond `store_stats`.
@@ -153,7 +162,9 @@ class redis_store final : public store {
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
-  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share it).
+  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
+  /// it). In server-clock mode decisions use Redis's clock instead, and
+  /// report it in `store_decision::at`.
   [[nodiscard]] tick now() const noexcept override;
 
   [[nodiscard]] store_stats stats() const override;

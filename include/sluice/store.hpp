@@ -88,6 +88,10 @@ struct store_decision {
   decision d;
   /// Where the decision came from.
   source from = source::store;
+  /// The instant the request was decided at, in the store's ticks: its
+  /// `now`, unless the store reads a clock of its own (a Redis store in
+  /// server-clock mode: Redis's).
+  tick at = 0;
 };
 
 /// Counts every store keeps (a store may keep more of its own). Each is a

@@ -362,7 +362,9 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
 }
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->decide(r, per_check, true);
+  store_decision d = impl_->decide(r, per_check, true);
+  d.at = r.now;
+  return d;
 }
 
 void memory_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
@@ -384,10 +386,13 @@ void memory_store::decide_many_at(std::span<const store_request> requests, std::
       ++i;
     }
   }
+  for (std::size_t k = 0; k < requests.size(); ++k) out[k].at = requests[k].now;
 }
 
 store_decision memory_store::peek_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->decide(r, per_check, false);
+  store_decision d = impl_->decide(r, per_check, false);
+  d.at = r.now;
+  return d;
 }
 
 tick memory_store::now() const noexcept {

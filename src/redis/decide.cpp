@@ -269,14 +269,20 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   return outcome::ok;
 }
 
-store_decision redis_store::impl::one(const store_request& r, bool peek, std::span<decision> per_check) {
+store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check) {
   std::array<const entry*, max_checks> es{};
+  store_request r = request;
   if (!entries_of(r, es.data())) {
     count(decisions, peek);
     count(errors, peek);
     return error_decision(r, per_check);
   }
   if (auto cached = local_answer(r, es.data(), peek, per_check)) return *cached;
+  if (opt.server_clock) {
+    const auto t = server_now();  // decided at Redis's clock, reported in `at`
+    if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check);
+    r.now = *t;
+  }
   std::array<decision, max_checks> mine{};  // per-check decisions for the deny cache when the caller wants none
   if (denials && !peek && per_check.empty() && r.checks.size() > 1) per_check = std::span(mine.data(), r.checks.size());
   store_decision out;
@@ -303,7 +309,19 @@ store_decision redis_store::impl::one(const store_request& r, bool peek, std::sp
   return conclude(r, es.data(), o, out, peek, per_check);
 }
 
-void redis_store::impl::many(std::span<const store_request> requests, std::span<store_decision> out) {
+void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {
+  // Server-clock mode: the whole batch at one instant of Redis's clock (if
+  // TIME fails, every request meets the failure mode, as its call would).
+  std::vector<store_request> at_server;
+  std::span<const store_request> requests = given;
+  bool no_time = false;
+  if (opt.server_clock) {
+    const auto t = server_now();
+    no_time = !t;
+    at_server.assign(given.begin(), given.end());
+    for (auto& r : at_server) r.now = t.value_or(r.now);
+    requests = at_server;
+  }
   const std::size_t n = requests.size();
   std::vector<std::array<const entry*, max_checks>> es(n);
   std::vector<bool> done(n, false);
@@ -313,6 +331,9 @@ void redis_store::impl::many(std::span<const store_request> requests, std::span<
       count(decisions, false);
       count(errors, false);
       out[i] = error_decision(requests[i], {});
+      done[i] = true;
+    } else if (no_time) {
+      out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
       done[i] = true;
     } else if (auto answered = local_answer(requests[i], es[i].data(), false, {})) {
       out[i] = *answered;

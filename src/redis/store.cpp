@@ -3,6 +3,7 @@
 // become FCALLs in decide.cpp; states carried over a redefinition are
 // decided in carry.cpp.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <random>
 #include <string>
@@ -47,6 +48,24 @@ bool redis_store::impl::entries_of(const store_request& r, const entry** es) con
   return true;
 }
 
+std::optional<tick> redis_store::impl::server_now() {
+  const auto res = cli.call({"TIME"});
+  const auto* rep = std::get_if<redis::reply>(&res);
+  const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
+  if (arr == nullptr || arr->size() != 2) return std::nullopt;
+  std::int64_t part[2] = {0, 0};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto text = (*arr)[i].as_string();
+    if (!text) return std::nullopt;
+    const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), part[i]);
+    if (ec != std::errc{} || p != text->data() + text->size() || part[i] < 0) return std::nullopt;
+  }
+  // Microseconds since 1970, in ticks of tick_ns (a divisor of 1000).
+  const detail::i128 ticks = (static_cast<detail::i128>(part[0]) * 1'000'000 + part[1]) * (1000 / opt.tick_ns);
+  if (ticks > detail::i64_max) return std::nullopt;
+  return static_cast<tick>(ticks);
+}
+
 std::int64_t redis_store::impl::next_batch() noexcept {
   const std::uint64_t b = batches.fetch_add(1, std::memory_order_relaxed) & ((std::uint64_t{1} << 52) - 1);
   return b == 0 ? 1 : static_cast<std::int64_t>(b);
@@ -56,6 +75,7 @@ store_decision redis_store::impl::error_decision(const store_request& r, std::sp
   store_decision out;
   out.d.retry_after = never;
   out.from = source::error;
+  out.at = r.now;
   for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) per_check[i] = out.d;
   return out;
 }
@@ -63,6 +83,7 @@ store_decision redis_store::impl::error_decision(const store_request& r, std::sp
 store_decision redis_store::impl::failed(const store_request& r, const entry* const* es, bool peek,
                                          std::span<decision> per_check) {
   store_decision out;
+  out.at = r.now;
   switch (opt.on_failure) {
     case failure_mode::fail_open:
       out.d.allowed = true;
@@ -81,6 +102,7 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
       lr.checks = std::span<const check>(mine.data(), r.checks.size());
       out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check);
       out.from = out.from == source::store ? source::fallback : out.from;
+      out.at = r.now;
       return out;
     }
   }
@@ -102,6 +124,7 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
   }
   switch (o) {
     case outcome::ok:
+      out.at = r.now;
       count(out.from == source::replayed ? replayed : from_store, peek);
       if (denials && !peek && !out.d.allowed && out.from == source::store) {
         if (r.checks.size() == 1) {
@@ -151,6 +174,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     }
     if (hit) {
       out.from = source::deny_cache;
+      out.at = r.now;
       for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) per_check[i] = decision{};
       if (!peek) {
         decisions.fetch_add(1, std::memory_order_relaxed);
@@ -175,6 +199,13 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
   if (options.tick_ns >= redis::p53) return error{"tick_ns", "must be below 2^53"};
   if (options.grace.count() < 0) return error{"grace", "must not be negative"};
   if (options.skew_tolerance < 0) return error{"skew_tolerance", "must not be negative"};
+  if (options.server_clock && (options.tick_ns <= 0 || 1000 % options.tick_ns != 0))
+    return error{"tick_ns",
+                 "server-clock mode needs ticks that divide a microsecond (1, 2, 4, 5, 8, 10, ..., 1000 ns)"};
+  if (options.server_clock && options.deny_cache)
+    return error{"deny_cache",
+                 "not in server-clock mode: a cached denial holds until an instant of the client's clock, which the "
+                 "server's need not follow"};
   redis::client_options co;
   co.where = where.value();
   co.connect_timeout = options.connect_timeout;

@@ -136,6 +136,10 @@ struct redis_store::impl {
   /// A batch number for a pipeline (non-zero, below 2^52).
   std::int64_t next_batch() noexcept;
 
+  /// Redis's clock (TIME) in the store's ticks (server-clock mode), or the
+  /// outcome in its place.
+  std::optional<tick> server_now();
+
   // ---- decide.cpp ----
   store_decision one(const store_request& r, bool peek, std::span<decision> per_check);
   void many(std::span<const store_request> requests, std::span<store_decision> out);
