@@ -290,6 +290,73 @@ TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStorePipelined) {
   EXPECT_EQ(s.base.store_failures, 0U);
 }
 
+TEST(RedisRedefineRules, TheDenyCacheForgetsARedefinedPolicy) {
+  redis_store_options o;
+  o.deny_cache = true;
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const policy_id p = st->define_at("q", any_policy{quota::make(2).value()}, 0).value();
+  const check c{p, "k"};
+  EXPECT_TRUE(st->decide_at(one_check(c, 1)).d.allowed);
+  EXPECT_TRUE(st->decide_at(one_check(c, 2)).d.allowed);
+  EXPECT_EQ(st->decide_at(one_check(c, 3)).from, source::store);       // denied: never, cached
+  EXPECT_EQ(st->decide_at(one_check(c, 4)).from, source::deny_cache);  // answered locally
+  // A larger quota keeps the two units used: one more fits, from the store.
+  ASSERT_EQ(st->define_at("q", any_policy{quota::make(3).value()}, 5).value(), p);
+  const auto d = st->decide_at(one_check(c, 6));
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_TRUE(d.d.allowed);
+  EXPECT_EQ(d.d.remaining, 0);
+  EXPECT_FALSE(st->decide_at(one_check(c, 7)).d.allowed);
+  EXPECT_EQ(st->redis_stats().carried, 1U);
+}
+
+TEST(RedisRedefineRules, AFleetMidRolloutNeverAdmitsWrongly) {
+  // Two processes on one Redis: `old_` knows only A (5 per 1000 ticks),
+  // `new_` has redefined it to B (8 per 1000 ticks) at 100.
+  redis_store_options o;
+  o.prefix = fresh_prefix("rollout");
+  auto old_ = open_store(o);
+  auto new_ = open_store(o);
+  ASSERT_TRUE(old_ && new_);
+  const any_policy a{fixed_window::make(rate{5, 1000}).value()};
+  const any_policy b{fixed_window::make(rate{8, 1000}).value()};
+  const check co{old_->define_at("w", a, 0).value(), "k"};
+  const check cn{new_->define_at("w", a, 0).value(), "k"};
+  ASSERT_EQ(new_->define_at("w", b, 100).value(), cn.policy);
+  // The old process admits 3 units under A.
+  for (tick t = 101; t < 104; ++t) ASSERT_TRUE(old_->decide_at(one_check(co, t)).d.allowed);
+  // The new one carries them over: 5 more fit under B's 8, not 8.
+  std::size_t admitted = 0;
+  for (tick t = 110; t < 120; ++t) admitted += new_->decide_at(one_check(cn, t)).d.allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 5U);
+  EXPECT_GE(new_->redis_stats().carried, 1U);
+  // The old process now meets B's value: an error (a denial), counted, and
+  // nothing it writes.
+  for (tick t = 120; t < 125; ++t) {
+    const auto d = old_->decide_at(one_check(co, t));
+    EXPECT_EQ(d.from, source::error);
+    EXPECT_FALSE(d.d.allowed);
+  }
+  EXPECT_EQ(old_->redis_stats().unknown_config, 5U);
+  // A key only the old process wrote is carried by the new one with its
+  // units: 5 admitted under A, then 3 more under B (the window is the same).
+  const check ko{co.policy, "other"};
+  const check kn{cn.policy, "other"};
+  for (tick t = 200; t < 210; ++t) old_->decide_at(one_check(ko, t));
+  admitted = 0;
+  for (tick t = 210; t < 220; ++t) admitted += new_->decide_at(one_check(kn, t)).d.allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 3U);
+  // A process started with only B meets A's values the same way.
+  auto fresh = open_store(o);
+  ASSERT_TRUE(fresh);
+  const check kf{fresh->define_at("w", b, 300).value(), "third"};
+  const check k3{co.policy, "third"};
+  ASSERT_TRUE(old_->decide_at(one_check(k3, 301)).d.allowed);
+  EXPECT_EQ(fresh->decide_at(one_check(kf, 302)).from, source::error);
+  EXPECT_EQ(fresh->redis_stats().unknown_config, 1U);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRedefine, ::testing::ValuesIn(conformance::all_algorithms),
                          [](const ::testing::TestParamInfo<algorithm>& i) {
                            std::string n(name_of(i.param));
