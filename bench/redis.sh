@@ -144,8 +144,8 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
     }
     if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
     if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
-    split("1 16 64 256", depths, " ")
-    for (j = 1; j <= 4; j++) {
+    split("1 16 64 256 1024", depths, " ")
+    for (j = 1; j <= 5; j++) {
       a = "redis-denycache-90pct-deny-P" depths[j]
       if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
       a = "redis-store-denycache-90pct-deny-P" depths[j]

@@ -290,7 +290,7 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
   // The store's own deny cache on 90%-denied traffic, 1 thread (as
   // redis-denycache-90pct-*): batches of `depth` requests (decide_many_at),
   // of which the misses (about a tenth) go to Redis in one pipeline.
-  for (std::size_t depth : {std::size_t{1}, std::size_t{16}, std::size_t{64}, std::size_t{256}}) {
+  for (std::size_t depth : {std::size_t{1}, std::size_t{16}, std::size_t{64}, std::size_t{256}, std::size_t{1024}}) {
     const std::string name = "redis-store-denycache-90pct-deny-P" + std::to_string(depth);
     if (!wanted(name)) continue;
     if (!has_deny_cache<sluice::redis_store_options>) {

@@ -24,6 +24,11 @@ namespace {
 /// compare-and-set that lost a race is read and decided again).
 constexpr int carry_attempts = 4;
 
+/// The most calls in one pipeline: hiredis 0.14 moves its whole output
+/// buffer after every partial write, so one huge pipeline costs quadratic
+/// time.
+constexpr std::size_t max_pipeline = 256;
+
 thread_local redis::scratch tls_calls;
 
 void put_limbs(std::string& out, std::int64_t v) {
@@ -341,14 +346,17 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     }
   }
   std::vector<std::optional<std::string>> stale;
-  // Each round sends every request not yet decided, in order; a round stops
+  // Each round sends the requests not yet decided, in order, at most
+  // max_pipeline of them (the deny cache answers most of a batch of mostly
+  // denied traffic without a call, so a batch may hold many times that
+  // many requests); a round stops
   // at a request whose states must be carried over (the calls after it are
   // skipped by the library), which is decided on its own before the next.
   for (std::size_t round = 0; round <= n + 8; ++round) {
     redis::scratch& s = tls_calls;
     clear(s);
     const std::int64_t batch = next_batch();
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < n && s.owner.size() < max_pipeline; ++i) {
       if (done[i]) continue;
       build(requests[i], es[i].data(), false, batch, s);
       s.owner.push_back(i);

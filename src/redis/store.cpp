@@ -284,9 +284,10 @@ store_decision redis_store::peek_at(const store_request& r, std::span<decision> 
 }
 
 void redis_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
-  // Pipelines of at most `chunk` calls: hiredis 0.14 moves its whole output
-  // buffer after every partial write, so one huge pipeline costs quadratic time.
-  constexpr std::size_t chunk = 256;
+  // Chunks of requests bound the per-call buffers; each chunk goes out in
+  // pipelines of at most 256 calls (decide.cpp, max_pipeline), the requests
+  // the deny cache answers taking none.
+  constexpr std::size_t chunk = 4096;
   for (std::size_t i = 0; i < requests.size(); i += chunk) {
     const std::size_t n = std::min(chunk, requests.size() - i);
     impl_->many(requests.subspan(i, n), out.subspan(i, n));
