@@ -31,14 +31,6 @@ constexpr std::size_t max_pipeline = 256;
 
 thread_local redis::scratch tls_calls;
 
-void put_limbs(std::string& out, std::int64_t v) {
-  std::int64_t h = 0;
-  std::int64_t l = 0;
-  redis::split_limbs(v, h, l);
-  redis::put_number(out, h);
-  redis::put_number(out, l);
-}
-
 /// Starts a view in `s.bytes`.
 std::size_t begin_piece(redis::scratch& s) { return s.bytes.size(); }
 void end_piece(redis::scratch& s, std::size_t from) { s.pieces.emplace_back(from, s.bytes.size() - from); }
@@ -89,7 +81,7 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     }
   c.keys = s.pieces.size() - c.first;
   const std::size_t at = begin_piece(s);
-  put_limbs(s.bytes, r.now);
+  redis::put_limbs(s.bytes, r.now);
   redis::put_number(s.bytes, opt.tick_ns);
   redis::put_number(s.bytes, ttl_base);
   redis::put_number(s.bytes, batch);

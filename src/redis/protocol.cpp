@@ -111,14 +111,6 @@ std::optional<error> walk_make(const any_policy& p, const std::string& path, std
 
 void put(std::string& out, i128 v) { put_number(out, static_cast<std::int64_t>(v)); }
 
-void put_limbs(std::string& out, std::int64_t v) {
-  std::int64_t h = 0;
-  std::int64_t l = 0;
-  split_limbs(v, h, l);
-  put_number(out, h);
-  put_number(out, l);
-}
-
 /// The window index (as limbs) and offset of `t` in windows of `w` from `origin`.
 void put_window(std::string& out, tick t, tick w, tick origin) {
   const i128 k = detail::floor_div(static_cast<i128>(t) - origin, w);

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redis/binary.hpp"
 #include "sluice/any.hpp"
 #include "sluice/detail/arith.hpp"
 #include "sluice/result.hpp"
@@ -106,6 +107,15 @@ class plan {
 constexpr void split_limbs(std::int64_t v, std::int64_t& h, std::int64_t& l) noexcept {
   h = v >> 32;
   l = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) & 0xFFFFFFFFULL);
+}
+
+/// Appends the limbs of `v` (split_limbs) as two numbers (binary.hpp).
+inline void put_limbs(std::string& out, std::int64_t v) {
+  std::int64_t h = 0;
+  std::int64_t l = 0;
+  split_limbs(v, h, l);
+  put_number(out, h);
+  put_number(out, l);
 }
 
 /// Whether `v` looks like a value of this library (a type letter and 8 hex

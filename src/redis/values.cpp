@@ -45,14 +45,6 @@ error corrupt(const leaf_plan& lp, std::string_view why) {
                             std::string(why) + ")"};
 }
 
-void put_limbs(std::string& out, std::int64_t v) {
-  std::int64_t h = 0;
-  std::int64_t l = 0;
-  split_limbs(v, h, l);
-  put_number(out, h);
-  put_number(out, l);
-}
-
 /// Whether every number is below 2^53 in magnitude (the library holds it).
 bool holdable(std::initializer_list<i128> xs) {
   return std::all_of(xs.begin(), xs.end(), [](i128 x) { return x < p53 && x > -p53; });

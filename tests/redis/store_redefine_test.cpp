@@ -64,17 +64,7 @@ any_policy like(const any_policy& p, model::rng_t& g) {
 }
 
 bool in_range(const any_policy& p, bool pipelined) {
-  if (!redis::plan::make(p).ok()) return false;
-  // Sliding buckets' states are read and written whole: keep N small.
-  const auto few = [&](const auto& self, const any_policy& q) -> bool {
-    if (const auto* b = std::get_if<sliding_buckets>(&q)) return b->buckets() <= (pipelined ? 64 : 4096);
-    if (const auto* a = std::get_if<all_of>(&q))
-      return std::all_of(a->parts().begin(), a->parts().end(), [&](const any_policy& x) { return self(self, x); });
-    if (const auto* o = std::get_if<any_of>(&q))
-      return std::all_of(o->parts().begin(), o->parts().end(), [&](const any_policy& x) { return self(self, x); });
-    return true;
-  };
-  return few(few, p);
+  return redis::plan::make(p).ok() && buckets_at_most(p, pipelined ? 64 : 4096);
 }
 
 /// A scenario for `a` from `seed`, within the Redis store's range; nullopt
@@ -189,9 +179,7 @@ std::vector<scenario> draw(algorithm a, std::size_t n, std::uint64_t seed0, bool
 class RedisRedefine : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStoreOneCallAtATime) {
-  redis_store_options o;
-  o.command_timeout = std::chrono::seconds(10);
-  auto st = open_store(o);
+  auto st = open_patient_store();
   ASSERT_TRUE(st);
   auto mem = exact_memory_store();
   constexpr std::size_t n = 400;
@@ -219,9 +207,7 @@ TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStoreOneCallAtATime) {
 }
 
 TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStorePipelined) {
-  redis_store_options o;
-  o.command_timeout = std::chrono::seconds(10);
-  auto st = open_store(o);
+  auto st = open_patient_store();
   ASSERT_TRUE(st);
   auto mem = exact_memory_store();
   constexpr std::size_t n = 2000;
@@ -358,12 +344,7 @@ TEST(RedisRedefineRules, AFleetMidRolloutNeverAdmitsWrongly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRedefine, ::testing::ValuesIn(conformance::all_algorithms),
-                         [](const ::testing::TestParamInfo<algorithm>& i) {
-                           std::string n(name_of(i.param));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         algorithm_test_name);
 
 }  // namespace
 }  // namespace sluice::redis_test

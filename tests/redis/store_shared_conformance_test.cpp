@@ -27,19 +27,12 @@ namespace {
 /// time test keeps them).
 constexpr std::int64_t pipelined_buckets = 64;
 
-bool few_buckets(const any_policy& p) {
-  if (const auto* b = std::get_if<sliding_buckets>(&p)) return b->buckets() <= pipelined_buckets;
-  if (const auto* a = std::get_if<all_of>(&p)) return std::all_of(a->parts().begin(), a->parts().end(), few_buckets);
-  if (const auto* o = std::get_if<any_of>(&p)) return std::all_of(o->parts().begin(), o->parts().end(), few_buckets);
-  return true;
-}
-
 /// Whether the Redis store takes every policy of `t` (and, for the
 /// pipelined run, whether its buckets are few).
 bool in_range(const conformance::trace& t, bool pipelined) {
   for (const auto& p : t.policies) {
     if (!redis::plan::make(p.policy).ok()) return false;
-    if (pipelined && !few_buckets(p.policy)) return false;
+    if (pipelined && !buckets_at_most(p.policy, pipelined_buckets)) return false;
   }
   return true;
 }
@@ -69,9 +62,7 @@ std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uin
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
-  redis_store_options o;
-  o.command_timeout = std::chrono::seconds(10);
-  auto st = open_store(o);
+  auto st = open_patient_store();
   ASSERT_TRUE(st);
   constexpr std::size_t n = 10'000;
   std::size_t refused = 0;
@@ -110,12 +101,7 @@ TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::ValuesIn(conformance::all_algorithms),
-                         [](const ::testing::TestParamInfo<algorithm>& i) {
-                           std::string n(name_of(i.param));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         algorithm_test_name);
 
 }  // namespace
 }  // namespace sluice::redis_test
