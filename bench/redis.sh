@@ -21,13 +21,9 @@ script=$root/../shared/research/redis-lab/gcra.lua
 RUNS=${RUNS:-3}
 FILTER=${FILTER:-}
 SCALE=${SCALE:-1}
-do_build=1
-case "${1:-}" in
-  --no-build) do_build=0 ;;
-  "") ;;
-  -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
-  *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/redis_common.sh
+. "$here/redis_common.sh"
+parse_flags "$@"
 say() { echo "# $*" >&2; }
 for t in redis-server redis-benchmark redis-cli; do
   command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh)"; exit 1; }
@@ -46,23 +42,8 @@ bench_bin=$build/bench/redis_bench
 [ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }
 
 # ---- a private server on a free port, stopped by PID ------------------------------
-if [ -z "${REDIS_PORT:-}" ]; then
-  REDIS_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-fi
-dir=$(mktemp -d)
-taskset -c 1 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --protected-mode yes --save "" \
-  --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-cleanup() {
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-cli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
-for _ in $(seq 1 100); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
-cli ping >/dev/null || { say "ERROR: redis-server did not start"; cat "$dir/redis.log" >&2; exit 1; }
+start_redis taskset -c 1
+REDIS_PORT=$port
 SHA=$(cli script load "$(cat "$script")")
 say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT (pid $pid, CPU 1), client on CPU 0, runs=$RUNS scale=$SCALE, gcra.lua $SHA"
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

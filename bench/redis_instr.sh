@@ -21,13 +21,9 @@ root=$(dirname "$here")
 build=${BUILD_DIR:-$root/build-bench}
 script=$root/../shared/research/redis-lab/gcra.lua
 N=${N:-4000}
-do_build=1
-case "${1:-}" in
-  --no-build) do_build=0 ;;
-  "") ;;
-  -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
-  *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/redis_common.sh
+. "$here/redis_common.sh"
+parse_flags "$@"
 say() { echo "# $*" >&2; }
 for t in redis-server redis-benchmark redis-cli valgrind callgrind_control; do
   command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh --bench)"; exit 1; }
@@ -42,21 +38,9 @@ if [ "$do_build" = 1 ]; then
 fi
 bench_bin=$build/bench/redis_bench
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-dir=$(mktemp -d)
-valgrind --tool=callgrind --callgrind-out-file="$dir/server.%p" redis-server --port "$port" --bind 127.0.0.1 \
-  --save "" --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" >"$dir/valgrind.log" 2>&1 &
-pid=$!
-cleanup() {
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
-cli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }
-for _ in $(seq 1 300); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
-cli ping >/dev/null || { say "ERROR: redis-server did not start"; exit 1; }
+work=$(mktemp -d)
+on_exit() { rm -rf "$work"; }
+start_redis valgrind --tool=callgrind --callgrind-out-file="$work/server.%p"
 SHA=$(cli script load "$(cat "$script")")
 say "redis-server under callgrind on 127.0.0.1:$port (pid $pid); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -65,10 +49,10 @@ server_ir() {
   local label=$1; shift 2
   cli config resetstat >/dev/null
   callgrind_control -z "$pid" >/dev/null 2>&1
-  "$@" >"$dir/last.out" 2>&1 || { cat "$dir/last.out" >&2; exit 1; }
+  "$@" >"$work/last.out" 2>&1 || { cat "$work/last.out" >&2; exit 1; }
   callgrind_control -d "$pid" >/dev/null 2>&1
   sleep 0.5
-  local f; f=$(ls -t "$dir"/server."$pid".* | head -1)
+  local f; f=$(ls -t "$work"/server."$pid".* | head -1)
   local ir; ir=$(awk '/^summary:/ {print $2; exit}' "$f")
   local calls; calls=$(cli info commandstats | tr -d '\r' | awk -F'[=,:]' '/^cmdstat_(fcall|evalsha)/ {n += $3} END {print n + 0}')
   echo "$label $((ir / calls))"
@@ -82,9 +66,9 @@ client_ir() {
   for n in 4000 24000; do
     local args=("${@//@N@/$n}")
     args=("${args[@]//@S@/$(awk -v n="$n" 'BEGIN { printf "%.6f", n / 60000 }')}")
-    valgrind --tool=callgrind --callgrind-out-file="$dir/client.out" "${args[@]}" >"$dir/last.out" 2>&1 ||
-      { cat "$dir/last.out" >&2; exit 1; }
-    irs+=("$(awk '/^summary:/ {print $2; exit}' "$dir/client.out")")
+    valgrind --tool=callgrind --callgrind-out-file="$work/client.out" "${args[@]}" >"$work/last.out" 2>&1 ||
+      { cat "$work/last.out" >&2; exit 1; }
+    irs+=("$(awk '/^summary:/ {print $2; exit}' "$work/client.out")")
   done
   echo "$label $(((irs[1] - irs[0]) / 20000))"
 }
@@ -107,7 +91,7 @@ scale=$(awk -v n="$N" 'BEGIN { printf "%.4f", n / 60000 }')
   client_ir ceiling-client-allow -- "${rb[@]}" -n @N@ evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
   client_ir store-client-allow -- "${store[@]}" --filter redis-store-gcra-1key-allow-P16 --scale @S@
   client_ir store-client-deny -- "${store[@]}" --filter redis-store-gcra-1key-deny-P16 --scale @S@
-} >"$dir/figures"
+} >"$work/figures"
 awk '{ v[$1] = $2; printf "%-24s %8d instructions per call\n", $1, $2 }
   END {
     c0 = v["ceiling-client-allow"]
@@ -116,4 +100,4 @@ awk '{ v[$1] = $2; printf "%-24s %8d instructions per call\n", $1, $2 }
     printf "  allowed / ceiling with TTL set   %.2f\n", (v["ceiling-allow-px"] + c0) / (v["store-allow"] + v["store-client-allow"])
     printf "  denied / read-only ceiling       %.2f   (target >= 1)\n", (v["ceiling-deny"] + c0) / (v["store-deny"] + v["store-client-deny"])
     printf "  server alone: allowed %.2f, with TTL %.2f, denied %.2f\n", v["ceiling-allow"] / v["store-allow"], v["ceiling-allow-px"] / v["store-allow"], v["ceiling-deny"] / v["store-deny"]
-  }' "$dir/figures"
+  }' "$work/figures"
