@@ -6,6 +6,7 @@
 // (policy, key).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,12 +53,13 @@ std::vector<answer> run_on_keyed(const trace& t) {
     }
     a.per_check.resize(st.checks.size());
     if (st.checks.size() == 1) {
-      a.per_check[0] = ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, st.cost);
+      a.per_check[0] =
+          ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, conformance::cost_of(st, st.checks[0]));
       a.d.d = a.per_check[0];
       a.d.d.part = 0;
     } else {
       std::vector<keyed_check> cs;
-      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key});
+      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key, c.cost});
       a.d.d = keyed_limiter::try_acquire_all_at(cs, st.now, st.cost, a.per_check);
     }
     out.push_back(std::move(a));
@@ -171,6 +173,44 @@ class one_by_one_store final : public store {
   memory_store& inner_;
 };
 
+/// A store that is wrong by ignoring the checks' own costs: every check is
+/// decided at the request's cost.
+class one_cost_store final : public store {
+ public:
+  explicit one_cost_store(memory_store& inner) : inner_(inner) {}
+  result<policy_id> define(std::string_view name, const any_policy& p) override { return inner_.define(name, p); }
+  store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
+    std::vector<check> same(r.checks.begin(), r.checks.end());
+    for (check& c : same) c.cost = 0;
+    store_request one = r;
+    one.checks = same;
+    return inner_.decide_at(one, per_check);
+  }
+  void decide_many_at(std::span<const store_request> rs, std::span<store_decision> out) override {
+    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {});
+  }
+  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
+    return inner_.peek_at(r, per_check);
+  }
+  [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
+  [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
+
+ private:
+  memory_store& inner_;
+};
+
+TEST(ConformanceJudge, CatchesAStoreThatIgnoresTheChecksOwnCosts) {
+  auto inner = exact_memory_store(4 * traces_per_algorithm);
+  one_cost_store wrong(*inner);
+  std::size_t caught = 0;
+  for (std::uint64_t seed = 0; seed < 100; ++seed)
+    if (!conformance::run_conformance(wrong, conformance::make_trace(algorithm::gcra, seed),
+                                      "t" + std::to_string(seed) + ":")
+             .empty())
+      ++caught;
+  EXPECT_GT(caught, 50U);
+}
+
 TEST(ConformanceJudge, CatchesAStoreThatChargesDeniedRequests) {
   auto inner = exact_memory_store(4 * traces_per_algorithm);
   one_by_one_store wrong(*inner);
@@ -185,23 +225,42 @@ TEST(ConformanceJudge, CatchesAStoreThatChargesDeniedRequests) {
 
 TEST(ConformanceTraces, CoverEveryKindOfStep) {
   // The generator draws what the suite claims to test: requests of one and
-  // of several checks, bad requests, clock steps back, and at the 2^52
-  // bound, quantities right at it.
+  // of several checks, bad requests, clock steps back, requests whose
+  // checks have different costs (among them denials where a check that
+  // would admit at its cost sits beside one that denies at another), and at
+  // the 2^52 bound, quantities right at it.
   std::size_t single = 0;
   std::size_t multi = 0;
   std::size_t bad = 0;
   std::size_t back = 0;
+  std::size_t single_own = 0;
+  std::size_t mixed = 0;
+  std::size_t mixed_split = 0;
   for (algorithm a : conformance::all_algorithms) {
     for (std::uint64_t seed = 0; seed < 50; ++seed) {
       const trace t = conformance::make_trace(a, seed);
+      const auto want = conformance::expected_answers(t);
       for (std::size_t i = 0; i < t.steps.size(); ++i) {
         const auto& st = t.steps[i];
         if (conformance::bad_request(st)) {
           ++bad;
         } else if (st.checks.size() == 1) {
           ++single;
+          if (st.checks[0].cost != 0) ++single_own;
         } else {
           ++multi;
+          bool differ = false;
+          for (const auto& c : st.checks)
+            differ = differ || conformance::cost_of(st, c) != conformance::cost_of(st, st.checks[0]);
+          if (!differ) continue;
+          ++mixed;
+          bool admits = false;
+          bool denies = false;
+          for (const auto& pc : want[i].per_check) {
+            admits = admits || (!pc.allowed && pc.retry_after == 0);
+            denies = denies || (!pc.allowed && pc.retry_after != 0);
+          }
+          if (admits && denies) ++mixed_split;
         }
         if (i > 0 && st.now < t.steps[i - 1].now) ++back;
       }
@@ -211,6 +270,13 @@ TEST(ConformanceTraces, CoverEveryKindOfStep) {
   EXPECT_GT(multi, 1000U);
   EXPECT_GT(bad, 100U);
   EXPECT_GT(back, 100U);
+  EXPECT_GT(single_own, 300U);
+  EXPECT_GT(mixed, 500U);
+  EXPECT_GT(mixed_split, 50U);
+  std::printf(
+      "drawn: %zu single (%zu at a cost of their own), %zu multi (%zu of mixed costs, %zu of them denied "
+      "beside a check that would admit), %zu bad, %zu clock steps back\n",
+      single, single_own, multi, mixed, mixed_split, bad, back);
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;
   std::size_t at_bound = 0;
