@@ -35,6 +35,7 @@ struct outcome {
   source from = source::store;
   bool any_enforced = false;
   std::vector<std::size_t> enforced;   // indexes into the planned checks
+  std::vector<std::int64_t> cost;      // per enforced check, as decided
   std::vector<decision> per;           // per enforced check
   std::vector<std::optional<tick>> t;  // RateLimit t per enforced check (ns)
   std::vector<decision> shadow;        // per planned check (shadow ones only meaningful)
@@ -57,67 +58,44 @@ void bad_request(http_response& res, unsigned status, std::string_view field, st
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
-// Decides `checks` at `now`: the enforced ones grouped by cost, each group
-// one atomic all_of request in the order the group first appears (a denied
-// group stops the rest, which are not charged); every shadow check alone.
+// Decides `checks` at `now`: the enforced ones as one atomic all_of store
+// request, each check at its own cost (a denied request charges none); every
+// shadow check alone. Two rules giving one (policy, key) are one check, at
+// the larger of their costs.
 void run_checks(store& st, const service::active& a, std::span<const planned_check> checks, tick now,
                 std::string_view id, outcome& out) {
-  std::array<check, max_checks> group;
-  std::array<std::size_t, max_checks> group_idx{};
-  std::array<decision, max_checks> group_out;
+  std::array<check, max_checks> req;
+  std::array<decision, max_checks> req_out;
   out.enforced.clear();
+  out.cost.clear();
   out.per.clear();
   out.t.clear();
   out.d = decision{true, std::numeric_limits<std::int64_t>::max(), 0, 0, 0, -1};
   out.from = source::store;
   out.any_enforced = false;
-  std::array<bool, max_checks> done{};
-  bool denied = false;
-  std::size_t group_no = 0;
-  std::string group_id;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (checks[i].shadow || done[i]) continue;
-    const std::int64_t cost = checks[i].cost;
-    std::size_t n = 0;
-    for (std::size_t j = i; j < checks.size(); ++j) {
-      if (checks[j].shadow || done[j] || checks[j].cost != cost) continue;
-      done[j] = true;
-      // Two rules giving the same (policy, key) at the same cost: one check.
-      bool repeated = false;
-      for (std::size_t k = 0; k < n && !repeated; ++k)
-        repeated = group[k].policy == a.ids[checks[j].policy] && group[k].key == checks[j].key;
-      if (repeated) continue;
-      group[n] = check{a.ids[checks[j].policy], checks[j].key};
-      group_idx[n] = j;
-      ++n;
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < checks.size(); ++j) {
+    if (checks[j].shadow) continue;
+    const check c{a.ids[checks[j].policy], checks[j].key, checks[j].cost};
+    std::size_t k = 0;
+    while (k < n && !(req[k].policy == c.policy && req[k].key == c.key)) ++k;
+    if (k < n) {
+      req[k].cost = std::max(req[k].cost, c.cost);
+      out.cost[k] = req[k].cost;
+      continue;
     }
-    if (denied) continue;  // not decided, not charged
-    std::string_view gid = id;
-    if (!id.empty() && group_no > 0) {
-      group_id = std::string(id) + "#" + std::to_string(group_no);
-      gid = group_id;
-    }
-    ++group_no;
-    const store_request r{std::span<const check>(group.data(), n), now, cost, gid};
-    const store_decision sd = st.decide_at(r, std::span<decision>(group_out.data(), n));
+    if (n == max_checks) break;  // rules::plan keeps a request within max_checks
+    req[n++] = c;
+    out.enforced.push_back(j);
+    out.cost.push_back(c.cost);
+  }
+  if (n > 0) {
+    const store_request r{std::span<const check>(req.data(), n), now, 1, id};
+    const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n));
     out.any_enforced = true;
-    if (sd.from != source::store) out.from = sd.from;
-    for (std::size_t k = 0; k < n; ++k) {
-      out.enforced.push_back(group_idx[k]);
-      out.per.push_back(group_out[k]);
-    }
-    if (!sd.d.allowed) {
-      denied = true;
-      if (out.d.allowed) out.d = sd.d;
-      out.d.allowed = false;
-      out.d.retry_after = std::max(out.d.retry_after, sd.d.retry_after);
-      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
-      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
-    } else if (out.d.allowed) {
-      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
-      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
-      out.d.release_after = std::max(out.d.release_after, sd.d.release_after);
-    }
+    out.from = sd.from;
+    out.d = sd.d;
+    out.per.assign(req_out.begin(), req_out.begin() + static_cast<std::ptrdiff_t>(n));
   }
   if (!out.any_enforced) out.d.remaining = 0;
   // t: when `remaining` grows by one, i.e. the retry_after of a request of
@@ -129,7 +107,7 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
       out.t.emplace_back(std::nullopt);
       continue;
     }
-    if (!pd.allowed && pd.remaining + 1 == pc.cost) {  // this very request: its own wait
+    if (!pd.allowed && pd.remaining + 1 == out.cost[k]) {  // this very request: its own wait
       out.t.emplace_back(pd.retry_after);
       continue;
     }
@@ -194,6 +172,13 @@ bool token_ok(const config& c, const http_request& req) {
     diff |= static_cast<unsigned>(static_cast<unsigned char>(c.token[i]) ^
                                   static_cast<unsigned char>(i < got.size() ? got[i] : 0));
   return diff == 0;
+}
+
+// Whether a JSON value is a cost: a whole number from 1 to 2^63 - 1.
+bool whole_cost(const nlohmann::json& v) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= INT64_MAX;
+  return v.get<std::int64_t>() >= 1;
 }
 
 remote_store_factory g_remote_factory = nullptr;
@@ -379,10 +364,18 @@ void service::decide_json(const active& a, const http_request& req, http_respons
       return false;
     }
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() != "policy" && it.key() != "key") {
-        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy and key)");
+      if (it.key() != "policy" && it.key() != "key" && it.key() != "cost") {
+        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy, key and cost)");
         return false;
       }
+    }
+    std::int64_t own_cost = 0;  // 0: the request's
+    if (const auto oc = j.find("cost"); oc != j.end()) {
+      if (!whole_cost(*oc)) {
+        bad_request(res, 400, where + ".cost", "must be a whole number of at least 1");
+        return false;
+      }
+      own_cost = oc->get<std::int64_t>();
     }
     const auto p = j.find("policy");
     if (p == j.end() || !p->is_string()) {
@@ -409,7 +402,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
         return false;
       }
     }
-    checks.push_back(planned_check{*idx, k->get<std::string>(), 1, false, 0});
+    checks.push_back(planned_check{*idx, k->get<std::string>(), own_cost, false, 0});
     return true;
   };
   bool shorthand = false;
@@ -430,8 +423,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     } else if (f == "policy" || f == "key") {
       shorthand = true;
     } else if (f == "cost") {
-      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX) ||
-          v.get<std::int64_t>() < 1) {
+      if (!whole_cost(v)) {
         bad_request(res, 400, "cost", "must be a whole number of at least 1");
         return;
       }
@@ -471,7 +463,8 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     bad_request(res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
     return;
   }
-  for (auto& pc : checks) pc.cost = cost;
+  for (auto& pc : checks)
+    if (pc.cost == 0) pc.cost = cost;
   outcome o;
   const tick t0 = steady_clock::now();
   run_checks(*store_, a, checks, now ? *now : store_->now(), id, o);
