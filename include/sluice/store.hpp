@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -174,6 +175,12 @@ class store {
 
   /// The store's counts.
   [[nodiscard]] virtual store_stats stats() const = 0;
+
+  /// How many keys the store holds, asking it where that takes a call (the
+  /// Redis store: its database's key count); nullopt when it cannot tell
+  /// now. For an occasional reader such as a metrics scrape, not the
+  /// decision path. The default: `stats().keys`.
+  [[nodiscard]] virtual std::optional<std::uint64_t> count_keys() { return stats().keys; }
 };
 
 }  // namespace sluice

@@ -563,6 +563,13 @@ redis_store_stats redis_store::redis_stats() const {
 
 store_stats redis_store::stats() const { return redis_stats().base; }
 
+std::optional<std::uint64_t> redis_store::count_keys() {
+  const auto res = impl_->cli.call({"DBSIZE"});
+  const auto* rep = std::get_if<redis::reply>(&res);
+  if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*rep->as_integer());
+}
+
 std::string_view redis_store::library_code() noexcept { return redis::lua_library; }
 std::string_view redis_store::library_name() noexcept { return "sluice_v1"; }
 

@@ -62,7 +62,7 @@ std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") :
 // request, each check at its own cost (a denied request charges none); every
 // shadow check alone. Two rules giving one (policy, key) are one check, at
 // the larger of their costs.
-void run_checks(store& st, const service::active& a, std::span<const planned_check> checks, tick now,
+void run_checks(store& st, metrics& m, const service::active& a, std::span<const planned_check> checks, tick now,
                 std::string_view id, outcome& out) {
   std::array<check, max_checks> req;
   std::array<decision, max_checks> req_out;
@@ -92,6 +92,7 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
   if (n > 0) {
     const store_request r{std::span<const check>(req.data(), n), now, 1, id};
     const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n));
+    m.count_source(sd.from);
     out.any_enforced = true;
     out.from = sd.from;
     out.d = sd.d;
@@ -121,6 +122,7 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
     if (!checks[i].shadow) continue;
     const check one{a.ids[checks[i].policy], checks[i].key};
     const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, checks[i].cost, {}});
+    m.count_source(sd.from);
     out.shadow[i] = sd.d;
     policy_counters* pc = a.counters[checks[i].policy];
     (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
@@ -296,7 +298,7 @@ void service::handle(const http_request& req, http_response& res, listener_role 
     }
   } else if (path == "/metrics") {
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = metrics_.render(store_->stats());
+    res.body = metrics_.render(store_->stats(), store_->count_keys());
   } else if (path == "/healthz") {
     res.content_type = "text/plain";
     res.body = "ok\n";
@@ -332,7 +334,7 @@ void service::authorize(const active& a, const http_request& req, http_response&
     return;
   }
   const tick t0 = steady_clock::now();
-  run_checks(*store_, a, checks, store_->now(), {}, o);
+  run_checks(*store_, metrics_, a, checks, store_->now(), {}, o);
   metrics_.observe_latency(steady_clock::now() - t0);
   res.status = o.d.allowed ? 204 : 403;
   res.fields.push_back({"X-Sluice-Decision", o.d.allowed ? "allowed" : "limited"});
@@ -467,7 +469,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     if (pc.cost == 0) pc.cost = cost;
   outcome o;
   const tick t0 = steady_clock::now();
-  run_checks(*store_, a, checks, now ? *now : store_->now(), id, o);
+  run_checks(*store_, metrics_, a, checks, now ? *now : store_->now(), id, o);
   metrics_.observe_latency(steady_clock::now() - t0);
   res.status = o.d.allowed ? 200 : 429;
   res.content_type = "application/json";

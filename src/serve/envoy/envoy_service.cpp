@@ -193,6 +193,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   if (n > 0) {
     const store_decision sd = st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
                                            std::span<decision>(per.data(), n));
+    svc.stats().count_source(sd.from);
     allowed = sd.d.allowed;
     retry_after = allowed ? 0 : sd.d.retry_after;
   }
