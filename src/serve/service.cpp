@@ -58,6 +58,13 @@ void bad_request(http_response& res, unsigned status, std::string_view field, st
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
+// Whether an answer from `s` carries the checks' real figures (remaining,
+// the time until it grows): not when a failure mode answered without the
+// store (fail-open, fail-closed) or the store answered with an error.
+bool figures_known(source s) noexcept {
+  return s != source::fail_open && s != source::fail_closed && s != source::error;
+}
+
 // Decides `checks` at `now`: the enforced ones as one atomic all_of store
 // request, each check at its own cost (a denied request charges none); every
 // shadow check alone. Two rules giving one (policy, key) are one check, at
@@ -100,8 +107,10 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
   }
   if (!out.any_enforced) out.d.remaining = 0;
   // t: when `remaining` grows by one, i.e. the retry_after of a request of
-  // cost remaining + 1 on that check alone, read after the decision.
-  for (std::size_t k = 0; k < out.per.size(); ++k) {
+  // cost remaining + 1 on that check alone, read after the decision. Not
+  // asked when the store's state is unknown (a failure mode answered, or
+  // an error): the answer then carries no RateLimit field.
+  for (std::size_t k = 0; k < out.per.size() && figures_known(out.from); ++k) {
     const decision& pd = out.per[k];
     const planned_check& pc = checks[out.enforced[k]];
     if (pd.remaining >= sf_integer_max) {
@@ -133,10 +142,12 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
   }
 }
 
-// RateLimit-Policy, RateLimit, Retry-After and Cache-Control for an outcome.
+// RateLimit-Policy, RateLimit (when the checks' figures are known),
+// Retry-After and Cache-Control for an outcome.
 void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const outcome& o,
                        http_response& res) {
   if (o.enforced.empty()) return;
+  const bool known = figures_known(o.from);
   std::string policy_field;
   std::string rl_field;
   for (std::size_t k = 0; k < o.enforced.size(); ++k) {
@@ -148,11 +159,11 @@ void write_rate_fields(const service::active& a, std::span<const planned_check> 
       rl_field += ", ";
     }
     policy_field += member;
-    rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
+    if (known) rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
   }
   if (!policy_field.empty()) {
     res.fields.push_back({"RateLimit-Policy", std::move(policy_field)});
-    res.fields.push_back({"RateLimit", std::move(rl_field)});
+    if (known) res.fields.push_back({"RateLimit", std::move(rl_field)});
   }
   if (!o.d.allowed) {
     if (o.d.retry_after != never) res.fields.push_back({"Retry-After", std::to_string(ceil_seconds(o.d.retry_after))});
@@ -337,7 +348,10 @@ void service::authorize(const active& a, const http_request& req, http_response&
   run_checks(*store_, metrics_, a, checks, store_->now(), {}, o);
   metrics_.observe_latency(steady_clock::now() - t0);
   res.status = o.d.allowed ? 204 : 403;
-  res.fields.push_back({"X-Sluice-Decision", o.d.allowed ? "allowed" : "limited"});
+  // A store error (a value the store did not write at a key) is no rate
+  // limit: "error", which nginx's configuration answers as a 503.
+  res.fields.push_back(
+      {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
   write_rate_fields(a, checks, o, res);
 }
 
@@ -471,7 +485,9 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   const tick t0 = steady_clock::now();
   run_checks(*store_, metrics_, a, checks, now ? *now : store_->now(), id, o);
   metrics_.observe_latency(steady_clock::now() - t0);
-  res.status = o.d.allowed ? 200 : 429;
+  // A store error is the service's failure, not a limit: 500, the body
+  // saying so ("source":"error"), never an admit.
+  res.status = o.d.allowed ? 200 : (o.from == source::error ? 500 : 429);
   res.content_type = "application/json";
   std::string& b = res.body;
   b = "{\"allowed\":";
