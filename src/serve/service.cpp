@@ -363,6 +363,11 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   } catch (const json::parse_error& e) {
     bad_request(res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
     return;
+  } catch (const json::exception&) {
+    // nlohmann throws out_of_range, not parse_error, for a number past a
+    // double (1e999): a bad request, never an escaped exception.
+    bad_request(res, 400, "body", "a number out of range for JSON (past 1.8e308)");
+    return;
   }
   if (!doc.is_object()) {
     bad_request(res, 400, "body",
