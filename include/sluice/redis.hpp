@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,6 +129,11 @@ class redis_store final : public store {
   [[nodiscard]] tick now() const noexcept override;
 
   [[nodiscard]] store_stats stats() const override;
+  /// The key count of the store's Redis database (DBSIZE, one call within
+  /// the command timeout): its states and request ids, and any other
+  /// client's keys in that database (give the store a database of its own
+  /// for it to count only its keys); nullopt when the call fails.
+  [[nodiscard]] std::optional<std::uint64_t> count_keys() override;
   /// Every count, the Redis store's own included.
   [[nodiscard]] redis_store_stats redis_stats() const;
 

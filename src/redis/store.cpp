@@ -108,14 +108,19 @@ struct redis_store::impl {
 
   std::vector<std::shared_ptr<const entry>> entries_of(const store_request& r, bool& ok) const {
     std::vector<std::shared_ptr<const entry>> out;
-    ok = !r.checks.empty() && r.checks.size() <= max_checks && r.cost >= 1;
+    ok = !r.checks.empty() && r.checks.size() <= max_checks;
     if (!ok) return out;
-    for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (std::size_t i = 0; i < r.checks.size(); ++i) {
+      if (cost_of(r, r.checks[i]) < 1) {
+        ok = false;  // a check's cost below 1: a bad request
+        return out;
+      }
       for (std::size_t j = 0; j < i; ++j)
         if (r.checks[i].policy == r.checks[j].policy && r.checks[i].key == r.checks[j].key) {
           ok = false;  // a (policy, key) named twice: a bad request
           return out;
         }
+    }
     std::shared_lock lock(defs_mu);
     for (const check& c : r.checks) {
       if (c.policy >= defs.size()) {
@@ -158,7 +163,7 @@ struct redis_store::impl {
     s.push_back(long_ttl);
     s.emplace_back("A");
     s.push_back(std::to_string(es.size()));
-    for (const auto& e : es) e->p.append_args(r.now, r.cost, s);
+    for (std::size_t i = 0; i < es.size(); ++i) es[i]->p.append_args(r.now, cost_of(r, r.checks[i]), s);
     out.views.assign(s.begin(), s.end());
   }
 
@@ -236,9 +241,14 @@ struct redis_store::impl {
     // The core decides on them; the script's admit must be the same, and so
     // must every state it wrote.
     std::vector<const any_policy*> pols;
+    std::vector<std::int64_t> costs;
     pols.reserve(es.size());
-    for (const auto& e : es) pols.push_back(&e->p.policy());
-    out.d = redis::combine(pols, states, now, r.cost, per_check);
+    costs.reserve(es.size());
+    for (std::size_t i = 0; i < es.size(); ++i) {
+      pols.push_back(&es[i]->p.policy());
+      costs.push_back(cost_of(r, r.checks[i]));
+    }
+    out.d = redis::combine(pols, states, now, costs, per_check);
     if (out.d.allowed != admitted) return outcome::mismatch;
     if (!peek) {
       at = 0;
@@ -342,7 +352,8 @@ struct redis_store::impl {
         if (denials && !peek && !out.d.allowed && out.from == source::store)
           for (std::size_t i = 0; i < r.checks.size(); ++i)
             if (!per_check[i].allowed && per_check[i].retry_after > 0)
-              denials->insert(r.checks[i].policy, 0, r.checks[i].key, r.cost, r.now, per_check[i].retry_after);
+              denials->insert(r.checks[i].policy, 0, r.checks[i].key, cost_of(r, r.checks[i]), r.now,
+                              per_check[i].retry_after);
         return out;
       case outcome::corrupt:
         count(corrupt, peek);
@@ -387,7 +398,7 @@ struct redis_store::impl {
       store_decision out;
       bool hit = false;
       for (std::size_t i = 0; i < r.checks.size(); ++i) {
-        const auto ra = denials->lookup(r.checks[i].policy, 0, r.checks[i].key, r.cost, r.now);
+        const auto ra = denials->lookup(r.checks[i].policy, 0, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
         if (!ra) continue;
         if (!hit || *ra > out.d.retry_after) {
           out.d.retry_after = *ra;
@@ -551,6 +562,13 @@ redis_store_stats redis_store::redis_stats() const {
 }
 
 store_stats redis_store::stats() const { return redis_stats().base; }
+
+std::optional<std::uint64_t> redis_store::count_keys() {
+  const auto res = impl_->cli.call({"DBSIZE"});
+  const auto* rep = std::get_if<redis::reply>(&res);
+  if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*rep->as_integer());
+}
 
 std::string_view redis_store::library_code() noexcept { return redis::lua_library; }
 std::string_view redis_store::library_name() noexcept { return "sluice_v1"; }

@@ -217,6 +217,18 @@ class Decisions(EnvoyCase):
         self.assertEqual(self.ask(path("/z")).statuses[0].limit_remaining, 9)
         self.assertEqual(self.ask(user("gus")).statuses[0].limit_remaining, 2)
 
+    def test_mixed_costs_admitted_charge_each_its_own(self):
+        res = self.ask(path("/w", hits=4), user("ida", hits=2))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [6, 1])
+        self.assertEqual(self.ask(path("/w")).statuses[0].limit_remaining, 5)
+        self.assertEqual(self.ask(user("ida")).statuses[0].limit_remaining, 0)
+
+    def test_same_descriptor_at_two_costs_is_one_check_at_the_larger(self):
+        res = self.ask(user("jo", hits=1), user("jo", hits=2))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [1, 1])  # 2 charged, not 1 and not 3
+
     def test_same_descriptor_twice_is_one_check(self):
         res = self.ask(user("hal"), user("hal"))
         self.assertEqual(res.overall_code, OK)

@@ -1,7 +1,8 @@
 // The shared store conformance suite (tests/conformance/traces.hpp)
 // instantiated for the Redis store: 10,000 traces per algorithm and per
-// composite (several keys, requests of one and of several checks, clock
-// steps back), pipelined through decide_many_at, compared with the
+// composite (several keys, requests of one and of several checks, checks
+// with costs of their own mixed in one request, clock steps back),
+// pipelined through decide_many_at, compared with the
 // contract's decisions; and a few hundred per algorithm one decide_at at a
 // time with every check's own decision. Quantities are drawn within the
 // Redis store's exact range (a trace the store refuses at define is drawn
@@ -66,6 +67,22 @@ std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uin
   return out;
 }
 
+/// How many valid steps of `ts` are requests of several checks at
+/// different costs.
+std::size_t mixed_cost_steps(std::span<const conformance::trace> ts) {
+  std::size_t n = 0;
+  for (const auto& t : ts)
+    for (const auto& s : t.steps) {
+      if (conformance::bad_request(s) || s.checks.size() < 2) continue;
+      for (const auto& c : s.checks)
+        if (conformance::cost_of(s, c) != conformance::cost_of(s, s.checks[0])) {
+          ++n;
+          break;
+        }
+    }
+  return n;
+}
+
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
@@ -79,6 +96,8 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   ASSERT_EQ(traces.size(), n);
   std::size_t decisions = 0;
   for (const auto& t : traces) decisions += t.steps.size();
+  const std::size_t mixed = mixed_cost_steps(traces);
+  EXPECT_GT(mixed, 1000U);
   const auto t0 = std::chrono::steady_clock::now();
   constexpr std::size_t group = 500;
   std::size_t agree = 0;
@@ -91,9 +110,9 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu redrawn: past the exact range, or "
-      "more than 64 buckets), %.1f s\n",
-      std::string(name_of(GetParam())).c_str(), agree, n, decisions, refused, secs);
+      "shared conformance %-16s traces %zu/%zu agree (%zu decisions, %zu of several checks at mixed costs; %zu "
+      "redrawn: past the exact range, or more than 64 buckets), %.1f s\n",
+      std::string(name_of(GetParam())).c_str(), agree, n, decisions, mixed, refused, secs);
   EXPECT_EQ(st->redis_stats().mismatches, 0U);
   EXPECT_EQ(st->stats().store_failures, 0U);
 }
@@ -105,6 +124,7 @@ TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
   ASSERT_TRUE(st);
   std::size_t refused = 0;
   const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused, false);
+  EXPECT_GT(mixed_cost_steps(traces), 15U);
   for (std::size_t j = 0; j < traces.size(); ++j)
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
 }

@@ -1,5 +1,6 @@
 """Helpers for the sluice serve tests: start a real `sluice serve` (and a real
-nginx) on free 127.0.0.1 ports, talk to it with http.client, stop it by PID.
+nginx, a real redis-server) on free 127.0.0.1 ports, talk to it with
+http.client, stop it by PID.
 
 Environment: SLUICE_BINARY (the sluice command), SLUICE_SOURCE_DIR (the checkout).
 """
@@ -7,11 +8,13 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 BINARY = os.environ.get("SLUICE_BINARY", "build/sluice")
 SOURCE = os.environ.get("SLUICE_SOURCE_DIR", ".")
@@ -87,7 +90,8 @@ class Server:
         return r.status, hdrs, data
 
     def decide(self, checks, cost=None, rid=None, now=None, headers=None, conn=None):
-        body = {"checks": [{"policy": p, "key": k} for p, k in checks]}
+        """POST /v1/decide; a check is (policy, key) or (policy, key, its own cost)."""
+        body = {"checks": [dict(zip(("policy", "key", "cost"), c)) for c in checks]}
         if cost is not None:
             body["cost"] = cost
         if rid is not None:
@@ -103,6 +107,28 @@ class Server:
         status, _, data = self.request("GET", "/metrics")
         assert status == 200
         return data
+
+
+def base_config(policies, rules="", server=""):
+    text = '[server]\nlisten = "127.0.0.1:0"\n' + ("" if "threads" in server else "threads = 2\n") + server
+    text += "\n[policies]\n"
+    for name, expr in policies.items():
+        text += '%s = "%s"\n' % (name, expr)
+    return text + rules
+
+
+class ServeCase(unittest.TestCase):
+    """A test whose servers are stopped (by PID) when it ends."""
+
+    def start(self, *args, **kw):
+        s = Server(list(args), **kw)
+        self.addCleanup(s.stop)
+        return s
+
+    def start_config(self, text, *extra):
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        return self.start("--config", path, *extra), path
 
 
 def write_config(text):
@@ -159,3 +185,89 @@ class Nginx:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class RedisServer:
+    """A real redis-server on a free 127.0.0.1 port, stopped by PID. It can be
+    killed (-9) and started again on the same port, or paused (SIGSTOP) and
+    resumed, to fault the store under a running service."""
+
+    def __init__(self):
+        self.exe = shutil.which("redis-server")
+        if self.exe is None:
+            raise AssertionError("redis-server is not installed (scripts/setup.sh installs it)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
+        self.port = free_port()
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                if self.command("PING") == b"+PONG":
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise AssertionError("redis-server did not start on port %d" % self.port)
+            time.sleep(0.05)
+
+    def command(self, *args, timeout=2):
+        """One command in RESP. The reply: a status line as bytes with its
+        sign (b"+PONG", b"-ERR ..."), an integer, a bulk string's bytes, or
+        None for a nil."""
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as c:
+            c.sendall(out)
+            data = b""
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                line, sep, rest = data.partition(b"\r\n")
+                if sep and line[:1] == b"$":
+                    n = int(line[1:])
+                    if n < 0:
+                        return None
+                    if len(rest) >= n + 2:
+                        return rest[:n]
+                elif sep:
+                    return int(line[1:]) if line[:1] == b":" else line
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            raise OSError("no whole reply from redis-server on port %d" % self.port)
+
+    def kill9(self):
+        """SIGKILL, and wait for it to be gone."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
