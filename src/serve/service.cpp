@@ -58,13 +58,6 @@ void bad_request(http_response& res, unsigned status, std::string_view field, st
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
-// Whether an answer from `s` carries the checks' real figures (remaining,
-// the time until it grows): not when a failure mode answered without the
-// store (fail-open, fail-closed) or the store answered with an error.
-bool figures_known(source s) noexcept {
-  return s != source::fail_open && s != source::fail_closed && s != source::error;
-}
-
 // Decides `checks` at `now`: the enforced ones as one atomic all_of store
 // request, each check at its own cost (a denied request charges none); every
 // shadow check alone. Two rules giving one (policy, key) are one check, at

@@ -190,13 +190,28 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   const tick now = st.now();
   bool allowed = true;
   tick retry_after = 0;
+  source from = source::store;
   if (n > 0) {
     const store_decision sd = st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
                                            std::span<decision>(per.data(), n));
     svc.stats().count_source(sd.from);
     allowed = sd.d.allowed;
     retry_after = allowed ? 0 : sd.d.retry_after;
+    from = sd.from;
   }
+  // A store error (a key holding a value sluice did not write) is no rate
+  // limit: a gRPC error, so Envoy applies its own failure_mode_deny (the
+  // HTTP endpoints answer 500). Nothing was charged.
+  if (from == source::error) {
+    for (std::size_t k = 0; k < n; ++k) view->counters[check_policy[k]]->denied.fetch_add(1, std::memory_order_relaxed);
+    return {grpc::StatusCode::INTERNAL,
+            "the store answered with an error (a key holding a value sluice did not write, or a state that fails "
+            "its checks); counted in sluice_store_errors_total"};
+  }
+  // A failure mode's answer (fail-open, fail-closed) comes from no state:
+  // no remaining, no reset, no RateLimit field, and no peek at the store
+  // that just failed.
+  const bool figures = figures_known(from);
 
   // The response: one status per descriptor, in order.
   res.set_overall_code(allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
@@ -218,6 +233,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
       lim->set_unit(view->units[p.policy]);
     }
+    if (!figures) continue;
     status->set_limit_remaining(clamp_u32(d.remaining));
     if (d.reset_after != never) {
       auto* reset = status->mutable_duration_until_reset();
@@ -236,7 +252,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     if (member.empty()) continue;
     const decision& d = per[k];
     std::optional<tick> t;
-    if (d.remaining < sf_integer_max) {
+    if (figures && d.remaining < sf_integer_max) {
       if (!d.allowed && d.retry_after != 0 && d.remaining + 1 == checks[k].cost) {
         t = d.retry_after;
       } else {
@@ -251,15 +267,17 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       rl_field += ", ";
     }
     policy_field += member;
-    rl_field += ratelimit_member(cfg.policies[pol].name, d.remaining, t);
+    if (figures) rl_field += ratelimit_member(cfg.policies[pol].name, d.remaining, t);
   }
   if (!policy_field.empty()) {
     auto* h = res.add_response_headers_to_add();
     h->set_key("RateLimit-Policy");
     h->set_value(std::move(policy_field));
-    h = res.add_response_headers_to_add();
-    h->set_key("RateLimit");
-    h->set_value(std::move(rl_field));
+    if (figures) {
+      h = res.add_response_headers_to_add();
+      h->set_key("RateLimit");
+      h->set_value(std::move(rl_field));
+    }
   }
   if (!allowed && retry_after != never && retry_after > 0) {
     auto* h = res.add_response_headers_to_add();
