@@ -59,6 +59,24 @@ std::uint16_t pick_free_port() {
   return ntohs(a.sin_port);
 }
 
+// A free port whose port + 10000 (a cluster node's bus) is free too.
+std::uint16_t pick_free_bus_port() {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const std::uint16_t p = pick_free_port();
+    if (p > 55535) continue;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) continue;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(p + 10000));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free) return p;
+  }
+  throw std::runtime_error("redis_server: no free port with a free cluster bus port (port + 10000)");
+}
+
 // A redis.conf argument in double quotes (the password may hold spaces).
 std::string quoted(const std::string& v) {
   std::string q = "\"";
@@ -85,7 +103,7 @@ redis_server::redis_server(redis_server_options options) : options_(std::move(op
   try {
     std::string why;
     for (int attempt = 0; attempt < 8; ++attempt) {
-      port_ = pick_free_port();
+      port_ = options_.cluster_bus ? pick_free_bus_port() : pick_free_port();
       if (start_once(why)) return;
     }
     throw std::runtime_error("redis_server: could not start redis-server: " + why);
