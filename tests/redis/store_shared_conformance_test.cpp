@@ -15,56 +15,11 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "redis/protocol.hpp"
+#include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 
 namespace sluice::redis_test {
 namespace {
-
-/// The most sub-windows a sliding-buckets policy of the pipelined run may
-/// have: its state is N numbers, read and written whole on every decision,
-/// so the suite's draws up to 65,536 would take minutes (the one-call-at-a-
-/// time test keeps them).
-constexpr std::int64_t pipelined_buckets = 64;
-
-bool few_buckets(const any_policy& p) {
-  if (const auto* b = std::get_if<sliding_buckets>(&p)) return b->buckets() <= pipelined_buckets;
-  if (const auto* a = std::get_if<all_of>(&p)) return std::all_of(a->parts().begin(), a->parts().end(), few_buckets);
-  if (const auto* o = std::get_if<any_of>(&p)) return std::all_of(o->parts().begin(), o->parts().end(), few_buckets);
-  return true;
-}
-
-/// Whether the Redis store takes every policy of `t` (and, for the
-/// pipelined run, whether its buckets are few).
-bool in_range(const conformance::trace& t, bool pipelined) {
-  for (const auto& p : t.policies) {
-    if (!redis::plan::make(p.policy).ok()) return false;
-    if (pipelined && !few_buckets(p.policy)) return false;
-  }
-  return true;
-}
-
-conformance::trace_options options() {
-  conformance::trace_options o;
-  o.max_quantity = std::int64_t{1} << 52;
-  o.length = 10;
-  return o;
-}
-
-/// 10,000 in-range traces of `a` (seeds from `seed0`), and how many were refused.
-std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uint64_t seed0, std::size_t& refused,
-                                            bool pipelined) {
-  std::vector<conformance::trace> out;
-  refused = 0;
-  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 4 * n; ++seed) {
-    auto t = conformance::make_trace(a, seed, options());
-    if (in_range(t, pipelined))
-      out.push_back(std::move(t));
-    else
-      ++refused;
-  }
-  return out;
-}
 
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
@@ -110,12 +65,7 @@ TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::ValuesIn(conformance::all_algorithms),
-                         [](const ::testing::TestParamInfo<algorithm>& i) {
-                           std::string n(name_of(i.param));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         algorithm_test_name);
 
 }  // namespace
 }  // namespace sluice::redis_test
