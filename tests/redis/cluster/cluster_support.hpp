@@ -51,8 +51,10 @@ inline any_policy policy(std::string_view text) {
   return std::move(p).value();
 }
 
-/// `count` tags ("t<n>") whose slots are served by node `node` of `cluster`
-/// (as it says now), searching n from `from`.
+/// `count` tags ("t<n>") such that keys `{<tag>}...` (which hash by
+/// `{<tag>`, their part up to the first '}' inside the store's braces) are
+/// served by node `node` of `cluster` (as it says now), searching n from
+/// `from`.
 inline std::vector<std::string> tags_on(testing::redis_cluster& cluster, std::size_t node, std::size_t count,
                                         std::size_t from = 0) {
   std::vector<std::pair<int, int>> ranges;
@@ -62,7 +64,7 @@ inline std::vector<std::string> tags_on(testing::redis_cluster& cluster, std::si
   std::vector<std::string> out;
   for (std::size_t n = from; out.size() < count && n < from + 10'000'000; ++n) {
     const std::string tag = "t" + std::to_string(n);
-    const int slot = redis::key_slot(tag);
+    const int slot = *redis::braced_key_slot("{" + tag + "}");
     for (const auto& [a, b] : ranges)
       if (slot >= a && slot <= b) {
         out.push_back(tag);

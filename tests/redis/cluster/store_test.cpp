@@ -29,7 +29,7 @@ TEST(ClusterStore, ACrossSlotRequestIsAnErrorAndChargesNothing) {
   auto st = open_cluster_store();
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 10")).value();
-  ASSERT_NE(redis::key_slot("a"), redis::key_slot("b"));
+  ASSERT_NE(redis::braced_key_slot("{a}"), redis::braced_key_slot("{b}"));
   const check two[] = {{q, "{a}"}, {q, "{b}"}};
   const auto d = st->decide_at(request(two, 1));
   EXPECT_EQ(d.from, source::error);
@@ -152,8 +152,10 @@ TEST(ClusterStore, TheLibraryIsLoadedOnEveryPrimary) {
     const auto tags = tags_on(cluster, p, 5, from);
     ASSERT_EQ(tags.size(), 5U);
     from += 100'000;
+    std::vector<std::string> keys;
+    for (const auto& t : tags) keys.push_back("{" + t + "}");
     std::vector<check> checks;
-    for (const auto& t : tags) checks.push_back({g, t});
+    for (const auto& k : keys) checks.push_back({g, k});
     std::vector<store_request> batch;
     for (const auto& c : checks) batch.push_back(one_check(c, 1));
     std::vector<store_decision> out(batch.size());
