@@ -129,7 +129,10 @@ std::size_t redis_cluster::start_node() {
                     "cluster-node-timeout " + std::to_string(options_.node_timeout.count()),
                     // A replica may take over however long its link was down:
                     // a test kills a primary under load.
-                    "cluster-replica-validity-factor 0", "cluster-require-full-coverage yes"};
+                    "cluster-replica-validity-factor 0", "cluster-require-full-coverage yes",
+                    // Start a replica's first sync at once (the default waits 5 s
+                    // for more replicas), and stop without waiting for replicas.
+                    "repl-diskless-sync-delay 0", "shutdown-timeout 0"};
   nodes_.push_back(std::make_unique<redis_server>(o));
   return nodes_.size() - 1;
 }
@@ -205,12 +208,18 @@ std::vector<std::size_t> redis_cluster::primaries() const {
   return out;
 }
 
-std::size_t redis_cluster::owner_of(std::uint16_t slot) const {
+std::size_t redis_cluster::owner_of(std::uint16_t slot) const { return slot_owners().at(slot); }
+
+std::vector<std::size_t> redis_cluster::slot_owners() const {
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> out(16384, none);
   for (const auto& n : nodes(live_node()))
     if (n.primary && !n.failed)
       for (const auto& [a, b] : n.slots)
-        if (slot >= a && slot <= b) return index_of(n.address);
-  throw std::runtime_error("redis_cluster: no primary serves slot " + std::to_string(slot));
+        for (int s = a; s <= b && s < 16384; ++s) out[static_cast<std::size_t>(s)] = index_of(n.address);
+  for (std::size_t s = 0; s < out.size(); ++s)
+    if (out[s] == none) throw std::runtime_error("redis_cluster: no primary serves slot " + std::to_string(s));
+  return out;
 }
 
 std::optional<std::size_t> redis_cluster::replica_of(std::size_t primary) const {

@@ -88,6 +88,8 @@ class redis_cluster {
   [[nodiscard]] std::vector<std::size_t> primaries() const;
   /// The node serving `slot`, as a live node sees it.
   [[nodiscard]] std::size_t owner_of(std::uint16_t slot) const;
+  /// The node serving each of the 16384 slots (one CLUSTER NODES).
+  [[nodiscard]] std::vector<std::size_t> slot_owners() const;
   /// A running replica of node `primary`, if any.
   [[nodiscard]] std::optional<std::size_t> replica_of(std::size_t primary) const;
 
