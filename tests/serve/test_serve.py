@@ -715,18 +715,120 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class RedisCluster:
+    """A real Redis Cluster: 3 primaries + 3 replicas on free 127.0.0.1 ports
+    (each with its bus port, port + 10000, free too), created with redis-cli
+    --cluster create, every node stopped by PID."""
+
+    def __init__(self, primaries=3, replicas=1):
+        exe, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        if exe is None or cli is None:
+            raise AssertionError("redis-server and redis-cli must be installed (scripts/setup.sh)")
+        self.cli = cli
+        self.dir = tempfile.mkdtemp(prefix="sluice-cluster-")
+        self.procs, self.ports = [], []
+        try:
+            for i in range(primaries * (1 + replicas)):
+                self.start_node(exe, i)
+            out = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % p for p in self.ports] +
+                                 ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                                 capture_output=True, text=True, timeout=60)
+            if out.returncode != 0 or "All 16384 slots covered" not in out.stdout:
+                raise AssertionError("redis-cli --cluster create failed: " + out.stdout[-800:] + out.stderr)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def bus_port():
+        for _ in range(200):
+            port = free_port()
+            if port > 55535:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                    return port
+                except OSError:
+                    continue
+        raise AssertionError("no free port with a free cluster bus port")
+
+    def start_node(self, exe, i):
+        node_dir = os.path.join(self.dir, str(i))
+        os.mkdir(node_dir)
+        for _ in range(8):
+            port = self.bus_port()
+            proc = subprocess.Popen(
+                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", node_dir, "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                 "--repl-diskless-sync-delay", "0", "--shutdown-timeout", "0"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(proc)
+            if self.answers(port, proc):
+                self.ports.append(port)
+                return
+        raise AssertionError("a cluster node did not start")
+
+    def answers(self, port, proc):
+        deadline = time.time() + 10
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def run_cli(self, *args):
+        return subprocess.run([self.cli] + list(args), capture_output=True, text=True, timeout=20).stdout
+
+    def wait_ready(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ok = all("cluster_state:ok" in self.run_cli("-p", str(p), "cluster", "info") for p in self.ports)
+            if ok:
+                check = self.run_cli("--cluster", "check", "127.0.0.1:%d" % self.ports[0])
+                if "All nodes agree" in check and "All 16384 slots covered" in check and "[WARNING]" not in check:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("the cluster was not ready within 30 s")
+
+    @property
+    def url(self):
+        return "redis+cluster://" + ",".join("127.0.0.1:%d" % p for p in self.ports)
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class FleetOnRedis(ServeCase):
     """4 sluice serve processes on one Redis hold one exact limit."""
 
     L = 24
 
-    def fleet(self):
+    def store_url(self):
         redis = RedisServer()
         self.addCleanup(redis.stop)
+        return "redis://127.0.0.1:%d" % redis.port
+
+    def fleet(self):
         prefix = "sluice:test:%08x:" % random.getrandbits(32)
         text = base_config({"fw": "fixed-window %d/1h" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
                            server="threads = 1\n")
-        text += '\n[store]\nurl = "redis://127.0.0.1:%d"\nkey_prefix = "%s"\n' % (redis.port, prefix)
+        text += '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (self.store_url(), prefix)
         path = write_config(text)
         self.addCleanup(os.unlink, path)
         return [self.start("--config", path) for _ in range(4)]
@@ -766,6 +868,32 @@ class FleetOnRedis(ServeCase):
         servers = self.fleet()
         results = self.burst(servers, "gcra")
         self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
+
+class FleetOnCluster(FleetOnRedis):
+    """4 sluice serve processes on one Redis Cluster hold one exact limit."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = RedisCluster()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def store_url(self):
+        return self.cluster.url
+
+    def test_keys_are_spread_over_the_primaries(self):
+        servers = self.fleet()
+        for i in range(60):
+            st, _, b = servers[i % 4].decide([("fw", "user%d" % i)])
+            self.assertEqual((st, b.get("source")), (200, "store"))
+        nodes = self.cluster.run_cli("-p", str(self.cluster.ports[0]), "cluster", "nodes").splitlines()
+        primaries = [int(line.split()[1].split("@")[0].split(":")[1]) for line in nodes if "master" in line.split()[2]]
+        self.assertEqual(len(primaries), 3)
+        for p in primaries:
+            self.assertGreater(int(self.cluster.run_cli("-p", str(p), "dbsize").strip() or 0), 0, p)
+
 
 if __name__ == "__main__":
     unittest.main()
