@@ -70,24 +70,25 @@ std::optional<error> cluster_name_error(std::string_view field, std::string_view
 result<std::unique_ptr<backend>> open_backend(std::string_view url_text, std::string_view prefix,
                                               std::chrono::milliseconds connect_timeout,
                                               std::chrono::milliseconds command_timeout, std::size_t pool_size) {
+  auto timeouts = [&](auto& co) {
+    co.connect_timeout = connect_timeout;
+    co.command_timeout = command_timeout;
+    co.pool_size = pool_size;
+  };
   if (is_cluster_url(url_text)) {
     auto seeds = parse_cluster_url(url_text);
     if (!seeds) return seeds.err();
     if (auto e = cluster_name_error("prefix", prefix)) return *e;
     cluster_options co;
     co.seeds = std::move(seeds).value();
-    co.connect_timeout = connect_timeout;
-    co.command_timeout = command_timeout;
-    co.pool_size = pool_size;
+    timeouts(co);
     return std::unique_ptr<backend>(std::make_unique<cluster_client>(std::move(co)));
   }
   auto where = parse_url(url_text);
   if (!where) return where.err();
   client_options co;
   co.where = std::move(where).value();
-  co.connect_timeout = connect_timeout;
-  co.command_timeout = command_timeout;
-  co.pool_size = pool_size;
+  timeouts(co);
   return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
 }
 

@@ -4,7 +4,6 @@
 // keys on every primary.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "cli_support.hpp"
@@ -13,21 +12,8 @@
 namespace sluice {
 namespace {
 
+using test::random_trace;
 using test::run_cli;
-
-/// A trace of `n` lines over 12 keys: steps of 0 to 0.3 s, sometimes back.
-std::string cluster_trace(std::uint64_t seed, int n) {
-  std::mt19937_64 g(seed);
-  std::string out = "# time key cost\n";
-  std::int64_t ms = 1000;
-  for (int i = 0; i < n; ++i) {
-    const auto r = g() % 10;
-    ms += r < 3 ? 0 : r < 9 ? static_cast<std::int64_t>(g() % 300) : -static_cast<std::int64_t>(g() % 200);
-    out += std::to_string(ms / 1000) + "." + std::to_string(1000 + ms % 1000).substr(1) + " user" +
-           std::to_string(g() % 12) + " " + std::to_string(1 + g() % 3) + "\n";
-  }
-  return out;
-}
 
 TEST(ReplayRedisCluster, PrintsExactlyWhatTheMemoryStorePrints) {
   testing::redis_cluster cluster;
@@ -35,7 +21,7 @@ TEST(ReplayRedisCluster, PrintsExactlyWhatTheMemoryStorePrints) {
   int i = 0;
   for (const char* policy : {"gcra 5/1s burst=3", "fixed-window 4/1s", "sliding-log 3/1s", "quota 20",
                              "all(token-bucket 2/1s burst=2, quota 15)", "any(fixed-window 2/1s, sliding-log 3/2s)"}) {
-    const std::string trace = cluster_trace(static_cast<std::uint64_t>(++i), 200);
+    const std::string trace = random_trace(static_cast<std::uint64_t>(++i), 200, 12, "user");
     const auto memory = run_cli({"replay", "--policy", policy, "--format", "csv"}, trace);
     const auto redis = run_cli({"replay", "--policy", policy, "--format", "csv", "--store", url}, trace);
     ASSERT_EQ(memory.status, 0) << memory.err;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,26 @@ inline std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, s
       ++refused;
   }
   return out;
+}
+
+/// Runs `traces` through `s` in groups of 500 (run_conformance_batched),
+/// trace j's policies under `policy_prefix(j)` and keys under
+/// `key_prefix(j)`; fails the test on each group's first difference and
+/// returns how many traces agree.
+template <typename PolicyPrefix, typename KeyPrefix>
+std::size_t run_in_groups(store& s, const std::vector<conformance::trace>& traces, PolicyPrefix policy_prefix,
+                          KeyPrefix key_prefix) {
+  constexpr std::size_t group = 500;
+  std::size_t agree = 0;
+  for (std::size_t first = 0; first < traces.size(); first += group) {
+    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, traces.size() - first));
+    const std::string diff = conformance::run_conformance_batched(
+        s, part, [&](std::size_t j) { return policy_prefix(first + j); },
+        [&](std::size_t j) { return key_prefix(first + j); });
+    EXPECT_EQ(diff, "");
+    if (diff.empty()) agree += part.size();
+  }
+  return agree;
 }
 
 /// A test name for an algorithm parameter ("sliding_log").

@@ -35,15 +35,8 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   std::size_t decisions = 0;
   for (const auto& t : traces) decisions += t.steps.size();
   const auto t0 = std::chrono::steady_clock::now();
-  constexpr std::size_t group = 500;
-  std::size_t agree = 0;
-  for (std::size_t first = 0; first < n; first += group) {
-    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, n - first));
-    const std::string diff = conformance::run_conformance_batched(
-        *st, part, [&](std::size_t j) { return "c" + std::to_string(first + j) + ":"; });
-    EXPECT_EQ(diff, "");
-    if (diff.empty()) agree += part.size();
-  }
+  const auto prefix = [](std::size_t j) { return "c" + std::to_string(j) + ":"; };
+  const std::size_t agree = run_in_groups(*st, traces, prefix, prefix);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu redrawn: past the exact range, or "

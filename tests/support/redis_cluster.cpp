@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -25,14 +24,7 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
 std::string find_tool(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
+  if (auto path = find_in_path(name); !path.empty()) return path;
   throw std::runtime_error("redis_cluster: " + name +
                            " is not in PATH; the cluster tests need it (scripts/setup.sh, Debian packages "
                            "redis-server and redis-tools)");

@@ -19,6 +19,9 @@
 
 namespace sluice::testing {
 
+/// The path of `name` in PATH, or "" when it is not there.
+std::string find_in_path(const std::string& name);
+
 /// How to start the server.
 struct redis_server_options {
   /// `requirepass` for the default user; empty: none.

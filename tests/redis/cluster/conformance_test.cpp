@@ -49,16 +49,8 @@ TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
   std::size_t decisions = 0;
   for (const auto& t : traces) decisions += t.steps.size();
   const auto t0 = std::chrono::steady_clock::now();
-  constexpr std::size_t group = 500;
-  std::size_t agree = 0;
-  for (std::size_t first = 0; first < n; first += group) {
-    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, n - first));
-    const std::string diff = conformance::run_conformance_batched(
-        *st, part, [&](std::size_t j) { return "c" + std::to_string(first + j) + ":"; },
-        [&](std::size_t j) { return key_prefix(first + j); });
-    EXPECT_EQ(diff, "");
-    if (diff.empty()) agree += part.size();
-  }
+  const std::size_t agree = run_in_groups(
+      *st, traces, [](std::size_t j) { return "c" + std::to_string(j) + ":"; }, key_prefix);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto s = st->redis_stats();
   std::printf(
