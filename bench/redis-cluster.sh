@@ -37,10 +37,11 @@ done
 
 if [ "$do_build" = 1 ]; then
   say "configure + build redis_cluster_bench (Release) in $build"
+  mkdir -p "$build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
-    -DSLUICE_BUILD_TESTS=OFF >"$build.cluster-configure.log" 2>&1 || { cat "$build.cluster-configure.log" >&2; exit 1; }
-  cmake --build "$build" -j2 --target redis_cluster_bench >"$build.cluster-build.log" 2>&1 ||
-    { tail -30 "$build.cluster-build.log" >&2; exit 1; }
+    -DSLUICE_BUILD_TESTS=OFF >"$build/cluster-configure.log" 2>&1 || { cat "$build/cluster-configure.log" >&2; exit 1; }
+  cmake --build "$build" -j2 --target redis_cluster_bench >"$build/cluster-build.log" 2>&1 ||
+    { tail -30 "$build/cluster-build.log" >&2; exit 1; }
 fi
 bench_bin=$build/bench/redis_cluster_bench
 [ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }

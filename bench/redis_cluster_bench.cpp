@@ -160,9 +160,11 @@ void print(const target& t, const run_options& ro) {
   std::printf(
       "RESULT\tsluice-redis\tredis-store-gcra-%s-%dthr-P%zu\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\tsluice::redis_store "
       "decide_many_at, GCRA, 100k keys, every call allowed, %d threads, batches of %zu, %s (%zu server "
-      "process%s); CPU per wall second (median): servers %.2f (busiest %.2f), client %.2f\n",
+      "process%s); CPU per wall second (median): servers %.2f (busiest %.2f), client %.2f; CPU per decision: "
+      "servers %.1f us, client %.1f us\n",
       t.name.c_str(), ro.threads, ro.depth, s.median, 1e9 / s.median, s.n, s.lo, s.hi, ro.threads, ro.depth,
-      t.url.c_str(), t.pids.size(), t.pids.size() == 1 ? "" : "es", cpu.median, top.median, me.median);
+      t.url.c_str(), t.pids.size(), t.pids.size() == 1 ? "" : "es", cpu.median, top.median, me.median,
+      cpu.median * s.median / 1e3, me.median * s.median / 1e3);
 }
 
 }  // namespace

@@ -322,7 +322,7 @@ void cluster_client::route(std::span<const function_call> calls, std::vector<job
           jobs[j].ask = nullptr;
           again.push_back(jobs[j]);
         }
-        wait = want_refresh = want_refresh || unsent;
+        if (unsent) wait = want_refresh = true;
         continue;
       }
       auto& replies = std::get<std::vector<reply>>(r);
