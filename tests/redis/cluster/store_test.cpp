@@ -191,6 +191,42 @@ TEST(ClusterStore, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
   EXPECT_EQ(admitted.load(), 300);
 }
 
+TEST(ClusterStore, ACallThatTimedOutIsNeverSentAgain) {
+  // A primary that hangs (SIGSTOP) past the command timeout: the call fails,
+  // and when the primary wakes it runs the call it had read — once. A
+  // router that sent it again would charge it twice.
+  auto& cluster = shared_cluster();
+  redis_store_options o;
+  o.command_timeout = std::chrono::milliseconds(150);
+  o.breaker_failures = 0;
+  auto st = open_cluster_store(o);
+  ASSERT_TRUE(st);
+  const auto q = st->define("q", policy("quota 10")).value();
+  const check c{q, "{hang}"};
+  ASSERT_EQ(st->decide_at(one_check(c, 1)).from, source::store);  // connected, library loaded
+  const std::size_t owner = cluster.owner_of(*redis::braced_key_slot("{hang}"));
+  cluster.node(owner).pause();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto d = st->decide_at(one_check(c, 2));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well below cluster-node-timeout (1 s)
+  cluster.node(owner).resume();
+  EXPECT_EQ(d.from, source::fail_closed);
+  EXPECT_LT(took, std::chrono::milliseconds(1000));
+  const auto after = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::int64_t left = -1;
+  while (std::chrono::steady_clock::now() < after) {  // the woken primary answers again
+    const auto p = st->peek_at(one_check(c, 3));
+    if (p.from == source::store) {
+      left = p.d.remaining + 1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(left, 8);  // charged by the first call and by the timed-out one, each once
+  EXPECT_EQ(st->stats().store_failures, 1U);
+}
+
 TEST(ClusterStore, ASeedThatIsNotAClusterIsAStoreFailure) {
   redis_store_options o;
   o.url = "redis+cluster://" + shared_server().url().substr(8);  // a plain server
