@@ -2,7 +2,8 @@
 // pipelined decide_many_at of GCRA decisions over 100k keys) against one
 // Redis and against a cluster, in the same run, runs interleaved. Prints
 // the peers' RESULT lines (shared/peers/README.md, "Output contract"), the
-// ratio, and the CPU each server and the client used (from /proc), which
+// ratio, the CPU each server and the client used, and how long they were
+// runnable but waited for a CPU (/proc/<pid>/stat and schedstat), which
 // says what bounds the rate. bench/redis-cluster.sh starts the servers.
 //
 //   redis_cluster_bench --single redis://127.0.0.1:P --cluster redis+cluster://127.0.0.1:P1,...
@@ -60,6 +61,15 @@ double self_cpu() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+/// Seconds a task spent runnable but waiting for a CPU (the second field of
+/// /proc/<path>/schedstat, in ns): "tid" of a server, or "thread-self".
+double run_queue_wait(const std::string& path) {
+  std::ifstream f("/proc/" + path + "/schedstat");
+  double on_cpu = 0, waiting = 0;
+  f >> on_cpu >> waiting;
+  return waiting / 1e9;
+}
+
 std::vector<long> parse_pids(const std::string& s) {
   std::vector<long> out;
   std::stringstream ss(s);
@@ -73,9 +83,11 @@ struct target {
   std::string url;
   std::vector<long> pids;
   std::vector<double> ns_per_op;
-  std::vector<double> server_cpu;  // CPU seconds per wall second, all servers together
-  std::vector<double> client_cpu;  // the same for this process
-  std::vector<double> busiest;     // the busiest server's
+  std::vector<double> server_cpu;   // CPU seconds per wall second, all servers together
+  std::vector<double> client_cpu;   // the same for this process
+  std::vector<double> busiest;      // the busiest server's
+  std::vector<double> server_wait;  // run-queue wait per wall second, all servers together
+  std::vector<double> client_wait;  // the same for the client threads
 };
 
 struct run_options {
@@ -124,28 +136,37 @@ void run_once(target& t, const run_options& ro, int run) {
   };
   std::uint64_t warm = 0;
   work(0, ro.depth * 20, warm);  // connections, the library, the slot map
-  std::vector<double> cpu0;
-  for (const long p : t.pids) cpu0.push_back(process_cpu(p));
+  std::vector<double> cpu0, wait0;
+  for (const long p : t.pids) {
+    cpu0.push_back(process_cpu(p));
+    wait0.push_back(run_queue_wait(std::to_string(p)));
+  }
+  std::atomic<std::int64_t> client_wait_us{0};
   const double self0 = self_cpu();
   std::atomic<std::uint64_t> admitted{0};
   const auto t0 = steady::now();
   std::vector<std::thread> ts;
   for (int i = 0; i < ro.threads; ++i)
     ts.emplace_back([&, i] {
+      const double w0 = run_queue_wait("thread-self");
       std::uint64_t a = 0;
       work(static_cast<std::size_t>(i) * 50'000, ro.ops, a);
       admitted += a;
+      client_wait_us += static_cast<std::int64_t>((run_queue_wait("thread-self") - w0) * 1e6);
     });
   for (auto& th : ts) th.join();
   const double secs = std::chrono::duration<double>(steady::now() - t0).count();
   const std::uint64_t total = ro.ops * static_cast<std::uint64_t>(ro.threads);
   if (admitted != total) die(t.name + ": not every decision admitted");
-  double servers = 0, busiest = 0;
+  double servers = 0, busiest = 0, waited = 0;
   for (std::size_t i = 0; i < t.pids.size(); ++i) {
     const double used = process_cpu(t.pids[i]) - cpu0[i];
     servers += used;
     busiest = std::max(busiest, used);
+    waited += run_queue_wait(std::to_string(t.pids[i])) - wait0[i];
   }
+  t.server_wait.push_back(waited / secs);
+  t.client_wait.push_back(static_cast<double>(client_wait_us.load()) / 1e6 / secs);
   t.ns_per_op.push_back(secs * 1e9 / static_cast<double>(total));
   t.server_cpu.push_back(servers / secs);
   t.busiest.push_back(busiest / secs);
@@ -157,21 +178,23 @@ void print(const target& t, const run_options& ro) {
   const auto cpu = sluice_bench::summarize(t.server_cpu);
   const auto top = sluice_bench::summarize(t.busiest);
   const auto me = sluice_bench::summarize(t.client_cpu);
+  const auto sw = sluice_bench::summarize(t.server_wait);
+  const auto cw = sluice_bench::summarize(t.client_wait);
   std::printf(
       "RESULT\tsluice-redis\tredis-store-gcra-%s-%dthr-P%zu\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\tsluice::redis_store "
       "decide_many_at, GCRA, 100k keys, every call allowed, %d threads, batches of %zu, %s (%zu server "
       "process%s); CPU per wall second (median): servers %.2f (busiest %.2f), client %.2f; CPU per decision: "
-      "servers %.1f us, client %.1f us\n",
+      "servers %.1f us, client %.1f us; waiting for a CPU per wall second: servers %.2f, client threads %.2f\n",
       t.name.c_str(), ro.threads, ro.depth, s.median, 1e9 / s.median, s.n, s.lo, s.hi, ro.threads, ro.depth,
       t.url.c_str(), t.pids.size(), t.pids.size() == 1 ? "" : "es", cpu.median, top.median, me.median,
-      cpu.median * s.median / 1e3, me.median * s.median / 1e3);
+      cpu.median * s.median / 1e3, me.median * s.median / 1e3, sw.median, cw.median);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  target single{"single", "", {}, {}, {}, {}, {}};
-  target cluster{"cluster", "", {}, {}, {}, {}, {}};
+  target single{"single", "", {}, {}, {}, {}, {}, {}, {}};
+  target cluster{"cluster", "", {}, {}, {}, {}, {}, {}, {}};
   run_options ro;
   int runs = 3;
   for (int i = 1; i < argc; ++i) {
