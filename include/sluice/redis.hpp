@@ -1,6 +1,7 @@
-// The Redis store: every key's state in one Redis 7 server, shared by every
-// process that points at it, decided exactly as the core `decide` decides
-// in process (semantics.md, "Remote stores"; docs/redis.md).
+// The Redis store: every key's state in one Redis 7 server (or a Redis
+// Cluster: `redis+cluster://` seeds), shared by every process that points
+// at it, decided exactly as the core `decide` decides in process
+// (semantics.md, "Remote stores"; docs/redis.md).
 //
 // Each decision is one atomic FCALL of the store's Lua FUNCTION library
 // (`sluice_v1`, loaded by the store whenever the server lacks it): the
