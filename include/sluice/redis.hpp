@@ -1,6 +1,7 @@
-// The Redis store: every key's state in one Redis 7 server, shared by every
-// process that points at it, decided exactly as the core `decide` decides
-// in process (semantics.md, "Remote stores"; docs/redis.md).
+// The Redis store: every key's state in one Redis 7 server (or a Redis
+// Cluster: `redis+cluster://` seeds), shared by every process that points
+// at it, decided exactly as the core `decide` decides in process
+// (semantics.md, "Remote stores"; docs/redis.md).
 //
 // Each decision is one atomic FCALL of the store's Lua FUNCTION library
 // (`sluice_v1`, loaded by the store whenever the server lacks it): the
@@ -48,9 +49,12 @@ enum class failure_mode : std::uint8_t {
 
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
-  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`.
+  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
+  /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
+  /// (seed nodes; docs/redis.md, "Redis Cluster").
   std::string url = "redis://127.0.0.1:6379";
-  /// Prepended to every key the store writes (states and request ids).
+  /// Prepended to every key the store writes (states and request ids). In a
+  /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";
   std::chrono::milliseconds connect_timeout{200};
   /// Bound on each call; a call past it is a store failure (it may still
@@ -99,6 +103,13 @@ struct redis_store_stats {
   std::uint64_t corrupt = 0;        ///< keys holding a value the store did not write
   std::uint64_t breaker_open = 0;   ///< requests answered by the failure mode while the breaker was open
   std::uint64_t breaker_trips = 0;  ///< times the breaker opened
+  /// Cluster: requests whose keys lie in several hash slots, answered
+  /// `source::error` without deciding any check (counted in base.errors too).
+  std::uint64_t cross_slot = 0;
+  std::uint64_t moved = 0;               ///< cluster: MOVED redirections followed
+  std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
+  std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
+  std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
 };
 
 /// The Redis implementation of `store`.
@@ -118,7 +129,9 @@ class redis_store final : public store {
   /// "Exact ranges"), and "algorithm" when `name` is already defined with a
   /// different policy (the Redis store cannot yet carry states over a
   /// change of configuration). States live under the key
-  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`).
+  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`). In a cluster,
+  /// a `name` holding '{' or '}' is refused ("name"), and a request's keys
+  /// must share a hash slot (docs/redis.md, "Redis Cluster").
   result<policy_id> define(std::string_view name, const any_policy& policy) override;
 
   store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;

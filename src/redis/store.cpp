@@ -15,9 +15,11 @@
 
 #include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
+#include "redis/cluster.hpp"
 #include "redis/combine.hpp"
 #include "redis/deny_cache.hpp"
 #include "redis/protocol.hpp"
+#include "redis/slots.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
@@ -64,7 +66,9 @@ enum class outcome : std::uint8_t { ok, corrupt, mismatch, failure };
 
 struct redis_store::impl {
   redis_store_options opt;
-  redis::client cli;
+  // One server, or a cluster (`cluster` is then the same object; null for one server).
+  std::unique_ptr<redis::backend> cli;
+  redis::cluster_client* cluster;
   std::string mpt;    // ms per tick, as text
   std::string grace;  // ms
   std::string long_ttl;
@@ -83,11 +87,12 @@ struct redis_store::impl {
 
   std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
-      mismatches{0}, corrupt{0};
+      mismatches{0}, corrupt{0}, cross_slot{0};
 
-  impl(redis_store_options o, redis::client_options co)
+  impl(redis_store_options o, std::unique_ptr<redis::backend> b, redis::cluster_client* c)
       : opt(std::move(o)),
-        cli(std::move(co)),
+        cli(std::move(b)),
+        cluster(c),
         mpt(ms_per_tick(opt.tick_ns)),
         grace(std::to_string(opt.grace.count())),
         long_ttl(std::to_string(opt.unknown_tick_ttl.count())),
@@ -139,11 +144,49 @@ struct redis_store::impl {
     return k;
   }
 
+  /// The slot of check `i`'s leaf `lp` in a cluster (redis/slots.hpp): its
+  /// key's up to the first '}', or the whole state key's when that is empty.
+  std::uint16_t leaf_slot(const entry& e, std::string_view key, const redis::leaf_plan& lp) const {
+    const auto s = redis::braced_key_slot(key);
+    return s ? *s : redis::key_slot(state_key(e, key, lp));
+  }
+
+  /// In a cluster, whether every state key of `r` is in one slot (its id
+  /// key is put there by build). Always true on one server.
+  bool one_slot(const store_request& r, const std::vector<std::shared_ptr<const entry>>& es) const {
+    if (cluster == nullptr) return true;
+    std::optional<std::uint16_t> slot;
+    for (std::size_t i = 0; i < es.size(); ++i)
+      for (const auto& lp : es[i]->p.leaves()) {
+        const std::uint16_t s = leaf_slot(*es[i], r.checks[i].key, lp);
+        if (slot && *slot != s) return false;
+        slot = s;
+      }
+    return true;
+  }
+
+  /// `<prefix>i:<id>`; in a cluster `<prefix>i:{<tag>}<id>`, `tag` putting
+  /// it in the slot of the request's state keys: their key up to its first
+  /// '}', or a short tag of that slot when that is empty.
+  std::string id_key(const store_request& r, const std::vector<std::shared_ptr<const entry>>& es) const {
+    std::string k = opt.prefix + "i:";
+    for (std::size_t i = 0; cluster != nullptr && i < es.size(); ++i) {
+      if (es[i]->p.leaves().empty()) continue;
+      const std::string_view key = r.checks[i].key;
+      const std::string_view tag = key.substr(0, key.find('}'));
+      k.append("{")
+          .append(tag.empty() ? redis::slot_tag(leaf_slot(*es[i], key, es[i]->p.leaves().front())) : tag)
+          .append("}");
+      break;
+    }
+    return k.append(r.id);
+  }
+
   void build(const store_request& r, const std::vector<std::shared_ptr<const entry>>& es, bool peek,
              call_bytes& out) const {
     auto& s = out.strings;
     out.has_id = !peek && !r.id.empty();
-    if (out.has_id) s.push_back(opt.prefix + "i:" + std::string(r.id));
+    if (out.has_id) s.push_back(id_key(r, es));
     for (std::size_t i = 0; i < es.size(); ++i)
       for (const auto& lp : es[i]->p.leaves()) {
         s.push_back(state_key(*es[i], r.checks[i].key, lp));
@@ -373,6 +416,15 @@ struct redis_store::impl {
 
   void many(std::span<const store_request> requests, std::span<store_decision> out);
 
+  /// A request whose keys span several cluster slots cannot be atomic:
+  /// an error, decided nowhere.
+  store_decision refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check) {
+    count(decisions, peek);
+    count(errors, peek);
+    count(cross_slot, peek);
+    return error_decision(r, per_check);
+  }
+
   store_decision one(const store_request& r, bool peek, std::span<decision> per_check) {
     bool ok = false;
     const auto es = entries_of(r, ok);
@@ -381,11 +433,12 @@ struct redis_store::impl {
       count(errors, peek);
       return error_decision(r, per_check);
     }
+    if (!one_slot(r, es)) return refuse_cross_slot(r, peek, per_check);
     if (auto cached = local_answer(r, es, peek, per_check)) return *cached;
     call_bytes b;
     build(r, es, peek, b);
     const redis::function_call fc{peek ? peek_fn : decide_fn, b.num_keys, b.views};
-    const auto res = cli.fcall(fc);
+    const auto res = cli->fcall(fc);
     return finish(r, es, res, peek, per_check);
   }
 
@@ -427,18 +480,15 @@ struct redis_store::impl {
 };
 
 result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options options) {
-  auto where = redis::parse_url(options.url);
-  if (!where) return where.err();
   if (options.tick_ns < 0) return error{"tick_ns", "must be 0 (unknown) or positive"};
   if (options.grace.count() < 0) return error{"grace", "must not be negative"};
   if (options.skew_tolerance < 0) return error{"skew_tolerance", "must not be negative"};
-  redis::client_options co;
-  co.where = where.value();
-  co.connect_timeout = options.connect_timeout;
-  co.command_timeout = options.command_timeout;
-  co.pool_size = options.pool_size;
-  auto p = std::make_unique<impl>(std::move(options), std::move(co));
-  if (auto lib = p->cli.set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
+  auto b = redis::open_backend(options.url, options.prefix, options.connect_timeout, options.command_timeout,
+                               options.pool_size);
+  if (!b) return b.err();
+  auto* cluster = dynamic_cast<redis::cluster_client*>(b.value().get());
+  auto p = std::make_unique<impl>(std::move(options), std::move(b).value(), cluster);
+  if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
     return lib.err();
   return std::unique_ptr<redis_store>(new redis_store(std::move(p)));
 }
@@ -447,6 +497,8 @@ redis_store::redis_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 redis_store::~redis_store() = default;
 
 result<policy_id> redis_store::define(std::string_view name, const any_policy& policy) {
+  if (impl_->cluster != nullptr)
+    if (auto e = redis::cluster_name_error("name", name)) return *e;
   auto p = plan::make(policy);
   if (!p) return p.err();
   std::unique_lock lock(impl_->defs_mu);
@@ -503,6 +555,11 @@ void redis_store::impl::many(std::span<const store_request> requests, std::span<
   for (std::size_t i = 0; i < requests.size(); ++i) {
     ps[i].es = impl_->entries_of(requests[i], ps[i].ok);
     if (!ps[i].ok) continue;
+    if (!one_slot(requests[i], ps[i].es)) {
+      out[i] = refuse_cross_slot(requests[i], false, {});
+      done[i] = true;
+      continue;
+    }
     if (auto answered = local_answer(requests[i], ps[i].es, false, {})) {
       out[i] = *answered;
       done[i] = true;
@@ -515,7 +572,7 @@ void redis_store::impl::many(std::span<const store_request> requests, std::span<
     calls.push_back({decide_fn, ps[i].b.num_keys, ps[i].b.views});
     index.push_back(i);
   }
-  auto res = calls.empty() ? redis::batch_result{std::vector<redis::reply>{}} : impl_->cli.fcall_pipeline(calls);
+  auto res = calls.empty() ? std::vector<redis::call_result>{} : impl_->cli->fcall_each(calls);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (!ps[i].ok) {
       impl_->decisions.fetch_add(1, std::memory_order_relaxed);
@@ -523,17 +580,10 @@ void redis_store::impl::many(std::span<const store_request> requests, std::span<
       out[i] = impl_->error_decision(requests[i], {});
     }
   }
-  if (const auto* err = std::get_if<redis::call_error>(&res)) {
-    for (std::size_t c = 0; c < calls.size(); ++c)
-      out[index[c]] = impl_->finish(requests[index[c]], ps[index[c]].es, *err, false, {});
-    return;
-  }
-  auto& replies = std::get<std::vector<redis::reply>>(res);
   for (std::size_t c = 0; c < calls.size(); ++c) {
-    const std::variant<redis::reply, redis::call_error> one =
-        c < replies.size() ? std::variant<redis::reply, redis::call_error>(std::move(replies[c]))
-                           : std::variant<redis::reply, redis::call_error>(
-                                 redis::call_error{redis::call_error::protocol, "short pipeline", true});
+    const redis::call_result one =
+        c < res.size() ? std::move(res[c])
+                       : redis::call_result(redis::call_error{redis::call_error::protocol, "short pipeline", true});
     out[index[c]] = impl_->finish(requests[index[c]], ps[index[c]].es, one, false, {});
   }
 }
@@ -558,16 +608,21 @@ redis_store_stats redis_store::redis_stats() const {
   s.base.deny_cache_hits = p.deny_hits.load(std::memory_order_relaxed);
   s.breaker_open = p.breaker_open.load(std::memory_order_relaxed);
   s.breaker_trips = p.breaker ? p.breaker->times_opened() : 0;
+  s.cross_slot = p.cross_slot.load(std::memory_order_relaxed);
+  if (p.cluster != nullptr) {
+    const auto c = p.cluster->stats();
+    s.moved = c.moved;
+    s.asked = c.asked;
+    s.cluster_retries = c.tryagain + c.clusterdown + c.refused;
+    s.topology_refreshes = c.refreshes;
+  }
   return s;
 }
 
 store_stats redis_store::stats() const { return redis_stats().base; }
 
 std::optional<std::uint64_t> redis_store::count_keys() {
-  const auto res = impl_->cli.call({"DBSIZE"});
-  const auto* rep = std::get_if<redis::reply>(&res);
-  if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(*rep->as_integer());
+  return impl_->cli->count_keys();
 }
 
 std::string_view redis_store::library_code() noexcept { return redis::lua_library; }

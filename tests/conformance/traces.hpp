@@ -425,28 +425,36 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
   return out;
 }
 
-/// Runs `t` through `s` (policies under `prefix`) and compares: "" when
-/// every decision, and every check's, is the contract's.
-inline std::string run_conformance(store& s, const trace& t, std::string_view prefix = "") {
-  auto [ids, err] = define_all(s, t, prefix);
+/// Runs `t` through `s` (policies under `policy_prefix`, keys under
+/// `key_prefix`) and compares: "" when every decision, and every check's, is
+/// the contract's.
+inline std::string run_conformance(store& s, const trace& t, std::string_view policy_prefix,
+                                   std::string_view key_prefix) {
+  auto [ids, err] = define_all(s, t, policy_prefix);
   if (!err.empty()) return t.describe() + ": define: " + err;
-  const auto got = run_on_store(s, t, ids, prefix);
+  const auto got = run_on_store(s, t, ids, key_prefix);
   const auto want = expected_answers(t);
   return compare(t, got, want, true);
 }
 
+/// run_conformance with one prefix for policies and keys.
+inline std::string run_conformance(store& s, const trace& t, std::string_view prefix = "") {
+  return run_conformance(s, t, prefix, prefix);
+}
+
 /// Runs many traces at once through `decide_many_at`: step i of every trace
-/// in one batch (traces are independent; trace j's keys and policies under
-/// `prefix(j)`), then compares each trace's request decisions. Returns the
-/// first difference, or "".
-template <typename Prefix>
-std::string run_conformance_batched(store& s, std::span<const trace> traces, Prefix prefix) {
+/// in one batch (traces are independent; trace j's policies under
+/// `policy_prefix(j)`, its keys under `key_prefix(j)`), then compares each
+/// trace's request decisions. Returns the first difference, or "".
+template <typename PolicyPrefix, typename KeyPrefix>
+std::string run_conformance_batched(store& s, std::span<const trace> traces, PolicyPrefix policy_prefix,
+                                    KeyPrefix key_prefix) {
   std::vector<std::vector<policy_id>> ids(traces.size());
   std::vector<std::string> prefixes(traces.size());
   std::size_t longest = 0;
   for (std::size_t j = 0; j < traces.size(); ++j) {
-    prefixes[j] = prefix(j);
-    auto [v, err] = define_all(s, traces[j], prefixes[j]);
+    prefixes[j] = key_prefix(j);
+    auto [v, err] = define_all(s, traces[j], policy_prefix(j));
     if (!err.empty()) return traces[j].describe() + ": define: " + err;
     ids[j] = std::move(v);
     longest = std::max(longest, traces[j].steps.size());
@@ -480,6 +488,12 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pre
     if (auto diff = compare(traces[j], got[j], want, false); !diff.empty()) return diff;
   }
   return "";
+}
+
+/// run_conformance_batched with one prefix for trace j's policies and keys.
+template <typename Prefix>
+std::string run_conformance_batched(store& s, std::span<const trace> traces, Prefix prefix) {
+  return run_conformance_batched(s, traces, prefix, prefix);
 }
 
 /// Runs `t` through `s` as one `decide_many_at` of all its steps (in order,

@@ -16,72 +16,11 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "redis/protocol.hpp"
+#include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 
 namespace sluice::redis_test {
 namespace {
-
-/// The most sub-windows a sliding-buckets policy of the pipelined run may
-/// have: its state is N numbers, read and written whole on every decision,
-/// so the suite's draws up to 65,536 would take minutes (the one-call-at-a-
-/// time test keeps them).
-constexpr std::int64_t pipelined_buckets = 64;
-
-bool few_buckets(const any_policy& p) {
-  if (const auto* b = std::get_if<sliding_buckets>(&p)) return b->buckets() <= pipelined_buckets;
-  if (const auto* a = std::get_if<all_of>(&p)) return std::all_of(a->parts().begin(), a->parts().end(), few_buckets);
-  if (const auto* o = std::get_if<any_of>(&p)) return std::all_of(o->parts().begin(), o->parts().end(), few_buckets);
-  return true;
-}
-
-/// Whether the Redis store takes every policy of `t` (and, for the
-/// pipelined run, whether its buckets are few).
-bool in_range(const conformance::trace& t, bool pipelined) {
-  for (const auto& p : t.policies) {
-    if (!redis::plan::make(p.policy).ok()) return false;
-    if (pipelined && !few_buckets(p.policy)) return false;
-  }
-  return true;
-}
-
-conformance::trace_options options() {
-  conformance::trace_options o;
-  o.max_quantity = std::int64_t{1} << 52;
-  o.length = 10;
-  return o;
-}
-
-/// 10,000 in-range traces of `a` (seeds from `seed0`), and how many were refused.
-std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uint64_t seed0, std::size_t& refused,
-                                            bool pipelined) {
-  std::vector<conformance::trace> out;
-  refused = 0;
-  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 4 * n; ++seed) {
-    auto t = conformance::make_trace(a, seed, options());
-    if (in_range(t, pipelined))
-      out.push_back(std::move(t));
-    else
-      ++refused;
-  }
-  return out;
-}
-
-/// How many valid steps of `ts` are requests of several checks at
-/// different costs.
-std::size_t mixed_cost_steps(std::span<const conformance::trace> ts) {
-  std::size_t n = 0;
-  for (const auto& t : ts)
-    for (const auto& s : t.steps) {
-      if (conformance::bad_request(s) || s.checks.size() < 2) continue;
-      for (const auto& c : s.checks)
-        if (conformance::cost_of(s, c) != conformance::cost_of(s, s.checks[0])) {
-          ++n;
-          break;
-        }
-    }
-  return n;
-}
 
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
@@ -99,15 +38,8 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   const std::size_t mixed = mixed_cost_steps(traces);
   EXPECT_GT(mixed, 1000U);
   const auto t0 = std::chrono::steady_clock::now();
-  constexpr std::size_t group = 500;
-  std::size_t agree = 0;
-  for (std::size_t first = 0; first < n; first += group) {
-    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, n - first));
-    const std::string diff = conformance::run_conformance_batched(
-        *st, part, [&](std::size_t j) { return "c" + std::to_string(first + j) + ":"; });
-    EXPECT_EQ(diff, "");
-    if (diff.empty()) agree += part.size();
-  }
+  const auto prefix = [](std::size_t j) { return "c" + std::to_string(j) + ":"; };
+  const std::size_t agree = run_in_groups(*st, traces, prefix, prefix);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
       "shared conformance %-16s traces %zu/%zu agree (%zu decisions, %zu of several checks at mixed costs; %zu "
@@ -130,12 +62,7 @@ TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::ValuesIn(conformance::all_algorithms),
-                         [](const ::testing::TestParamInfo<algorithm>& i) {
-                           std::string n(name_of(i.param));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         algorithm_test_name);
 
 }  // namespace
 }  // namespace sluice::redis_test

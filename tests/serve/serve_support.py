@@ -271,3 +271,102 @@ class RedisServer:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RedisCluster:
+    """A real Redis Cluster: 3 primaries + 3 replicas on free 127.0.0.1 ports
+    (each with its bus port, port + 10000, free too), created with redis-cli
+    --cluster create, every node stopped by PID."""
+
+    def __init__(self, primaries=3, replicas=1):
+        exe, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        if exe is None or cli is None:
+            raise AssertionError("redis-server and redis-cli must be installed (scripts/setup.sh)")
+        self.cli = cli
+        self.dir = tempfile.mkdtemp(prefix="sluice-cluster-")
+        self.procs, self.ports = [], []
+        try:
+            for i in range(primaries * (1 + replicas)):
+                self.start_node(exe, i)
+            out = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % p for p in self.ports] +
+                                 ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                                 capture_output=True, text=True, timeout=60)
+            if out.returncode != 0 or "All 16384 slots covered" not in out.stdout:
+                raise AssertionError("redis-cli --cluster create failed: " + out.stdout[-800:] + out.stderr)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def bus_port():
+        for _ in range(200):
+            port = free_port()
+            if port > 55535:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                    return port
+                except OSError:
+                    continue
+        raise AssertionError("no free port with a free cluster bus port")
+
+    def start_node(self, exe, i):
+        node_dir = os.path.join(self.dir, str(i))
+        os.mkdir(node_dir)
+        for _ in range(8):
+            port = self.bus_port()
+            proc = subprocess.Popen(
+                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", node_dir, "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                 "--repl-diskless-sync-delay", "0", "--shutdown-timeout", "0"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(proc)
+            if self.answers(port, proc):
+                self.ports.append(port)
+                return
+        raise AssertionError("a cluster node did not start")
+
+    def answers(self, port, proc):
+        deadline = time.time() + 10
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def run_cli(self, *args):
+        return subprocess.run([self.cli] + list(args), capture_output=True, text=True, timeout=20).stdout
+
+    def wait_ready(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ok = all("cluster_state:ok" in self.run_cli("-p", str(p), "cluster", "info") for p in self.ports)
+            if ok:
+                check = self.run_cli("--cluster", "check", "127.0.0.1:%d" % self.ports[0])
+                if "All nodes agree" in check and "All 16384 slots covered" in check and "[WARNING]" not in check:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("the cluster was not ready within 30 s")
+
+    @property
+    def url(self):
+        return "redis+cluster://" + ",".join("127.0.0.1:%d" % p for p in self.ports)
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

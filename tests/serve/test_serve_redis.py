@@ -15,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import BINARY, RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
+from serve_support import BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
 from test_serve import MixedCosts, ReplayParity, replay_seconds  # noqa: E402
 
 
@@ -55,17 +55,30 @@ class RedisCase(ServeCase):
 
 
 class FleetOnRedis(RedisCase):
-    """4 sluice serve processes on one Redis hold one exact limit."""
+    """4 sluice serve processes on one Redis hold one exact limit: a fixed
+    window of L per minute admits exactly L of a burst of 10·L, a GCRA
+    exactly its burst."""
 
     L = 24
 
+    def store_url(self):
+        return self.redis().url
+
     def fleet(self):
-        redis = self.redis()
-        text = base_config({"fw": "fixed-window %d/1h" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
-                           server="threads = 1\n") + store_section(redis, fresh_prefix())
+        text = base_config({"fw": "fixed-window %d/1m" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
+                           server="threads = 1\n")
+        text += '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (self.store_url(), fresh_prefix())
         path = write_config(text)
         self.addCleanup(os.unlink, path)
         return [self.start("--config", path) for _ in range(4)]
+
+    def away_from_a_minute_boundary(self, margin=15):
+        """Waits (at most `margin` seconds) until the current minute of the
+        realtime clock, which the Redis store's windows follow, has at least
+        `margin` seconds left, so a burst lies in one window."""
+        left = 60 - time.time() % 60
+        if left < margin:
+            time.sleep(left + 0.05)
 
     def burst(self, servers, policy):
         """10·L requests for one key, spread over the servers from 4 threads."""
@@ -95,7 +108,10 @@ class FleetOnRedis(RedisCase):
 
     def test_fixed_window_admits_exactly_its_limit(self):
         servers = self.fleet()
+        self.away_from_a_minute_boundary()
+        started = time.time()
         results = self.burst(servers, "fw")
+        self.assertLess(time.time() - started, 15, "the burst must lie in one minute")
         self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
         self.assertEqual(sum(1 for st, _ in results if st == 429), len(results) - self.L)
 
@@ -103,6 +119,33 @@ class FleetOnRedis(RedisCase):
         servers = self.fleet()
         results = self.burst(servers, "gcra")
         self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
+
+
+class FleetOnCluster(FleetOnRedis):
+    """4 sluice serve processes on one Redis Cluster hold one exact limit."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = RedisCluster()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def store_url(self):
+        return self.cluster.url
+
+    def test_keys_are_spread_over_the_primaries(self):
+        servers = self.fleet()
+        for i in range(60):
+            st, _, b = servers[i % 4].decide([("fw", "user%d" % i)])
+            self.assertEqual((st, b.get("source")), (200, "store"))
+        nodes = self.cluster.run_cli("-p", str(self.cluster.ports[0]), "cluster", "nodes").splitlines()
+        primaries = [int(line.split()[1].split("@")[0].split(":")[1]) for line in nodes if "master" in line.split()[2]]
+        self.assertEqual(len(primaries), 3)
+        for p in primaries:
+            self.assertGreater(int(self.cluster.run_cli("-p", str(p), "dbsize").strip() or 0), 0, p)
+
 
 
 class ReplayParityOnRedis(ReplayParity):

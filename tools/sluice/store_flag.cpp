@@ -14,7 +14,8 @@ namespace sluice::cli {
 void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
 #ifdef SLUICE_HAVE_REDIS
   cmd.add_option("--store", spec,
-                 "where the states live: memory (default: this process), redis://host:port[/db] or unix:///path");
+                 "where the states live: memory (default: this process), redis://host:port[/db], unix:///path, or "
+                 "redis+cluster://host:port[,host:port...] (a Redis Cluster)");
   if (prefix != nullptr)
     cmd.add_option("--store-prefix", *prefix, "the Redis store's key prefix (default: a fresh random one per run)");
 #else
@@ -26,7 +27,7 @@ void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
 namespace {
 constexpr const char* kinds =
 #ifdef SLUICE_HAVE_REDIS
-    "memory, redis://host:port[/db], unix:///path";
+    "memory, redis://host:port[/db], unix:///path, redis+cluster://host:port[,host:port...]";
 #else
     "memory";
 #endif
@@ -44,7 +45,7 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     return out;
   }
 #ifdef SLUICE_HAVE_REDIS
-  if (spec.starts_with("redis://") || spec.starts_with("unix://")) {
+  if (spec.starts_with("redis://") || spec.starts_with("unix://") || spec.starts_with("redis+cluster://")) {
     redis_store_options o;
     o.url = std::string(spec);
     o.prefix = setup.key_prefix;

@@ -1,7 +1,7 @@
 // `--store SPEC`: where a command's states live, and the one factory that
 // turns a spec into a store. "memory" (the default) is this process's
-// memory; the Redis store adds its schemes ("redis://", "unix://") to
-// `make_store` when its target is built.
+// memory; the Redis store adds its schemes ("redis://", "unix://",
+// "redis+cluster://") to `make_store` when its target is built.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -45,7 +45,8 @@ struct made_store {
 };
 
 /// The store `spec` names: "memory", or (when built with sluice::redis)
-/// "redis://host:port[/db]", "unix:///path". The error names "--store" and
+/// "redis://host:port[/db]", "unix:///path",
+/// "redis+cluster://host:port[,host:port...]". The error names "--store" and
 /// lists the kinds this build knows.
 result<made_store> make_store(std::string_view spec, const store_setup& setup);
 
