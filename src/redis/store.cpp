@@ -621,9 +621,7 @@ redis_store_stats redis_store::redis_stats() const {
 
 store_stats redis_store::stats() const { return redis_stats().base; }
 
-std::optional<std::uint64_t> redis_store::count_keys() {
-  return impl_->cli->count_keys();
-}
+std::optional<std::uint64_t> redis_store::count_keys() { return impl_->cli->count_keys(); }
 
 std::string_view redis_store::library_code() noexcept { return redis::lua_library; }
 std::string_view redis_store::library_name() noexcept { return "sluice_v1"; }
