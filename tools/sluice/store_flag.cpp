@@ -86,6 +86,26 @@ decision single_policy_store::try_acquire_at(std::string_view key, tick now, std
   return d.from == source::store ? own : d.d;
 }
 
+void single_policy_store::try_acquire_many_at(std::span<const request> requests, std::span<decision> out,
+                                              std::span<source> from) {
+  std::vector<check> checks(requests.size());
+  std::vector<store_request> rs(requests.size());
+  std::vector<store_decision> ds(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    checks[i] = check{id_, requests[i].key};
+    rs[i] = store_request{.checks = {&checks[i], 1}, .now = requests[i].now, .cost = requests[i].cost, .id = {}};
+  }
+  made_.s->decide_many_at(rs, ds);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    // A request of one check: its decision is the check's own (all_of over
+    // one part), but for `part`, which names the check (0) rather than the
+    // limiter's own part; replay prints no part.
+    out[i] = ds[i].d;
+    from[i] = ds[i].from;
+  }
+  if (!requests.empty()) last_ = ds.back().from;
+}
+
 void single_policy_store::restore(const std::vector<std::pair<std::string, any_state>>& entries) {
   if (made_.memory != nullptr) made_.memory->with_keyed(id_, [&](keyed_limiter& k) { k.restore(entries); });
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,6 +64,21 @@ class single_policy_store {
   /// request: the store's answer for the request, and `last_source()`
   /// says so).
   decision try_acquire_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// One request of a batch: its key (owned: a trace reader's key lives
+  /// only until its next line), instant and cost.
+  struct request {
+    std::string key;
+    tick now = 0;
+    std::int64_t cost = 1;
+  };
+
+  /// Decides `requests` in order, as that many `try_acquire_at` calls would
+  /// (a key repeated in the batch sees its earlier admits), in one call of
+  /// the store (a remote store sends them in one pipeline): `out[i]` is
+  /// request i's decision and `from[i]` where it came from. Requires both
+  /// to be as long as `requests`.
+  void try_acquire_many_at(std::span<const request> requests, std::span<decision> out, std::span<source> from);
 
   /// Where the latest decision came from.
   [[nodiscard]] source last_source() const noexcept { return last_; }
