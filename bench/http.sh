@@ -9,6 +9,15 @@
 #                    a real GCRA decision per request (204 + RateLimit fields)
 #   authreq-stub     nginx (1 worker) -> auth_request -> a trivial 204 server (nginx `return 204`)
 #   authreq-sluice   nginx (1 worker) -> auth_request -> sluice serve (1 thread)
+#   redis-evalsha-c1   the Redis ceiling for one connection: redis-benchmark EVALSHA of the
+#                      research's exact gcra.lua on a private redis-server (pinned to CPU 1; the
+#                      client to CPU 0), a random key of KEYS, 1 connection, one call at a time:
+#                      what one connection's round trips allow (sluice serve's thread calls
+#                      Redis on one connection, synchronously)
+#   redis-evalsha-c50  the same with 50 connections: the server's ceiling
+#   sluice-redis       sluice serve, 1 thread (on CPU 0), the Redis store on that server, GET
+#                      /v1/authorize?key=kN: one FCALL per request (every request admits, so the
+#                      deny cache never answers)
 #
 # usage: bench/http.sh [BUILD_DIR]   (env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000)
 set -euo pipefail
@@ -21,6 +30,11 @@ CONNS=${CONNS:-50}
 KEYS=${KEYS:-10000}
 command -v wrk >/dev/null || { echo "http.sh: wrk is missing (scripts/setup.sh --bench)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "http.sh: nginx is missing (scripts/setup.sh)" >&2; exit 1; }
+for t in redis-server redis-benchmark redis-cli taskset; do
+  command -v $t >/dev/null || { echo "http.sh: $t is missing (scripts/setup.sh)" >&2; exit 1; }
+done
+GCRA_LUA=$ROOT/../shared/research/redis-lab/gcra.lua
+[ -f "$GCRA_LUA" ] || { echo "http.sh: $GCRA_LUA is missing (the research's exact GCRA script)" >&2; exit 1; }
 [ -x "$SLUICE" ] || { echo "http.sh: $SLUICE not built" >&2; exit 1; }
 
 RUN=$(mktemp -d /tmp/sluice-http-bench.XXXXXX)
@@ -37,6 +51,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 not up" >&2; return 1; }
 
 P_NGX=$(free_port); P_STUB=$(free_port); P_SLUICE=$(free_port); P_AUTH_STUB=$(free_port); P_AUTH_SLUICE=$(free_port)
+P_REDIS=$(free_port); P_SLUICE_REDIS=$(free_port)
 echo ok > "$RUN/ok.txt"
 
 cat > "$RUN/sluice.toml" <<TOML
@@ -50,6 +65,15 @@ api = "gcra 1/1s burst=1000000"
 [[rules]]
 policy = "api"
 key = "query:key"
+TOML
+
+# The same service on the Redis store (a private server, below).
+sed -e "s/127.0.0.1:$P_SLUICE/127.0.0.1:$P_SLUICE_REDIS/" "$RUN/sluice.toml" > "$RUN/sluice-redis.toml"
+cat >> "$RUN/sluice-redis.toml" <<TOML
+[store]
+url = "redis://127.0.0.1:$P_REDIS"
+key_prefix = "bench:"
+command_timeout = "1s"
 TOML
 
 cat > "$RUN/nginx.conf" <<NGX
@@ -92,14 +116,27 @@ http { access_log off; keepalive_requests 1000000;
        server { listen 127.0.0.1:$P_STUB; location / { return 204; } } }
 NGX
 
+# The private redis-server, pinned to CPU 1 as bench/redis.sh pins it, stopped by PID.
+taskset -c 1 redis-server --port "$P_REDIS" --bind 127.0.0.1 --protected-mode yes --save "" --appendonly no \
+  --daemonize no --dir "$RUN" --logfile "$RUN/redis.log" & PIDS+=($!)
+wait_port "$P_REDIS"
+rcli() { redis-cli -h 127.0.0.1 -p "$P_REDIS" "$@"; }
+for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
+SHA=$(rcli script load "$(cat "$GCRA_LUA")")
 nginx -p "$RUN" -c "$RUN/nginx.conf" -g 'daemon off;' & PIDS+=($!)
 nginx -p "$RUN" -c "$RUN/stub.conf" -g 'daemon off;' & PIDS+=($!)
 "$SLUICE" serve --config "$RUN/sluice.toml" 2> "$RUN/sluice.log" & PIDS+=($!)
-for p in $P_NGX $P_STUB $P_SLUICE $P_AUTH_STUB $P_AUTH_SLUICE; do wait_port "$p"; done
+# On CPU 0, as redis-benchmark's client: the Redis rows compare two clients of one server alike.
+taskset -c 0 "$SLUICE" serve --config "$RUN/sluice-redis.toml" 2> "$RUN/sluice-redis.log" & PIDS+=($!)
+for p in $P_NGX $P_STUB $P_SLUICE $P_AUTH_STUB $P_AUTH_SLUICE $P_SLUICE_REDIS; do wait_port "$p"; done
 
 # A correctness probe before timing: sluice answers 204 with the fields, nginx passes it through.
 curl -sf -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P_SLUICE/v1/authorize?key=probe" | grep -q 204
 curl -sf "http://127.0.0.1:$P_AUTH_SLUICE/x?key=probe" | grep -q ok
+# ... and on Redis: a decision from the store, whose state is in Redis.
+curl -s -X POST -d '{"policy":"api","key":"probe"}' "http://127.0.0.1:$P_SLUICE_REDIS/v1/decide" |
+  grep -q '"source":"store"'
+[ "$(rcli exists 'bench:s:api:{probe}')" = 1 ]
 
 to_us() { awk -v s="$1" 'BEGIN{v=s+0; if (s ~ /us$/) f=1; else if (s ~ /ms$/) f=1000; else if (s ~ /s$/) f=1e6; else f=1; printf "%.0f", v*f}'; }
 TSV=$RUN/rows.tsv
@@ -114,6 +151,22 @@ run() {  # LABEL URL
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >> "$TSV"
   printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us  non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >&2
 }
+# The Redis ceilings: redis-benchmark EVALSHA gcra.lua (admits: a huge burst), a random key of
+# KEYS, client on CPU 0: 1 connection, one call at a time (what one connection's round trips
+# allow: sluice serve's thread calls Redis on one connection), and 50 connections (the server's).
+ALLOW=(0 1000 1 1 0 1000000000000000 0 1 0)
+ceiling() {  # LABEL CONNS CALLS
+  local raw="$RUN/rb-$1.txt" rps p50 p99 line
+  timeout $((DUR * 6 + 30)) taskset -c 0 redis-benchmark -h 127.0.0.1 -p "$P_REDIS" -c "$2" -P 1 -n "$3" \
+    -r "$KEYS" --csv evalsha "$SHA" 1 'rb:__rand_int__' "${ALLOW[@]}" > "$raw" 2>/dev/null || true
+  line=$(tail -n 1 "$raw" | tr -d '"')
+  case "$line" in evalsha*) ;; *) echo "  $1: redis-benchmark gave no result (timeout?)" >&2; return 0 ;; esac
+  rps=$(awk -F, '{print $2}' <<< "$line")
+  p50=$(awk -F, '{printf "%.0f", $5 * 1000}' <<< "$line")
+  p99=$(awk -F, '{printf "%.0f", $7 * 1000}' <<< "$line")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" 0 >> "$TSV"
+  printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us\n' "$1" "$rps" "$p50" "$p99" >&2
+}
 echo "http.sh: wrk -t1 -c$CONNS -d${DUR}s, $KEYS keys, $ROUNDS interleaved rounds" >&2
 for r in $(seq "$ROUNDS"); do
   echo "round $r" >&2
@@ -121,11 +174,19 @@ for r in $(seq "$ROUNDS"); do
   run sluice "http://127.0.0.1:$P_SLUICE/v1/authorize"
   run authreq-stub "http://127.0.0.1:$P_AUTH_STUB/protected"
   run authreq-sluice "http://127.0.0.1:$P_AUTH_SLUICE/protected"
+  ceiling redis-evalsha-c1 1 $((DUR * 8000))
+  ceiling redis-evalsha-c50 50 $((DUR * 40000))
+  run sluice-redis "http://127.0.0.1:$P_SLUICE_REDIS/v1/authorize"
 done
 # Every decision was real: the store holds the keys.
 keys=$(curl -s "http://127.0.0.1:$P_SLUICE/metrics" | awk '$1=="sluice_keys"{print $2}')
+# ... and every Redis-row request was decided by Redis, none by a failure mode.
+rmetrics=$(curl -s "http://127.0.0.1:$P_SLUICE_REDIS/metrics")
+rstore=$(awk '$1=="sluice_store_decisions_total{source=\"store\"}"{print $2}' <<< "$rmetrics")
+rerrors=$(awk '$1 ~ /^sluice_store_(errors|fallbacks)_total/ {s += $2} END {print s + 0}' <<< "$rmetrics")
+rkeys=$(rcli --scan --pattern 'bench:s:api:*' | wc -l)
 
-python3 - "$TSV" "$keys" <<'PY'
+python3 - "$TSV" "$keys" "$rstore" "$rerrors" "$rkeys" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -134,10 +195,16 @@ for line in open(sys.argv[1]):
 med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v),
            statistics.median(r[2] for r in v), sum(r[3] for r in v), [r[0] for r in v]) for k, v in rows.items()}
 base = {"nginx-return": "nginx-return", "sluice": "nginx-return",
-        "authreq-stub": "authreq-stub", "authreq-sluice": "authreq-stub"}
+        "authreq-stub": "authreq-stub", "authreq-sluice": "authreq-stub",
+        "redis-evalsha-c1": "redis-evalsha-c1", "redis-evalsha-c50": "redis-evalsha-c1",
+        "sluice-redis": "redis-evalsha-c1"}
 print("| row | req/s (median) | runs | p50 µs | p99 µs | non-2xx | ratio |")
 print("|---|---:|---|---:|---:|---:|---:|")
-for k in ["nginx-return", "sluice", "authreq-stub", "authreq-sluice"]:
+for k in ["nginx-return", "sluice", "authreq-stub", "authreq-sluice", "redis-evalsha-c1", "redis-evalsha-c50",
+          "sluice-redis"]:
+    if k not in med or base[k] not in med:
+        print("| %s | (no result) | | | | | |" % k)
+        continue
     rps, p50, p99, bad, runs = med[k]
     ratio = rps / med[base[k]][0]
     print("| %s | %s | %s | %d | %d | %d | %.2f× %s |" % (
@@ -147,5 +214,11 @@ print()
 print("sluice / nginx return 200: %.2f× (target >= 0.85)" % (med["sluice"][0] / med["nginx-return"][0]))
 print("auth_request -> sluice / auth_request -> 204 stub: %.2f× (target >= 0.95)" % (
     med["authreq-sluice"][0] / med["authreq-stub"][0]))
+for c in ["c1", "c50"]:
+    if "sluice-redis" in med and "redis-evalsha-" + c in med:
+        print("sluice serve on Redis (1 thread) / Redis EVALSHA gcra.lua, %s: %.2f×" % (
+            c, med["sluice-redis"][0] / med["redis-evalsha-" + c][0]))
 print("keys held by sluice after the run: %s" % sys.argv[2])
+print("sluice on Redis: %s decisions from Redis, %s store errors and fallbacks, %s keys in Redis" % (
+    sys.argv[3], sys.argv[4], sys.argv[5]))
 PY

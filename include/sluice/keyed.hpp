@@ -95,10 +95,13 @@ struct keyed_request {
 class keyed_limiter;
 
 /// One check of a multi-key decision (`keyed_limiter::try_acquire_all_at`):
-/// a store and a key in it. The key's bytes must stay valid for the call.
+/// a store, a key in it, and its own cost. The key's bytes must stay valid
+/// for the call.
 struct keyed_check {
   keyed_limiter* limiter = nullptr;
   std::string_view key;
+  /// Units this check is decided at and consumes (≥ 1); 0: the call's `cost`.
+  std::int64_t cost = 0;
 };
 
 /// One state per key under one policy; safe for any number of threads.
@@ -159,8 +162,9 @@ class keyed_limiter {
   /// Decides one request over several checks (each a store and a key; the
   /// stores may differ, and so may their policies) atomically, as `all_of`:
   /// it is admitted iff every check admits at `now` (each at its own
-  /// store's purge floor), and only then does every check consume `cost`;
-  /// a denied request changes no state. No other decision on any of these
+  /// store's purge floor) at its cost (`keyed_check::cost`, or `cost` when
+  /// that is 0), and only then does every check consume its cost; a denied
+  /// request changes no state. No other decision on any of these
   /// keys, single- or multi-key, from any thread, interleaves with it.
   ///
   /// Writes each check's own decision to `per_check[i]` when it is not
@@ -180,7 +184,8 @@ class keyed_limiter {
   /// decided on a copy, and all or none are written.
   ///
   /// Throws std::invalid_argument (before deciding) when `checks` is
-  /// empty, names a null store or one (store, key) twice, or `per_check` is
+  /// empty, names a null store or one (store, key) twice, gives a check a
+  /// negative cost, or `per_check` is
   /// not empty and shorter than `checks`; and as `try_acquire_at`. Under
   /// std::bad_alloc a request may be left charged on some checks only.
   static decision try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,

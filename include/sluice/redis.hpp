@@ -1,6 +1,7 @@
-// The Redis store: every key's state in one Redis 7 server, shared by every
-// process that points at it, decided exactly as the core `decide` decides
-// in process (semantics.md, "Remote stores"; docs/redis.md).
+// The Redis store: every key's state in one Redis 7 server (or a Redis
+// Cluster: `redis+cluster://` seeds), shared by every process that points
+// at it, decided exactly as the core `decide` decides in process
+// (semantics.md, "Remote stores"; docs/redis.md).
 //
 // Each decision is one atomic FCALL of the store's Lua FUNCTION library
 // (`sluice_v2_<hash of its code>`, loaded by the store whenever the server
@@ -32,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,9 +56,12 @@ enum class failure_mode : std::uint8_t {
 
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
-  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`.
+  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
+  /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
+  /// (seed nodes; docs/redis.md, "Redis Cluster").
   std::string url = "redis://127.0.0.1:6379";
-  /// Prepended to every key the store writes (states and request ids).
+  /// Prepended to every key the store writes (states and request ids). In a
+  /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";
   std::chrono::milliseconds connect_timeout{200};
   /// Bound on each call; a call past it is a store failure (it may still
@@ -126,6 +131,13 @@ struct redis_store_stats {
   /// configuration mid-rollout): errors, never admits (counted in
   /// base.errors too).
   std::uint64_t unknown_config = 0;
+  /// Cluster: requests whose keys lie in several hash slots, answered
+  /// `source::error` without deciding any check (counted in base.errors too).
+  std::uint64_t cross_slot = 0;
+  std::uint64_t moved = 0;               ///< cluster: MOVED redirections followed
+  std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
+  std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
+  std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
 };
 
 /// The Redis implementation of `store`.
@@ -142,7 +154,9 @@ class redis_store final : public store {
 
   /// Registers `policy` under `name` (new: a new id), or redefines it (the
   /// same id) at `now()`, as `define_at`. States live under the key
-  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`).
+  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`). In a cluster,
+  /// a `name` holding '{' or '}' is refused ("name"), and a request's keys
+  /// must share a hash slot (docs/redis.md, "Redis Cluster").
   result<policy_id> define(std::string_view name, const any_policy& policy) override;
 
   /// `define` with the instant of the redefinition, in the store's ticks:
@@ -168,6 +182,11 @@ class redis_store final : public store {
   [[nodiscard]] tick now() const noexcept override;
 
   [[nodiscard]] store_stats stats() const override;
+  /// The key count of the store's Redis database (DBSIZE, one call within
+  /// the command timeout): its states and request ids, and any other
+  /// client's keys in that database (give the store a database of its own
+  /// for it to count only its keys); nullopt when the call fails.
+  [[nodiscard]] std::optional<std::uint64_t> count_keys() override;
   /// Every count, the Redis store's own included.
   [[nodiscard]] redis_store_stats redis_stats() const;
 

@@ -3,10 +3,11 @@
 // (`redis_store`, redis.hpp) — and the one call every front end (the
 // command, the HTTP service, the Envoy protocol) makes to decide.
 //
-// A request names one or more checks, each a (policy, key) pair, and a cost.
-// It is decided atomically as `all_of` over its checks (semantics.md,
-// "Composition" and "Remote stores"): it is admitted iff every check admits,
-// and only then does every check consume; a denied request charges no check.
+// A request names one or more checks, each a (policy, key) pair with its own
+// cost (or the request's). It is decided atomically as `all_of` over its
+// checks (semantics.md, "Composition" and "Remote stores"): it is admitted
+// iff every check admits at its cost, and only then does every check consume
+// its cost; a denied request charges no check.
 // Each check's own figures (`remaining`, `reset_after`, ...) are read on its
 // state after the decision, so a front end can answer with one RateLimit
 // list member per check.
@@ -24,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,11 +40,17 @@ namespace sluice {
 /// A policy registered in a store by `store::define`; an index, cheap to copy.
 using policy_id = std::uint32_t;
 
-/// One check of a request: a registered policy and the key it limits. The
-/// key's bytes must stay valid for the duration of the call.
+/// One check of a request: a registered policy, the key it limits, and the
+/// units it charges. The key's bytes must stay valid for the duration of
+/// the call.
 struct check {
   policy_id policy = 0;
   std::string_view key;
+  /// Units of cost this check is decided at and charged when the request is
+  /// admitted (≥ 1); 0: the request's `cost`. One request may mix costs
+  /// (an API call costing 1 request and 40 tokens) and is still decided
+  /// atomically.
+  std::int64_t cost = 0;
 };
 
 /// The most checks one request may name. A longer request is answered as
@@ -70,13 +78,21 @@ struct store_request {
   std::span<const check> checks;
   /// The instant, in the store's ticks.
   tick now = 0;
-  /// Units of cost (≥ 1), charged to every check when admitted.
+  /// Units of cost (≥ 1) of every check whose own `cost` is 0. A request in
+  /// which some check's cost (its own, or this) is below 1 is a bad request
+  /// (`source::error`).
   std::int64_t cost = 1;
   /// An optional idempotency id (empty: none). A repeat of an id already
   /// decided within the store's idempotency window gets the first decision
   /// again (`source::replayed`) and is not charged twice.
   std::string_view id;
 };
+
+/// The units check `c` of request `r` is decided at: its own cost, or the
+/// request's when that is 0.
+[[nodiscard]] constexpr std::int64_t cost_of(const store_request& r, const check& c) noexcept {
+  return c.cost != 0 ? c.cost : r.cost;
+}
 
 /// A store's answer to one request.
 struct store_decision {
@@ -164,6 +180,12 @@ class store {
 
   /// The store's counts.
   [[nodiscard]] virtual store_stats stats() const = 0;
+
+  /// How many keys the store holds, asking it where that takes a call (the
+  /// Redis store: its database's key count); nullopt when it cannot tell
+  /// now. For an occasional reader such as a metrics scrape, not the
+  /// decision path. The default: `stats().keys`.
+  [[nodiscard]] virtual std::optional<std::uint64_t> count_keys() { return stats().keys; }
 };
 
 }  // namespace sluice

@@ -203,14 +203,14 @@ struct memory_store::impl {
     return e.d;
   }
 
-  /// Whether `r` is well formed: checks in range, known policies, cost,
-  /// no (policy, key) twice, per_check long enough.
+  /// Whether `r` is well formed: checks in range, known policies, every
+  /// check's cost, no (policy, key) twice, per_check long enough.
   bool valid(const store_request& r, std::span<decision> per_check) const noexcept {
     const std::size_t n = r.checks.size();
-    if (n == 0 || n > max_checks || r.cost < 1) return false;
+    if (n == 0 || n > max_checks) return false;
     if (!per_check.empty() && per_check.size() < n) return false;
     for (std::size_t i = 0; i < n; ++i) {
-      if (entry_of(r.checks[i].policy) == nullptr) return false;
+      if (entry_of(r.checks[i].policy) == nullptr || cost_of(r, r.checks[i]) < 1) return false;
       for (std::size_t j = 0; j < i; ++j)
         if (r.checks[j].policy == r.checks[i].policy && r.checks[j].key == r.checks[i].key) return false;
     }
@@ -230,7 +230,8 @@ struct memory_store::impl {
           if (es[i]->closed.load(std::memory_order_seq_cst)) wait_for = es[i];
         if (wait_for == nullptr) {
           keyed_check ks[max_checks];
-          for (std::size_t i = 0; i < n; ++i) ks[i] = {es[i]->current.load(std::memory_order_acquire), r.checks[i].key};
+          for (std::size_t i = 0; i < n; ++i)
+            ks[i] = {es[i]->current.load(std::memory_order_acquire), r.checks[i].key, cost_of(r, r.checks[i])};
           const std::span<const keyed_check> span(ks, n);
           decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
                               : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
@@ -263,7 +264,8 @@ struct memory_store::impl {
 
   /// Whether `r` can join a batch of plain single-check requests.
   bool plain(const store_request& r) const noexcept {
-    return r.checks.size() == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr;
+    return r.checks.size() == 1 && r.id.empty() && cost_of(r, r.checks[0]) >= 1 &&
+           entry_of(r.checks[0].policy) != nullptr;
   }
 
   /// Decides `rs[from, to)`, plain single-check requests of one policy, in
@@ -277,7 +279,7 @@ struct memory_store::impl {
       const std::size_t m = std::min(chunk, to - from);
       for (std::size_t j = 0; j < m; ++j) {
         const store_request& r = rs[from + j];
-        kr[j] = {r.checks[0].key, r.now, r.cost};
+        kr[j] = {r.checks[0].key, r.now, cost_of(r, r.checks[0])};
       }
       bool done = false;
       {
@@ -302,14 +304,15 @@ struct memory_store::impl {
 
   store_decision decide(const store_request& r, std::span<decision> per_check, bool commit) {
     const std::size_t n = r.checks.size();
-    if (n == 1 && r.id.empty() && r.cost >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
-      return decide_one(r.checks[0], r.now, r.cost, per_check, commit);
+    if (n == 1 && r.id.empty() && cost_of(r, r.checks[0]) >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
+      return decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit);
     if (!valid(r, per_check)) {
       if (commit) add(counter::errors);
       return error_decision(per_check, n);
     }
     if (r.id.empty() || opt.idempotency_window <= 0)
-      return n == 1 ? decide_one(r.checks[0], r.now, r.cost, per_check, commit) : decide_checks(r, per_check, commit);
+      return n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
+                    : decide_checks(r, per_check, commit);
     id_stripe& s = stripe_of(r.id);
     std::lock_guard lock(s.mu);  // a repeat arriving meanwhile waits, then replays
     if (const id_entry* e = remembered(s, r.id, r.now, opt.idempotency_window); e != nullptr) {
@@ -320,7 +323,8 @@ struct memory_store::impl {
     // for none.
     decision local[max_checks];
     const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
-    const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, r.cost, pc, commit) : decide_checks(r, pc, commit);
+    const store_decision d =
+        n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, commit) : decide_checks(r, pc, commit);
     if (commit) remember(s, r.id, r.now, d, pc, n);
     return d;
   }

@@ -26,6 +26,7 @@ using impl_t = keyed_limiter::impl;
 struct work {
   impl_t* im = nullptr;
   shard* s = nullptr;
+  std::int64_t cost = 0;  // this check's units
   u64 h21 = 0;
   std::string_view key;
   record* r = nullptr;  // null: a key without a state (fresh)
@@ -96,17 +97,17 @@ void hold(work& x) {
   x.held = true;
 }
 
-/// A check's answer at `eff` with `cost` on its state as found, computed on
-/// a copy (the new cell in nlo/nhi, the new general state in `st`).
-decision trial(work& x, tick now, std::int64_t cost) {
+/// A check's answer at `eff` with its cost on its state as found, computed
+/// on a copy (the new cell in nlo/nhi, the new general state in `st`).
+decision trial(work& x, tick now) {
   impl_t& im = *x.im;
   if (im.m != mode::general) {
     x.nlo = 0;
     x.nhi = 0;
-    return rebase(im.step(x.lo, x.hi, x.eff, cost, x.nlo, x.nhi), now, x.eff);
+    return rebase(im.step(x.lo, x.hi, x.eff, x.cost, x.nlo, x.nhi), now, x.eff);
   }
   x.st = x.r != nullptr ? *reinterpret_cast<const any_state*>(x.r->lo) : im.fresh;
-  return rebase(decide(im.policy, *x.st, x.eff, cost), now, x.eff);
+  return rebase(decide(im.policy, *x.st, x.eff, x.cost), now, x.eff);
 }
 
 /// The untouched state's figures (a decision of cost 0: denied, `never`,
@@ -162,9 +163,12 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
     for (std::size_t j = 0; j < i; ++j)
       if (checks[j].limiter == checks[i].limiter && checks[j].key == checks[i].key)
         throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a (store, key) named twice");
+    if (checks[i].cost < 0)
+      throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a check's cost is negative");
     work& x = w[i];
     x.im = impl_of(checks[i].limiter);
     x.key = checks[i].key;
+    x.cost = checks[i].cost != 0 ? checks[i].cost : cost;
     const u64 h = x.im->hash(x.key);
     x.s = &x.im->shard_for(h);
     x.h21 = impl_t::h21_for(h);
@@ -189,7 +193,7 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       }
     }
     for (work& x : w) {
-      x.d = trial(x, now, cost);
+      x.d = trial(x, now);
       allowed = allowed && x.d.allowed;
     }
     if (!allowed) {

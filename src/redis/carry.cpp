@@ -124,7 +124,10 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   }
   std::vector<std::string> strings;
   strings.reserve(2 + 4 * before.size());
-  if (has_id) strings.push_back(opt.prefix + "i:" + std::string(r.id));
+  if (has_id) {
+    strings.emplace_back();
+    append_id_key(r, es, strings.back());
+  }
   for (std::size_t i = 0; i < r.checks.size(); ++i)
     for (const auto& lp : es[i]->p->leaves())
       strings.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
@@ -138,7 +141,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
     strings.push_back(std::to_string(px[k]));
   }
   std::vector<std::string_view> views(strings.begin(), strings.end());
-  const auto res = cli.fcall(redis::function_call{fns.cas, keys, views});
+  const auto res = cli->fcall(redis::function_call{fns.cas, keys, views});
   const auto* rep = std::get_if<redis::reply>(&res);
   if (rep == nullptr) {
     const auto& err = std::get<redis::call_error>(res);

@@ -460,28 +460,52 @@ call_result client::call(std::span<const std::string_view> argv) {
   return std::move(rep);
 }
 
-batch_result client::run_batch(connection& c, std::span<const std::vector<std::string_view>> cmds) {
-  const std::string where = options_.where.redacted();
+std::optional<call_error> client::write_batch(connection& c, std::span<const std::vector<std::string_view>> cmds) {
   c.out_.clear();
   for (const auto& cmd : cmds) format_command(c.out_, cmd);
-  if (!append_formatted(c.ctx_, c.out_)) {
-    call_error e = from_context(c.ctx_, where, false);
-    c.drop();
-    broken_.fetch_add(1, std::memory_order_relaxed);
-    return e;
-  }
+  // Appended, then written out now (hiredis would write only when a reply is
+  // read): a caller may write to several servers before reading any. A
+  // blocking write either makes progress or fails (SO_SNDTIMEO), so the
+  // loop ends; the count is a second bound.
+  bool ok = append_formatted(c.ctx_, c.out_);
+  int done = 0;
+  for (int i = 0; ok && done == 0 && i < 1'000'000; ++i) ok = redisBufferWrite(c.ctx_, &done) == REDIS_OK;
+  if (ok && done != 0) return std::nullopt;
+  call_error e = ok ? call_error{call_error::timeout, options_.where.redacted() + ": the write did not end", true}
+                    : from_context(c.ctx_, options_.where.redacted(), false);
+  c.drop();
+  broken_.fetch_add(1, std::memory_order_relaxed);
+  return e;
+}
+
+batch_result client::read_batch(connection& c, std::size_t count, bool asking) {
+  const std::string where = options_.where.redacted();
   std::vector<reply> out;
-  out.reserve(cmds.size());
-  for (std::size_t i = 0; i < cmds.size(); ++i) {
+  out.reserve(count);
+  // With `asking`, each call's reply follows the +OK of its ASKING.
+  const std::size_t replies = asking ? 2 * count : count;
+  for (std::size_t i = 0; i < replies; ++i) {
     auto r = read_reply(c, where);
     if (auto* e = std::get_if<call_error>(&r)) {
       broken_.fetch_add(1, std::memory_order_relaxed);
-      e->message += " (after " + std::to_string(i) + " of " + std::to_string(cmds.size()) + " replies)";
+      e->message += " (after " + std::to_string(i) + " of " + std::to_string(replies) + " replies)";
       return std::move(*e);
     }
-    out.push_back(std::move(std::get<reply>(r)));
+    if (!asking || i % 2 == 1) out.push_back(std::move(std::get<reply>(r)));
   }
   return out;
+}
+
+std::optional<std::uint64_t> client::count_keys() {
+  const auto res = call({"DBSIZE"});
+  const auto* rep = std::get_if<reply>(&res);
+  if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*rep->as_integer());
+}
+
+batch_result client::run_batch(connection& c, std::span<const std::vector<std::string_view>> cmds) {
+  if (auto e = write_batch(c, cmds)) return std::move(*e);
+  return read_batch(c, cmds.size(), false);
 }
 
 batch_result client::pipeline(std::span<const std::vector<std::string_view>> commands) {
@@ -563,103 +587,162 @@ call_result client::fcall(const function_call& fc) {
   return std::move(rep);
 }
 
-batch_result client::fcall_pipeline(std::span<const function_call> calls) {
-  if (calls.empty()) return std::vector<reply>{};
-  const auto lib = current_library();
-  if (!lib) return call_error{call_error::protocol, "fcall before set_library", false};
+/// One batch of FCALLs between send_fcalls and receive_fcalls.
+struct client::batch_state {
+  explicit batch_state(lease held) : l(std::move(held)) {}
+  batch_state(const batch_state&) = delete;
+  batch_state& operator=(const batch_state&) = delete;
+  ~batch_state() {
+    // Replies still unread would be read by the connection's next user.
+    if (in_flight && l.conn) l.conn->drop();
+  }
+
+  lease l;
+  std::span<const function_call> calls;
+  std::shared_ptr<const library> lib;
+  bool asking = false;
+  std::optional<call_error> failed;  // the batch could not be sent
+  std::vector<std::string> num_keys;
+  std::vector<std::size_t> pending;  // the calls of the round in flight
+  std::string sha;                   // the script's SHA1 in script mode
+  bool script = false;               // the round in flight runs EVALSHA
+  bool loaded = false;               // the library was loaded once for this batch
+  bool in_flight = false;            // a round was written and not read
+};
+
+client::sent_fcalls::sent_fcalls(std::unique_ptr<batch_state> s) : s_(std::move(s)) {}
+client::sent_fcalls::sent_fcalls(sent_fcalls&&) noexcept = default;
+client::sent_fcalls& client::sent_fcalls::operator=(sent_fcalls&&) noexcept = default;
+client::sent_fcalls::~sent_fcalls() = default;
+
+std::optional<call_error> client::send_round(batch_state& s) {
+  connection& c = *s.l.conn;
+  s.script = script_mode_.load(std::memory_order_relaxed);
+  if (s.script) {
+    {
+      std::lock_guard lock(s.lib->sha_mu);
+      s.sha = s.lib->sha;
+    }
+    if (s.sha.empty()) {
+      if (auto e = load_library(c, *s.lib)) return e;
+      s.loaded = true;
+      std::lock_guard lock(s.lib->sha_mu);
+      s.sha = s.lib->sha;
+    }
+  }
+  std::vector<std::vector<std::string_view>> cmds;
+  cmds.reserve(s.pending.size() * (s.asking ? 2 : 1));
+  for (std::size_t i : s.pending) {
+    const function_call& fc = s.calls[i];
+    if (s.asking) cmds.push_back({"ASKING"});
+    std::vector<std::string_view> cmd;
+    cmd.reserve(fc.keys_then_args.size() + 4);
+    if (s.script) {
+      cmd.insert(cmd.end(), {"EVALSHA", s.sha, s.num_keys[i]});
+      const auto keys = fc.keys_then_args.subspan(0, fc.num_keys);
+      cmd.insert(cmd.end(), keys.begin(), keys.end());
+      cmd.push_back(fc.function);
+      const auto args = fc.keys_then_args.subspan(fc.num_keys);
+      cmd.insert(cmd.end(), args.begin(), args.end());
+    } else {
+      cmd.insert(cmd.end(), {"FCALL", fc.function, s.num_keys[i]});
+      cmd.insert(cmd.end(), fc.keys_then_args.begin(), fc.keys_then_args.end());
+    }
+    cmds.push_back(std::move(cmd));
+  }
+  if (auto e = write_batch(c, cmds)) return e;
+  s.in_flight = true;
+  return std::nullopt;
+}
+
+client::sent_fcalls client::send_fcalls(std::span<const function_call> calls, bool asking) {
+  auto fail = [](call_error e) {
+    auto s = std::make_unique<batch_state>(lease());
+    s->failed = std::move(e);
+    return sent_fcalls(std::move(s));
+  };
+  if (calls.empty()) return sent_fcalls(std::make_unique<batch_state>(lease()));
+  auto lib = current_library();
+  if (!lib) return fail(call_error{call_error::protocol, "fcall before set_library", false});
+  for (const function_call& fc : calls)
+    if (fc.num_keys > fc.keys_then_args.size())
+      return fail(call_error{call_error::protocol, "function_call: num_keys exceeds keys_then_args", false});
   call_error err;
   lease l = acquire(err);
-  if (!l.conn) return err;
-  if (!ensure_connected(*l.conn, err)) return err;
-  connection& c = *l.conn;
+  if (!l.conn) return fail(std::move(err));
+  if (!ensure_connected(*l.conn, err)) return fail(std::move(err));
+  auto s = std::make_unique<batch_state>(std::move(l));
+  s->calls = calls;
+  s->lib = std::move(lib);
+  s->asking = asking;
+  s->num_keys.reserve(calls.size());
+  s->pending.reserve(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    s->num_keys.push_back(std::to_string(calls[i].num_keys));
+    s->pending.push_back(i);
+  }
+  if (auto e = send_round(*s)) s->failed = std::move(e);
+  return sent_fcalls(std::move(s));
+}
 
-  std::vector<reply> out(calls.size());
-  std::vector<std::size_t> pending(calls.size());
-  for (std::size_t i = 0; i < calls.size(); ++i) pending[i] = i;
-  std::vector<std::string> num_keys(calls.size());
-  for (std::size_t i = 0; i < calls.size(); ++i) num_keys[i] = std::to_string(calls[i].num_keys);
-
-  bool loaded = false;  // the library (or script) was loaded once for this batch
-  // Round 1 sends everything; a later round re-sends only the calls that met
-  // a missing library, once it is loaded (they did not run).
-  for (int round = 0; round < 3 && !pending.empty(); ++round) {
-    const bool script = script_mode_.load(std::memory_order_relaxed);
-    std::string sha;
-    if (script) {
-      {
-        std::lock_guard lock(lib->sha_mu);
-        sha = lib->sha;
-      }
-      if (sha.empty()) {
-        if (auto e = load_library(c, *lib)) return std::move(*e);
-        loaded = true;
-        std::lock_guard lock(lib->sha_mu);
-        sha = lib->sha;
-      }
-    }
-    std::vector<std::vector<std::string_view>> cmds;
-    cmds.reserve(pending.size());
-    for (std::size_t i : pending) {
-      const function_call& fc = calls[i];
-      if (fc.num_keys > fc.keys_then_args.size())
-        return call_error{call_error::protocol, "function_call: num_keys exceeds keys_then_args", false};
-      std::vector<std::string_view> cmd;
-      cmd.reserve(fc.keys_then_args.size() + 4);
-      if (script) {
-        cmd.insert(cmd.end(), {"EVALSHA", sha, num_keys[i]});
-        const auto keys = fc.keys_then_args.subspan(0, fc.num_keys);
-        cmd.insert(cmd.end(), keys.begin(), keys.end());
-        cmd.push_back(fc.function);
-        const auto args = fc.keys_then_args.subspan(fc.num_keys);
-        cmd.insert(cmd.end(), args.begin(), args.end());
-      } else {
-        cmd.insert(cmd.end(), {"FCALL", fc.function, num_keys[i]});
-        cmd.insert(cmd.end(), fc.keys_then_args.begin(), fc.keys_then_args.end());
-      }
-      cmds.push_back(std::move(cmd));
-    }
-    auto r = run_batch(c, cmds);
+batch_result client::receive_fcalls(sent_fcalls sent) {
+  batch_state& s = *sent.s_;
+  if (s.failed) return std::move(*s.failed);
+  if (s.calls.empty()) return std::vector<reply>{};
+  connection& c = *s.l.conn;
+  std::vector<reply> out(s.calls.size());
+  // Round 1 was sent by send_fcalls; a later round re-sends only the calls
+  // that met a missing library, once it is loaded (they did not run).
+  for (int round = 0;; ++round) {
+    auto r = read_batch(c, s.pending.size(), s.asking);
+    s.in_flight = false;
     if (auto* e = std::get_if<call_error>(&r)) return std::move(*e);
     auto& replies = std::get<std::vector<reply>>(r);
     std::vector<std::size_t> again;
     bool need_load = false;
     bool refused = false;
-    for (std::size_t j = 0; j < pending.size(); ++j) {
+    for (std::size_t j = 0; j < s.pending.size(); ++j) {
       reply& rep = replies[j];
       if (rep.is_error()) {
-        if (!script && is_function_missing(rep.str)) {
-          need_load = true;
-          again.push_back(pending[j]);
-          out[pending[j]] = std::move(rep);
-          continue;
-        }
-        if (!script && is_function_refused(rep.str)) {
-          refused = true;
-          again.push_back(pending[j]);
-          out[pending[j]] = std::move(rep);
-          continue;
-        }
-        if (script && is_noscript(rep.str)) {
-          need_load = true;
-          again.push_back(pending[j]);
-          out[pending[j]] = std::move(rep);
-          continue;
+        const bool missing = s.script ? is_noscript(rep.str) : is_function_missing(rep.str);
+        const bool refused_here = !s.script && is_function_refused(rep.str);
+        if (missing || refused_here) {
+          need_load = need_load || missing;
+          refused = refused || refused_here;
+          again.push_back(s.pending[j]);
         }
       }
-      out[pending[j]] = std::move(rep);
+      out[s.pending[j]] = std::move(rep);
     }
-    if (again.empty()) break;
-    if (refused && !script) {
+    if (again.empty() || round >= 2) break;
+    if (refused && !s.script) {
       script_mode_.store(true, std::memory_order_relaxed);
-      std::lock_guard lock(lib->sha_mu);
-      lib->sha.clear();  // load it as a script before the next round
+      std::lock_guard lock(s.lib->sha_mu);
+      s.lib->sha.clear();  // load it as a script before the next round
     } else if (need_load) {
-      if (loaded) break;  // once per batch: leave the error replies in place
-      if (auto e = load_library(c, *lib)) return std::move(*e);
-      loaded = true;
+      if (s.loaded) break;  // once per batch: leave the error replies in place
+      if (auto e = load_library(c, *s.lib)) return std::move(*e);
+      s.loaded = true;
     }
-    pending = std::move(again);
+    s.pending = std::move(again);
+    if (auto e = send_round(s)) return std::move(*e);
   }
+  return out;
+}
+
+batch_result client::fcall_pipeline(std::span<const function_call> calls) {
+  return receive_fcalls(send_fcalls(calls, false));
+}
+
+std::vector<call_result> client::fcall_each(std::span<const function_call> calls) {
+  auto r = fcall_pipeline(calls);
+  std::vector<call_result> out;
+  out.reserve(calls.size());
+  if (auto* e = std::get_if<call_error>(&r)) {
+    for (std::size_t i = 0; i < calls.size(); ++i) out.emplace_back(*e);
+    return out;
+  }
+  for (auto& rep : std::get<std::vector<reply>>(r)) out.emplace_back(std::move(rep));
   return out;
 }
 

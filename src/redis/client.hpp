@@ -183,6 +183,29 @@ struct client_stats {
   std::uint64_t script_loads = 0;      ///< SCRIPT LOAD sent
 };
 
+/// Where the Redis store sends its FCALLs: one server (`client`) or a Redis
+/// Cluster (`cluster_client`, cluster.hpp). Every member may be called from
+/// any number of threads at once.
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  /// Sets the FUNCTION library the calls run (see client::set_library).
+  virtual result<bool> set_library(std::string name, std::string code) = 0;
+
+  /// Runs one function of the library; an error reply is `call_error::server`.
+  virtual call_result fcall(const function_call& fc) = 0;
+
+  /// Runs the calls, pipelined, and gives each its own outcome, in order: its
+  /// reply (an error reply of the function is a reply of kind `error`), or
+  /// the error that kept it from one (`maybe_applied` as in call_error).
+  virtual std::vector<call_result> fcall_each(std::span<const function_call> calls) = 0;
+
+  /// The keys of the database (DBSIZE; a cluster: the sum over its
+  /// primaries), or nullopt when a server did not answer.
+  virtual std::optional<std::uint64_t> count_keys() = 0;
+};
+
 class connection;  // one hiredis context (client.cpp)
 
 /// A thread-safe Redis client: any number of threads may call any member at
@@ -190,10 +213,10 @@ class connection;  // one hiredis context (client.cpp)
 /// (creating one when none is free and the pool allows), so with
 /// `pool_size = 0` every calling thread ends up with a connection of its
 /// own, without thread-local state that would outlive the client.
-class client {
+class client final : public backend {
  public:
   explicit client(client_options options);
-  ~client();
+  ~client() override;
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
@@ -203,30 +226,64 @@ class client {
   call_result call(std::span<const std::string_view> argv);
   call_result call(std::initializer_list<std::string_view> argv);
 
+  std::optional<std::uint64_t> count_keys() override;
+
   /// Sends the commands in one pipeline and reads their replies in order.
   /// An error reply of one command is an element of kind `error` (the others
   /// still ran); a broken connection or a timeout fails the whole batch, and
   /// any of its commands may have run.
   batch_result pipeline(std::span<const std::vector<std::string_view>> commands);
 
-  /// Sets the FUNCTION library that `fcall` runs: `name` (e.g. "sluice_v1")
+  /// Sets the FUNCTION library that `fcall` runs: `name` (e.g. "sluice_v2_1a2b3c4d")
   /// must be the one the code declares on its first line (`#!lua
-  /// name=sluice_v1`); the code registers its functions with
+  /// name=sluice_v2_1a2b3c4d`); the code registers its functions with
   /// `redis.register_function`. Nothing is sent now. Returns an error naming
   /// "library" when the code's first line does not declare `name`.
-  result<bool> set_library(std::string name, std::string code);
+  result<bool> set_library(std::string name, std::string code) override;
 
   /// Runs one function of the library. When Redis says the function is
   /// missing, loads the library (FUNCTION LOAD REPLACE) and retries once;
   /// when FUNCTION/FCALL is refused, switches this client to EVALSHA of the
   /// same code (NOSCRIPT -> SCRIPT LOAD -> one retry). An error reply of the
   /// function itself is `call_error::server`.
-  call_result fcall(const function_call& fc);
+  call_result fcall(const function_call& fc) override;
 
   /// Runs the calls in one pipeline; replies in order (an error reply is an
   /// element of kind `error`). Calls that failed only because the library or
   /// script was missing are re-sent once, in one pipeline, after loading it.
   batch_result fcall_pipeline(std::span<const function_call> calls);
+
+  /// fcall_pipeline, with the batch's outcome given to each call (a broken
+  /// batch: every call gets its error).
+  std::vector<call_result> fcall_each(std::span<const function_call> calls) override;
+
+  struct batch_state;
+  /// FCALLs written to one connection whose replies are not read yet
+  /// (`send_fcalls`). Destroying it unread closes that connection, whose
+  /// replies would otherwise be read by the next call.
+  class sent_fcalls {
+   public:
+    sent_fcalls(sent_fcalls&&) noexcept;
+    sent_fcalls& operator=(sent_fcalls&&) noexcept;
+    ~sent_fcalls();
+
+   private:
+    friend class client;
+    explicit sent_fcalls(std::unique_ptr<batch_state> s);
+    std::unique_ptr<batch_state> s_;
+  };
+
+  /// The first half of `fcall_pipeline`: borrows a connection and writes
+  /// every call to it (each preceded by `ASKING` when `asking`, for a Redis
+  /// Cluster's ASK redirection), without waiting for a reply, so that a
+  /// caller can write to several servers before it reads from any. The
+  /// calls' bytes must outlive `receive_fcalls`. A failure to connect or to
+  /// write is reported by `receive_fcalls`.
+  sent_fcalls send_fcalls(std::span<const function_call> calls, bool asking = false);
+
+  /// The second half: reads the replies of `sent` in order, and loads the
+  /// library and re-sends as `fcall_pipeline` does (with `ASKING` again).
+  batch_result receive_fcalls(sent_fcalls sent);
 
   /// How the library is being run now.
   [[nodiscard]] library_mode mode() const noexcept;
@@ -246,6 +303,9 @@ class client {
   call_result fcall_once(connection& c, const function_call& fc, bool& missing);
   std::variant<std::vector<reply>, call_error> run_batch(connection& c,
                                                          std::span<const std::vector<std::string_view>> cmds);
+  std::optional<call_error> write_batch(connection& c, std::span<const std::vector<std::string_view>> cmds);
+  batch_result read_batch(connection& c, std::size_t count, bool asking);
+  std::optional<call_error> send_round(batch_state& s);
   std::optional<call_error> load_library(connection& c, const library& lib);
   std::shared_ptr<const library> current_library() const;
   void note_connect_failure();

@@ -16,23 +16,24 @@
 
 namespace sluice::redis {
 
-/// Decides one request over `policies[i]` with `states[i]` (the same size),
-/// as the core `decide(all_of)` does over its parts: admitted iff every
-/// check admits, and only then does every state change. `d.part` is the
+/// Decides one request over `policies[i]` with `states[i]` at `costs[i]`
+/// units (the same size), as the core `decide(all_of)` does over its parts:
+/// admitted iff every check admits at its cost, and only then does every
+/// state change. `d.part` is the
 /// binding check. Writes check i's decision to `per_check[i]` when
 /// `per_check` is not empty (store.hpp: on a denied request, a check that
 /// would have admitted reports a denial with retry_after 0 and its
 /// untouched state's remaining and reset_after), exactly as the memory
 /// store's multi-key form.
 inline decision combine(const std::vector<const any_policy*>& policies, std::vector<any_state>& states, tick now,
-                        std::int64_t cost, std::span<decision> per_check) {
+                        std::span<const std::int64_t> costs, std::span<decision> per_check) {
   decision out;
   out.allowed = true;
   out.remaining = detail::i64_max;
   std::vector<decision> trial(policies.size());
   bool all = true;
   for (std::size_t i = 0; i < policies.size(); ++i) {
-    trial[i] = peek(*policies[i], states[i], now, cost);
+    trial[i] = peek(*policies[i], states[i], now, costs[i]);
     if (!trial[i].allowed) all = false;
   }
   if (!all) {
@@ -62,7 +63,7 @@ inline decision combine(const std::vector<const any_policy*>& policies, std::vec
     return out;
   }
   for (std::size_t k = 0; k < policies.size(); ++k) {
-    const decision d = decide(*policies[k], states[k], now, cost);
+    const decision d = decide(*policies[k], states[k], now, costs[k]);
     if (out.part < 0 || d.remaining < out.remaining) {
       out.remaining = d.remaining;
       out.part = static_cast<std::int32_t>(k);

@@ -70,7 +70,7 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
   c.function = single ? fns.one : (peek ? fns.peek : fns.decide);
   if (has_id) {
     const std::size_t at = begin_piece(s);
-    s.bytes.append(opt.prefix).append("i:").append(r.id);
+    append_id_key(r, es, s.bytes);
     end_piece(s, at);
   }
   for (std::size_t i = 0; i < r.checks.size(); ++i)
@@ -86,13 +86,13 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
   redis::put_number(s.bytes, ttl_base);
   redis::put_number(s.bytes, batch);
   if (single) {
-    es[0]->p->append_leaf(0, r.now, r.cost, s.bytes);
+    es[0]->p->append_leaf(0, r.now, cost_of(r, r.checks[0]), s.bytes);
   } else {
     redis::put_number(s.bytes, has_id ? 1 : 0);
     redis::put_number(s.bytes, std::max<std::int64_t>(1, opt.idempotency_window.count()));
     s.bytes.push_back('A');
     redis::put_number(s.bytes, static_cast<std::int64_t>(r.checks.size()));
-    for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, r.cost, s.bytes);
+    for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes);
   }
   end_piece(s, at);
   c.views = s.pieces.size() - c.first;
@@ -144,11 +144,12 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
         static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
       skew.fetch_add(1, std::memory_order_relaxed);
     const any_policy& pol = e.p->policy();
+    const std::int64_t cost = cost_of(r, r.checks[0]);
     // As combine() decides one check (store.hpp): the request's figures are
     // the check's, part 0.
     decision d;
     if (!admitted) {
-      d = sluice::peek(pol, st, r.now, r.cost);
+      d = sluice::peek(pol, st, r.now, cost);
       if (d.allowed) return outcome::mismatch;
       out.d = decision{};
       out.d.remaining = d.remaining;
@@ -158,7 +159,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
       }
       out.d.reset_after = std::max<tick>(0, d.reset_after);
     } else {
-      d = sluice::decide(pol, st, r.now, r.cost);
+      d = sluice::decide(pol, st, r.now, cost);
       if (!d.allowed) return outcome::mismatch;
       tick ignored = detail::i64_min;
       auto written = e.p->decode_leaf(0, after, ignored);
@@ -228,7 +229,9 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   if (count_skew && latest != detail::i64_min &&
       static_cast<detail::i128>(now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
     skew.fetch_add(1, std::memory_order_relaxed);
-  out.d = redis::combine(pols, states, now, r.cost, per_check);
+  std::array<std::int64_t, max_checks> costs{};
+  for (std::size_t i = 0; i < n; ++i) costs[i] = cost_of(r, r.checks[i]);
+  out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
   if (admitted && out.d.allowed != *admitted) return outcome::mismatch;
   out.from = source::store;
   if (read_states != nullptr) *read_states = read_leaves;
@@ -274,6 +277,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     count(errors, peek);
     return error_decision(r, per_check);
   }
+  if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
   if (auto cached = local_answer(r, es.data(), peek, per_check)) return *cached;
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
@@ -290,7 +294,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     clear(s);
     build(r, es.data(), peek, 0, s);
     seal(s);
-    const auto res = cli.fcall(s.fcalls[0]);
+    const auto res = cli->fcall(s.fcalls[0]);
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
       o = judge(r, es.data(), *rep, peek, out, per_check, stale);
     } else {
@@ -329,6 +333,9 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       count(errors, false);
       out[i] = error_decision(requests[i], {});
       done[i] = true;
+    } else if (!one_slot(requests[i], es[i].data())) {
+      out[i] = refuse_cross_slot(requests[i], false, {});
+      done[i] = true;
     } else if (no_time) {
       out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
       done[i] = true;
@@ -356,24 +363,29 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     if (s.owner.empty()) return;
     seal(s);
     const std::vector<std::size_t> owner = s.owner;  // the carry path below reuses the buffers
-    auto res = cli.fcall_pipeline(s.fcalls);
-    if (const auto* err = std::get_if<redis::call_error>(&res)) {
-      const outcome o = err->kind == redis::call_error::server && err->message.starts_with("sluice: corrupt state")
-                            ? outcome::corrupt
-                            : outcome::failure;
-      for (std::size_t i : owner) out[i] = conclude(requests[i], es[i].data(), o, {}, false, {});
-      return;
-    }
-    auto& replies = std::get<std::vector<redis::reply>>(res);
+    // One outcome per call: in a cluster each node's pipeline succeeds or
+    // fails on its own (one server: all of them together).
+    auto results = cli->fcall_each(s.fcalls);
     for (std::size_t c = 0; c < owner.size(); ++c) {
       const std::size_t i = owner[c];
       const store_request& r = requests[i];
       std::span<decision> pc;
       if (denials && r.checks.size() > 1) pc = std::span(mine.data(), r.checks.size());
       store_decision d;
-      outcome o = c < replies.size() ? judge(r, es[i].data(), replies[c], false, d, pc, stale) : outcome::failure;
-      if (o == outcome::skipped) break;
-      const bool stopped = o == outcome::stale;
+      outcome o = outcome::failure;
+      if (c >= results.size()) {
+        o = outcome::failure;
+      } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
+        o = err->kind == redis::call_error::server && err->message.starts_with("sluice: corrupt state")
+                ? outcome::corrupt
+                : outcome::failure;
+      } else {
+        o = judge(r, es[i].data(), std::get<redis::reply>(results[c]), false, d, pc, stale);
+      }
+      // Skipped: a call after a stale one on the same server (the library
+      // ran nothing); sent again, in order, next round. The calls of other
+      // servers (a cluster) did run: they are decided here, not sent again.
+      if (o == outcome::skipped) continue;
       for (int attempt = 0; o == outcome::stale && attempt < carry_attempts; ++attempt) {
         o = decide_carried(r, es[i].data(), stale, false, d, pc);
         if (o != outcome::conflict) break;
@@ -384,13 +396,12 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
         clear(again);
         build(r, es[i].data(), false, 0, again);
         seal(again);
-        const auto res2 = cli.fcall(again.fcalls[0]);
+        const auto res2 = cli->fcall(again.fcalls[0]);
         const auto* rep = std::get_if<redis::reply>(&res2);
         o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
       }
       out[i] = conclude(r, es[i].data(), o, d, false, pc);
       done[i] = true;
-      if (stopped) break;  // the rest of this round was skipped
     }
   }
   for (std::size_t i = 0; i < n; ++i)

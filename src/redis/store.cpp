@@ -10,14 +10,17 @@
 #include <utility>
 
 #include "redis/binary.hpp"
+#include "redis/slots.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
 
 namespace sluice {
-redis_store::impl::impl(redis_store_options o, redis::client_options co)
+redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b)
     : opt(std::move(o)),
-      cli(std::move(co)),
+      cli(std::move(b)),
+      single_server(dynamic_cast<redis::client*>(cli.get())),
+      cluster(dynamic_cast<redis::cluster_client*>(cli.get())),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
   if (opt.breaker_failures > 0) {
@@ -37,8 +40,9 @@ redis_store::impl::impl(redis_store_options o, redis::client_options co)
 }
 
 bool redis_store::impl::entries_of(const store_request& r, const entry** es) const noexcept {
-  if (r.checks.empty() || r.checks.size() > max_checks || r.cost < 1) return false;
+  if (r.checks.empty() || r.checks.size() > max_checks) return false;
   for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    if (cost_of(r, r.checks[i]) < 1) return false;  // a check's cost below 1: a bad request
     es[i] = entry_of(r.checks[i].policy);
     if (es[i] == nullptr) return false;
     for (std::size_t j = 0; j < i; ++j)
@@ -48,8 +52,55 @@ bool redis_store::impl::entries_of(const store_request& r, const entry** es) con
   return true;
 }
 
+namespace {
+
+/// The slot of a state key of `key` under `e` (leaf suffix `suffix`): its
+/// key's up to the first '}', or the whole state key's when that is empty.
+std::uint16_t leaf_slot(const redis::entry& e, std::string_view key, std::string_view suffix) {
+  if (const auto s = redis::braced_key_slot(key)) return *s;
+  std::string whole = e.key_head;
+  whole.append(key).append(1, '}').append(suffix);
+  return redis::key_slot(whole);
+}
+
+}  // namespace
+
+bool redis_store::impl::one_slot(const store_request& r, const entry* const* es) const {
+  if (cluster == nullptr) return true;
+  std::optional<std::uint16_t> slot;
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (const auto& lp : es[i]->p->leaves()) {
+      const std::uint16_t s = leaf_slot(*es[i], r.checks[i].key, lp.suffix);
+      if (slot && *slot != s) return false;
+      slot = s;
+    }
+  return true;
+}
+
+void redis_store::impl::append_id_key(const store_request& r, const entry* const* es, std::string& out) const {
+  out.append(opt.prefix).append("i:");
+  for (std::size_t i = 0; cluster != nullptr && i < r.checks.size(); ++i) {
+    if (es[i]->p->leaves().empty()) continue;
+    const std::string_view key = r.checks[i].key;
+    const std::string_view tag = key.substr(0, key.find('}'));
+    out.append(1, '{')
+        .append(tag.empty() ? redis::slot_tag(leaf_slot(*es[i], key, es[i]->p->leaves().front().suffix)) : tag)
+        .append(1, '}');
+    break;
+  }
+  out.append(r.id);
+}
+
+store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check) {
+  count(decisions, peek);
+  count(errors, peek);
+  count(cross_slot, peek);
+  return error_decision(r, per_check);
+}
+
 std::optional<tick> redis_store::impl::server_now() {
-  const auto res = cli.call({"TIME"});
+  if (single_server == nullptr) return std::nullopt;  // open() refuses the server clock in a cluster
+  const auto res = single_server->call({"TIME"});
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   if (arr == nullptr || arr->size() != 2) return std::nullopt;
@@ -97,7 +148,8 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
       // The same policies in process (a memory store): the same checks,
       // atomically, under the local ids.
       std::array<check, max_checks> mine{};
-      for (std::size_t i = 0; i < r.checks.size(); ++i) mine[i] = check{es[i]->local_id, r.checks[i].key};
+      for (std::size_t i = 0; i < r.checks.size(); ++i)
+        mine[i] = check{es[i]->local_id, r.checks[i].key, r.checks[i].cost};
       store_request lr = r;
       lr.checks = std::span<const check>(mine.data(), r.checks.size());
       out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check);
@@ -129,11 +181,12 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       if (denials && !peek && !out.d.allowed && out.from == source::store) {
         if (r.checks.size() == 1) {
           if (out.d.retry_after > 0)
-            denials->insert(r.checks[0].policy, es[0]->version, r.checks[0].key, r.cost, r.now, out.d.retry_after);
+            denials->insert(r.checks[0].policy, es[0]->version, r.checks[0].key, cost_of(r, r.checks[0]), r.now,
+                            out.d.retry_after);
         } else {
           for (std::size_t i = 0; i < r.checks.size() && i < per_check.size(); ++i)
             if (!per_check[i].allowed && per_check[i].retry_after > 0)
-              denials->insert(r.checks[i].policy, es[i]->version, r.checks[i].key, r.cost, r.now,
+              denials->insert(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now,
                               per_check[i].retry_after);
         }
       }
@@ -164,7 +217,8 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     store_decision out;
     bool hit = false;
     for (std::size_t i = 0; i < r.checks.size(); ++i) {
-      const auto ra = denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, r.cost, r.now);
+      const auto ra =
+          denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
       if (!ra) continue;
       if (!hit || *ra > out.d.retry_after) {
         out.d.retry_after = *ra;
@@ -193,8 +247,6 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
 }
 
 result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options options) {
-  auto where = redis::parse_url(options.url);
-  if (!where) return where.err();
   if (options.tick_ns < 0) return error{"tick_ns", "must be 0 (unknown) or positive"};
   if (options.tick_ns >= redis::p53) return error{"tick_ns", "must be below 2^53"};
   if (options.grace.count() < 0) return error{"grace", "must not be negative"};
@@ -206,13 +258,14 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
     return error{"deny_cache",
                  "not in server-clock mode: a cached denial holds until an instant of the client's clock, which the "
                  "server's need not follow"};
-  redis::client_options co;
-  co.where = where.value();
-  co.connect_timeout = options.connect_timeout;
-  co.command_timeout = options.command_timeout;
-  co.pool_size = options.pool_size;
-  auto p = std::make_unique<impl>(std::move(options), std::move(co));
-  if (auto lib = p->cli.set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
+  auto b = redis::open_backend(options.url, options.prefix, options.connect_timeout, options.command_timeout,
+                               options.pool_size);
+  if (!b) return b.err();
+  if (options.server_clock && redis::is_cluster_url(options.url))
+    return error{"server_clock",
+                 "not with a cluster: each primary has its own clock, so no one TIME holds for every key"};
+  auto p = std::make_unique<impl>(std::move(options), std::move(b).value());
+  if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
     return lib.err();
   return std::unique_ptr<redis_store>(new redis_store(std::move(p)));
 }
@@ -226,6 +279,8 @@ result<policy_id> redis_store::define(std::string_view name, const any_policy& p
 
 result<policy_id> redis_store::define_at(std::string_view name, const any_policy& policy, tick at) {
   if (name.empty()) return error{"name", "a policy needs a name"};
+  if (impl_->cluster != nullptr)
+    if (auto e = redis::cluster_name_error("name", name)) return *e;
   auto made = redis::plan::make(policy);
   if (!made) return made.err();
   auto p = std::make_shared<const redis::plan>(std::move(made).value());
@@ -318,10 +373,20 @@ redis_store_stats redis_store::redis_stats() const {
   s.carried = get(p.carried);
   s.carry_conflicts = get(p.carry_conflicts);
   s.unknown_config = get(p.unknown_config);
+  s.cross_slot = get(p.cross_slot);
+  if (p.cluster != nullptr) {
+    const auto c = p.cluster->stats();
+    s.moved = c.moved;
+    s.asked = c.asked;
+    s.cluster_retries = c.tryagain + c.clusterdown + c.refused;
+    s.topology_refreshes = c.refreshes;
+  }
   return s;
 }
 
 store_stats redis_store::stats() const { return redis_stats().base; }
+
+std::optional<std::uint64_t> redis_store::count_keys() { return impl_->cli->count_keys(); }
 
 std::string_view redis_store::library_code() noexcept { return redis::lua_library; }
 std::string_view redis_store::library_name() noexcept { return redis::lua_library_name; }

@@ -20,6 +20,7 @@
 
 #include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
+#include "redis/cluster.hpp"
 #include "redis/deny_cache.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
@@ -96,7 +97,10 @@ struct redis_store::impl {
   static constexpr std::size_t max_chunks = 64;  // 65,536 policies
 
   redis_store_options opt;
-  redis::client cli;
+  // One server (`single_server` is then the same object), or a cluster (`cluster`).
+  std::unique_ptr<redis::backend> cli;
+  redis::client* single_server = nullptr;
+  redis::cluster_client* cluster = nullptr;
   redis::functions fns;
   std::int64_t ttl_base = 0;  // ms added to every state's time-to-fresh (or the fixed expiry)
   std::string id_ttl;         // ms, as text
@@ -118,9 +122,9 @@ struct redis_store::impl {
 
   std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
-      mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0};
+      mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0};
 
-  impl(redis_store_options o, redis::client_options co);
+  impl(redis_store_options o, std::unique_ptr<redis::backend> b);
 
   /// The published entry of `id`, or null.
   const entry* entry_of(policy_id id) const noexcept {
@@ -132,6 +136,19 @@ struct redis_store::impl {
   /// bad request (no check, too many, a cost below 1, a (policy, key) named
   /// twice, an unknown policy).
   bool entries_of(const store_request& r, const entry** es) const noexcept;
+
+  /// In a cluster, whether every state key of `r` lies in one hash slot
+  /// (its id key is put there too: append_id_key); always true on one
+  /// server.
+  bool one_slot(const store_request& r, const entry* const* es) const;
+
+  /// Appends the key of `r`'s request id: `<prefix>i:<id>`, in a cluster
+  /// `<prefix>i:{<tag>}<id>` with the tag of the slot of `r`'s state keys.
+  void append_id_key(const store_request& r, const entry* const* es, std::string& out) const;
+
+  /// A request whose keys span several cluster slots cannot be atomic: an
+  /// error, decided nowhere, counted.
+  store_decision refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check);
 
   /// A batch number for a pipeline (non-zero, below 2^52).
   std::int64_t next_batch() noexcept;

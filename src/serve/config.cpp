@@ -232,11 +232,13 @@ std::optional<error> read_store(const std::string& file, const toml::table& t, s
   SLUICE_TRY(r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
                      "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix"}));
   SLUICE_TRY(r.str("url", s.url));
-  const bool remote =
-      s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 || s.url.rfind("unix://", 0) == 0;
+  const bool remote = s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 ||
+                      s.url.rfind("unix://", 0) == 0 || s.url.rfind("redis+cluster://", 0) == 0;
   if (!s.is_memory() && !remote)
     return r.wrong(*r.get("url"), "url",
-                   "must be \"memory\" or a redis://host:port[/db] or unix:///path URL (got '" + s.url + "')");
+                   "must be \"memory\", a redis://host:port[/db] or unix:///path URL, or "
+                   "redis+cluster://host:port[,host:port...] (got '" +
+                       s.url + "')");
   SLUICE_TRY(r.str("snapshot", s.snapshot));
   SLUICE_TRY(r.duration("snapshot_interval", s.snapshot_interval, true));
   if (remote && r.get("snapshot") != nullptr)

@@ -47,7 +47,8 @@ std::string_view name_of(failure_mode m) noexcept;
 /// Where the states live.
 struct store_config {
   /// "memory" (in process, the default) or a Redis URL:
-  /// redis://[user:password@]host:port[/db] or unix:///path[?db=N].
+  /// redis://[user:password@]host:port[/db] or unix:///path[?db=N], or a
+  /// Redis Cluster: redis+cluster://[user:password@]host:port[,host:port...].
   std::string url = "memory";
   /// Memory store: a snapshot path. When set, the states are loaded from it
   /// at start (when it exists) and saved to it at shutdown.

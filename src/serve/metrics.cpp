@@ -51,6 +51,11 @@ void metrics::count_status(unsigned status) noexcept {
   if (status < status_.size()) status_[status].fetch_add(1, std::memory_order_relaxed);
 }
 
+void metrics::count_source(source s) noexcept {
+  const auto i = static_cast<std::size_t>(s);
+  if (i < sources_.size()) sources_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
 namespace {
 
 void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
@@ -74,7 +79,7 @@ void sample(std::string& out, std::string_view name, std::uint64_t v) {
 
 }  // namespace
 
-std::string metrics::render(const store_stats& store) const {
+std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys) const {
   std::string out;
   out.reserve(4096);
   const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -113,16 +118,20 @@ std::string metrics::render(const store_stats& store) const {
   out += "sluice_decision_duration_seconds_sum " + seconds_text(r(latency_sum_ns_)) + "\n";
   out += "sluice_decision_duration_seconds_count " + std::to_string(cumulative) + "\n";
 
-  family(out, "sluice_keys", "gauge", "States held by the store (0 where the store cannot tell).");
-  sample(out, "sluice_keys", store.keys);
-  family(out, "sluice_store_decisions_total", "counter", "Requests the store answered, by where the answer came from.");
-  out += "sluice_store_decisions_total{source=\"store\"} " + std::to_string(store.from_store) + "\n";
-  out += "sluice_store_decisions_total{source=\"deny-cache\"} " + std::to_string(store.deny_cache_hits) + "\n";
-  out += "sluice_store_decisions_total{source=\"replayed\"} " + std::to_string(store.replayed) + "\n";
-  out += "sluice_store_decisions_total{source=\"fallback\"} " + std::to_string(store.fallbacks) + "\n";
-  out += "sluice_store_decisions_total{source=\"error\"} " + std::to_string(store.errors) + "\n";
-  family(out, "sluice_store_errors_total", "counter", "Calls to the store that failed (timeout, refused, bad state).");
-  sample(out, "sluice_store_errors_total", store.store_failures + store.errors);
+  family(out, "sluice_keys", "gauge",
+         "Keys the store holds (the memory store: states; Redis: its database's keys); absent when it cannot tell.");
+  if (keys) sample(out, "sluice_keys", *keys);
+  family(out, "sluice_store_decisions_total", "counter",
+         "Store requests this service made, by where the answer came from (the store, its deny cache, a replayed "
+         "id, the failure mode: fallback, fail-open, fail-closed; or an error).");
+  for (std::size_t i = 0; i < sources_.size(); ++i)
+    out += "sluice_store_decisions_total{source=\"" + std::string(name_of(static_cast<source>(i))) + "\"} " +
+           std::to_string(r(sources_[i])) + "\n";
+  family(out, "sluice_store_errors_total", "counter",
+         "Store errors, by kind: call (a call that failed: timeout, refused, a server error) or state (a request "
+         "answered as an error: a value the store did not write, a bad request).");
+  out += "sluice_store_errors_total{kind=\"call\"} " + std::to_string(store.store_failures) + "\n";
+  out += "sluice_store_errors_total{kind=\"state\"} " + std::to_string(store.errors) + "\n";
   family(out, "sluice_store_fallbacks_total", "counter", "Requests decided by the failure mode instead of the store.");
   sample(out, "sluice_store_fallbacks_total", store.fallbacks);
   family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");

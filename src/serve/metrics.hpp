@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,10 @@ class metrics {
   /// Counts one response by status code (2xx, 4xx, ... are kept per code).
   void count_status(unsigned status) noexcept;
 
+  /// Counts one store request the service made (a request's enforced
+  /// checks, or one shadow check) by where its answer came from.
+  void count_source(source s) noexcept;
+
   std::atomic<std::int64_t> connections{0};           ///< open now
   std::atomic<std::uint64_t> connections_refused{0};  ///< closed at accept (max_connections)
   std::atomic<std::uint64_t> timeouts{0};             ///< connections closed by the idle or request timeout
@@ -52,9 +57,9 @@ class metrics {
   std::atomic<std::uint64_t> bad_requests{0};         ///< requests answered 4xx for their content
 
   /// The exposition: every family with HELP and TYPE, `store` giving the
-  /// store's own counts (keys held, errors, fallbacks, deny-cache hits,
-  /// clock skew).
-  [[nodiscard]] std::string render(const store_stats& store) const;
+  /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and
+  /// `keys` the keys it holds (left out when it cannot tell).
+  [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys) const;
 
  private:
   mutable std::mutex mutex_;
@@ -63,6 +68,7 @@ class metrics {
   std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> latency_sum_ns_{0};
   std::array<std::atomic<std::uint64_t>, 600> status_{};  // index: status code 0..599
+  std::array<std::atomic<std::uint64_t>, 7> sources_{};   // index: sluice::source
 };
 
 /// `ns` as seconds with up to nine decimals ("0.000012", "3", "1.5").

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <ostream>
 #include <thread>
 #include <unordered_set>
@@ -164,7 +165,17 @@ class session : public std::enable_shared_from_this<session> {
     headers_.clear();
     for (const auto& f : req) headers_.push_back(header_view{sv(f.name_string()), sv(f.value())});
     const http_request hr{sv(req.method_string()), sv(req.target()), headers_, req.body(), peer_};
-    srv_.svc.handle(hr, out_, role_);
+    try {
+      srv_.svc.handle(hr, out_, role_);
+    } catch (const std::exception&) {
+      // An exception that escapes the service (a bug, or memory running
+      // out) costs this request a 500, not the process every connection.
+      srv_.svc.stats().count_status(500);
+      out_.clear();
+      out_.status = 500;
+      out_.content_type = "application/json";
+      out_.body = "{\"error\":{\"field\":\"request\",\"message\":\"internal error\"}}\n";
+    }
     const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
     head_ = req.method() == http::verb::head;
     write(out_, keep, req.version());

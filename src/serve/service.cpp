@@ -35,6 +35,7 @@ struct outcome {
   source from = source::store;
   bool any_enforced = false;
   std::vector<std::size_t> enforced;   // indexes into the planned checks
+  std::vector<std::int64_t> cost;      // per enforced check, as decided
   std::vector<decision> per;           // per enforced check
   std::vector<std::optional<tick>> t;  // RateLimit t per enforced check (ns)
   std::vector<decision> shadow;        // per planned check (shadow ones only meaningful)
@@ -57,79 +58,59 @@ void bad_request(http_response& res, unsigned status, std::string_view field, st
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
-// Decides `checks` at `now`: the enforced ones grouped by cost, each group
-// one atomic all_of request in the order the group first appears (a denied
-// group stops the rest, which are not charged); every shadow check alone.
-void run_checks(store& st, const service::active& a, std::span<const planned_check> checks, tick now,
+// Decides `checks` at `now`: the enforced ones as one atomic all_of store
+// request, each check at its own cost (a denied request charges none); every
+// shadow check alone. Two rules giving one (policy, key) are one check, at
+// the larger of their costs.
+void run_checks(store& st, metrics& m, const service::active& a, std::span<const planned_check> checks, tick now,
                 std::string_view id, outcome& out) {
-  std::array<check, max_checks> group;
-  std::array<std::size_t, max_checks> group_idx{};
-  std::array<decision, max_checks> group_out;
+  std::array<check, max_checks> req;
+  std::array<decision, max_checks> req_out;
   out.enforced.clear();
+  out.cost.clear();
   out.per.clear();
   out.t.clear();
   out.d = decision{true, std::numeric_limits<std::int64_t>::max(), 0, 0, 0, -1};
   out.from = source::store;
   out.any_enforced = false;
-  std::array<bool, max_checks> done{};
-  bool denied = false;
-  std::size_t group_no = 0;
-  std::string group_id;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (checks[i].shadow || done[i]) continue;
-    const std::int64_t cost = checks[i].cost;
-    std::size_t n = 0;
-    for (std::size_t j = i; j < checks.size(); ++j) {
-      if (checks[j].shadow || done[j] || checks[j].cost != cost) continue;
-      done[j] = true;
-      // Two rules giving the same (policy, key) at the same cost: one check.
-      bool repeated = false;
-      for (std::size_t k = 0; k < n && !repeated; ++k)
-        repeated = group[k].policy == a.ids[checks[j].policy] && group[k].key == checks[j].key;
-      if (repeated) continue;
-      group[n] = check{a.ids[checks[j].policy], checks[j].key};
-      group_idx[n] = j;
-      ++n;
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < checks.size(); ++j) {
+    if (checks[j].shadow) continue;
+    const check c{a.ids[checks[j].policy], checks[j].key, checks[j].cost};
+    std::size_t k = 0;
+    while (k < n && !(req[k].policy == c.policy && req[k].key == c.key)) ++k;
+    if (k < n) {
+      req[k].cost = std::max(req[k].cost, c.cost);
+      out.cost[k] = req[k].cost;
+      continue;
     }
-    if (denied) continue;  // not decided, not charged
-    std::string_view gid = id;
-    if (!id.empty() && group_no > 0) {
-      group_id = std::string(id) + "#" + std::to_string(group_no);
-      gid = group_id;
-    }
-    ++group_no;
-    const store_request r{std::span<const check>(group.data(), n), now, cost, gid};
-    const store_decision sd = st.decide_at(r, std::span<decision>(group_out.data(), n));
+    if (n == max_checks) break;  // rules::plan keeps a request within max_checks
+    req[n++] = c;
+    out.enforced.push_back(j);
+    out.cost.push_back(c.cost);
+  }
+  if (n > 0) {
+    const store_request r{std::span<const check>(req.data(), n), now, 1, id};
+    const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n));
+    m.count_source(sd.from);
     out.any_enforced = true;
-    if (sd.from != source::store) out.from = sd.from;
-    for (std::size_t k = 0; k < n; ++k) {
-      out.enforced.push_back(group_idx[k]);
-      out.per.push_back(group_out[k]);
-    }
-    if (!sd.d.allowed) {
-      denied = true;
-      if (out.d.allowed) out.d = sd.d;
-      out.d.allowed = false;
-      out.d.retry_after = std::max(out.d.retry_after, sd.d.retry_after);
-      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
-      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
-    } else if (out.d.allowed) {
-      out.d.remaining = std::min(out.d.remaining, sd.d.remaining);
-      out.d.reset_after = std::max(out.d.reset_after, sd.d.reset_after);
-      out.d.release_after = std::max(out.d.release_after, sd.d.release_after);
-    }
+    out.from = sd.from;
+    out.d = sd.d;
+    out.per.assign(req_out.begin(), req_out.begin() + static_cast<std::ptrdiff_t>(n));
   }
   if (!out.any_enforced) out.d.remaining = 0;
   // t: when `remaining` grows by one, i.e. the retry_after of a request of
-  // cost remaining + 1 on that check alone, read after the decision.
-  for (std::size_t k = 0; k < out.per.size(); ++k) {
+  // cost remaining + 1 on that check alone, read after the decision. Not
+  // asked when the store's state is unknown (a failure mode answered, or
+  // an error): the answer then carries no RateLimit field.
+  for (std::size_t k = 0; k < out.per.size() && figures_known(out.from); ++k) {
     const decision& pd = out.per[k];
     const planned_check& pc = checks[out.enforced[k]];
     if (pd.remaining >= sf_integer_max) {
       out.t.emplace_back(std::nullopt);
       continue;
     }
-    if (!pd.allowed && pd.remaining + 1 == pc.cost) {  // this very request: its own wait
+    if (!pd.allowed && pd.remaining + 1 == out.cost[k]) {  // this very request: its own wait
       out.t.emplace_back(pd.retry_after);
       continue;
     }
@@ -143,6 +124,7 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
     if (!checks[i].shadow) continue;
     const check one{a.ids[checks[i].policy], checks[i].key};
     const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, checks[i].cost, {}});
+    m.count_source(sd.from);
     out.shadow[i] = sd.d;
     policy_counters* pc = a.counters[checks[i].policy];
     (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
@@ -153,10 +135,12 @@ void run_checks(store& st, const service::active& a, std::span<const planned_che
   }
 }
 
-// RateLimit-Policy, RateLimit, Retry-After and Cache-Control for an outcome.
+// RateLimit-Policy, RateLimit (when the checks' figures are known),
+// Retry-After and Cache-Control for an outcome.
 void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const outcome& o,
                        http_response& res) {
   if (o.enforced.empty()) return;
+  const bool known = figures_known(o.from);
   std::string policy_field;
   std::string rl_field;
   for (std::size_t k = 0; k < o.enforced.size(); ++k) {
@@ -168,11 +152,11 @@ void write_rate_fields(const service::active& a, std::span<const planned_check> 
       rl_field += ", ";
     }
     policy_field += member;
-    rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
+    if (known) rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
   }
   if (!policy_field.empty()) {
     res.fields.push_back({"RateLimit-Policy", std::move(policy_field)});
-    res.fields.push_back({"RateLimit", std::move(rl_field)});
+    if (known) res.fields.push_back({"RateLimit", std::move(rl_field)});
   }
   if (!o.d.allowed) {
     if (o.d.retry_after != never) res.fields.push_back({"Retry-After", std::to_string(ceil_seconds(o.d.retry_after))});
@@ -194,6 +178,13 @@ bool token_ok(const config& c, const http_request& req) {
     diff |= static_cast<unsigned>(static_cast<unsigned char>(c.token[i]) ^
                                   static_cast<unsigned char>(i < got.size() ? got[i] : 0));
   return diff == 0;
+}
+
+// Whether a JSON value is a cost: a whole number from 1 to 2^63 - 1.
+bool whole_cost(const nlohmann::json& v) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= INT64_MAX;
+  return v.get<std::int64_t>() >= 1;
 }
 
 remote_store_factory g_remote_factory = nullptr;
@@ -311,7 +302,7 @@ void service::handle(const http_request& req, http_response& res, listener_role 
     }
   } else if (path == "/metrics") {
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = metrics_.render(store_->stats());
+    res.body = metrics_.render(store_->stats(), store_->count_keys());
   } else if (path == "/healthz") {
     res.content_type = "text/plain";
     res.body = "ok\n";
@@ -347,10 +338,13 @@ void service::authorize(const active& a, const http_request& req, http_response&
     return;
   }
   const tick t0 = steady_clock::now();
-  run_checks(*store_, a, checks, store_->now(), {}, o);
+  run_checks(*store_, metrics_, a, checks, store_->now(), {}, o);
   metrics_.observe_latency(steady_clock::now() - t0);
   res.status = o.d.allowed ? 204 : 403;
-  res.fields.push_back({"X-Sluice-Decision", o.d.allowed ? "allowed" : "limited"});
+  // A store error (a value the store did not write at a key) is no rate
+  // limit: "error", which nginx's configuration answers as a 503.
+  res.fields.push_back(
+      {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
   write_rate_fields(a, checks, o, res);
 }
 
@@ -361,6 +355,11 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     doc = json::parse(req.body);
   } catch (const json::parse_error& e) {
     bad_request(res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    return;
+  } catch (const json::exception&) {
+    // nlohmann throws out_of_range, not parse_error, for a number past a
+    // double (1e999): a bad request, never an escaped exception.
+    bad_request(res, 400, "body", "a number out of range for JSON (past 1.8e308)");
     return;
   }
   if (!doc.is_object()) {
@@ -379,10 +378,18 @@ void service::decide_json(const active& a, const http_request& req, http_respons
       return false;
     }
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() != "policy" && it.key() != "key") {
-        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy and key)");
+      if (it.key() != "policy" && it.key() != "key" && it.key() != "cost") {
+        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy, key and cost)");
         return false;
       }
+    }
+    std::int64_t own_cost = 0;  // 0: the request's
+    if (const auto oc = j.find("cost"); oc != j.end()) {
+      if (!whole_cost(*oc)) {
+        bad_request(res, 400, where + ".cost", "must be a whole number of at least 1");
+        return false;
+      }
+      own_cost = oc->get<std::int64_t>();
     }
     const auto p = j.find("policy");
     if (p == j.end() || !p->is_string()) {
@@ -409,7 +416,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
         return false;
       }
     }
-    checks.push_back(planned_check{*idx, k->get<std::string>(), 1, false, 0});
+    checks.push_back(planned_check{*idx, k->get<std::string>(), own_cost, false, 0});
     return true;
   };
   bool shorthand = false;
@@ -430,8 +437,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     } else if (f == "policy" || f == "key") {
       shorthand = true;
     } else if (f == "cost") {
-      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX) ||
-          v.get<std::int64_t>() < 1) {
+      if (!whole_cost(v)) {
         bad_request(res, 400, "cost", "must be a whole number of at least 1");
         return;
       }
@@ -471,12 +477,15 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     bad_request(res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
     return;
   }
-  for (auto& pc : checks) pc.cost = cost;
+  for (auto& pc : checks)
+    if (pc.cost == 0) pc.cost = cost;
   outcome o;
   const tick t0 = steady_clock::now();
-  run_checks(*store_, a, checks, now ? *now : store_->now(), id, o);
+  run_checks(*store_, metrics_, a, checks, now ? *now : store_->now(), id, o);
   metrics_.observe_latency(steady_clock::now() - t0);
-  res.status = o.d.allowed ? 200 : 429;
+  // A store error is the service's failure, not a limit: 500, the body
+  // saying so ("source":"error"), never an admit.
+  res.status = o.d.allowed ? 200 : (o.from == source::error ? 500 : 429);
   res.content_type = "application/json";
   std::string& b = res.body;
   b = "{\"allowed\":";

@@ -133,7 +133,7 @@ class service {
 };
 
 /// Builds a store for a configuration. The memory store is built in; a
-/// remote one (redis://, unix://) through the factory set with
+/// remote one (redis://, unix://, redis+cluster://) through the factory set with
 /// set_remote_store_factory. `threads` is the service's event loops.
 result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads);
 

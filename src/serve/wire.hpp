@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "sluice/any.hpp"
+#include "sluice/store.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice::serve {
@@ -38,6 +39,14 @@ std::string policy_member(std::string_view name, const any_policy& p);
 /// One RateLimit list member: "NAME";r=R;t=T, with t left out when nothing
 /// will ever free up (`t_ns` nullopt or never).
 std::string ratelimit_member(std::string_view name, std::int64_t remaining, std::optional<tick> t_ns);
+
+/// Whether an answer from `s` carries the checks' real figures (remaining,
+/// the time until it grows): not when a failure mode answered without the
+/// store (fail-open, fail-closed) or the store answered with an error. Such
+/// an answer carries RateLimit-Policy but no RateLimit field.
+[[nodiscard]] constexpr bool figures_known(source s) noexcept {
+  return s != source::fail_open && s != source::fail_closed && s != source::error;
+}
 
 /// Writes `s` as a JSON string body fragment (quotes included), escaping
 /// quotes, backslashes and every control byte; bytes ≥ 0x80 that are not

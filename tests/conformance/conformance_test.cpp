@@ -6,6 +6,7 @@
 // (policy, key).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,12 +53,13 @@ std::vector<answer> run_on_keyed(const trace& t) {
     }
     a.per_check.resize(st.checks.size());
     if (st.checks.size() == 1) {
-      a.per_check[0] = ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, st.cost);
+      a.per_check[0] =
+          ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, conformance::cost_of(st, st.checks[0]));
       a.d.d = a.per_check[0];
       a.d.d.part = 0;
     } else {
       std::vector<keyed_check> cs;
-      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key});
+      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key, c.cost});
       a.d.d = keyed_limiter::try_acquire_all_at(cs, st.now, st.cost, a.per_check);
     }
     out.push_back(std::move(a));
@@ -139,13 +141,31 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Conformance, ::testing::ValuesIn(confor
                            return n;
                          });
 
-/// A store that is wrong the usual way: it decides a request's checks one
-/// after another, each charged as it admits, so a denied request still
-/// charges the checks before the one that denied.
-class one_by_one_store final : public store {
+/// A store over a memory store that decides each request its own (wrong)
+/// way; everything else is the memory store's.
+class wrong_store : public store {
  public:
-  explicit one_by_one_store(memory_store& inner) : inner_(inner) {}
+  explicit wrong_store(memory_store& inner) : inner_(inner) {}
   result<policy_id> define(std::string_view name, const any_policy& p) override { return inner_.define(name, p); }
+  void decide_many_at(std::span<const store_request> rs, std::span<store_decision> out) override {
+    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {});
+  }
+  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
+    return inner_.peek_at(r, per_check);
+  }
+  [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
+  [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
+
+ protected:
+  memory_store& inner_;
+};
+
+/// Wrong the usual way: it decides a request's checks one after another,
+/// each charged as it admits, so a denied request still charges the checks
+/// before the one that denied.
+class one_by_one_store final : public wrong_store {
+ public:
+  using wrong_store::wrong_store;
   store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
     if (r.checks.size() == 1) return inner_.decide_at(r, per_check);
     store_decision out;
@@ -158,50 +178,82 @@ class one_by_one_store final : public store {
     }
     return out;
   }
-  void decide_many_at(std::span<const store_request> rs, std::span<store_decision> out) override {
-    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {});
-  }
-  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
-    return inner_.peek_at(r, per_check);
-  }
-  [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
-  [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
-
- private:
-  memory_store& inner_;
 };
+
+/// Wrong by ignoring the checks' own costs: every check is decided at the
+/// request's cost.
+class one_cost_store final : public wrong_store {
+ public:
+  using wrong_store::wrong_store;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
+    std::vector<check> same(r.checks.begin(), r.checks.end());
+    for (check& c : same) c.cost = 0;
+    store_request one = r;
+    one.checks = same;
+    return inner_.decide_at(one, per_check);
+  }
+};
+
+/// Of 100 traces of `a`, how many the suite finds `wrong` out on.
+std::size_t caught(store& wrong, algorithm a) {
+  std::size_t n = 0;
+  for (std::uint64_t seed = 0; seed < 100; ++seed)
+    if (!conformance::run_conformance(wrong, conformance::make_trace(a, seed), "t" + std::to_string(seed) + ":")
+             .empty())
+      ++n;
+  return n;
+}
 
 TEST(ConformanceJudge, CatchesAStoreThatChargesDeniedRequests) {
   auto inner = exact_memory_store(4 * traces_per_algorithm);
   one_by_one_store wrong(*inner);
-  std::size_t caught = 0;
-  for (std::uint64_t seed = 0; seed < 100; ++seed)
-    if (!conformance::run_conformance(wrong, conformance::make_trace(algorithm::fixed_window, seed),
-                                      "t" + std::to_string(seed) + ":")
-             .empty())
-      ++caught;
-  EXPECT_GT(caught, 50U);
+  EXPECT_GT(caught(wrong, algorithm::fixed_window), 50U);
+}
+
+TEST(ConformanceJudge, CatchesAStoreThatIgnoresTheChecksOwnCosts) {
+  auto inner = exact_memory_store(4 * traces_per_algorithm);
+  one_cost_store wrong(*inner);
+  EXPECT_GT(caught(wrong, algorithm::gcra), 50U);
 }
 
 TEST(ConformanceTraces, CoverEveryKindOfStep) {
   // The generator draws what the suite claims to test: requests of one and
-  // of several checks, bad requests, clock steps back, and at the 2^52
-  // bound, quantities right at it.
+  // of several checks, bad requests, clock steps back, requests whose
+  // checks have different costs (among them denials where a check that
+  // would admit at its cost sits beside one that denies at another), and at
+  // the 2^52 bound, quantities right at it.
   std::size_t single = 0;
   std::size_t multi = 0;
   std::size_t bad = 0;
   std::size_t back = 0;
+  std::size_t single_own = 0;
+  std::size_t mixed = 0;
+  std::size_t mixed_split = 0;
   for (algorithm a : conformance::all_algorithms) {
     for (std::uint64_t seed = 0; seed < 50; ++seed) {
       const trace t = conformance::make_trace(a, seed);
+      const auto want = conformance::expected_answers(t);
       for (std::size_t i = 0; i < t.steps.size(); ++i) {
         const auto& st = t.steps[i];
         if (conformance::bad_request(st)) {
           ++bad;
         } else if (st.checks.size() == 1) {
           ++single;
+          if (st.checks[0].cost != 0) ++single_own;
         } else {
           ++multi;
+          bool differ = false;
+          for (const auto& c : st.checks)
+            differ = differ || conformance::cost_of(st, c) != conformance::cost_of(st, st.checks[0]);
+          if (!differ) continue;
+          ++mixed;
+          bool admits = false;
+          bool denies = false;
+          for (const auto& pc : want[i].per_check) {
+            admits = admits || (!pc.allowed && pc.retry_after == 0);
+            denies = denies || (!pc.allowed && pc.retry_after != 0);
+          }
+          if (admits && denies) ++mixed_split;
         }
         if (i > 0 && st.now < t.steps[i - 1].now) ++back;
       }
@@ -211,6 +263,13 @@ TEST(ConformanceTraces, CoverEveryKindOfStep) {
   EXPECT_GT(multi, 1000U);
   EXPECT_GT(bad, 100U);
   EXPECT_GT(back, 100U);
+  EXPECT_GT(single_own, 300U);
+  EXPECT_GT(mixed, 500U);
+  EXPECT_GT(mixed_split, 50U);
+  std::printf(
+      "drawn: %zu single (%zu at a cost of their own), %zu multi (%zu of mixed costs, %zu of them denied "
+      "beside a check that would admit), %zu bad, %zu clock steps back\n",
+      single, single_own, multi, mixed, mixed_split, bad, back);
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;
   std::size_t at_bound = 0;

@@ -1,7 +1,8 @@
 // The store conformance suite's traces and judge, for every store: the same
 // random, boundary and clock-back traces (several keys, costs, requests of
-// one check and of several checks over several keys and policies,
-// composites as policies) must give, field for field, the decisions the
+// one check and of several checks over several keys and policies, checks
+// with costs of their own, composites as policies) must give, field for
+// field, the decisions the
 // contract defines — computed here from the core `decide` on one state per
 // (policy, key), the in-process limiter.
 //
@@ -16,7 +17,8 @@
 // decisions (a batch has no per-check figures).
 //
 // The contract's multi-check rule (store.hpp, semantics.md "Composition"):
-// admitted iff every check admits at `now`; then every check consumes.
+// admitted iff every check admits at `now` at its own cost (the check's, or
+// the step's when 0); then every check consumes its cost.
 // Each check's figures are read after the decision: on an admit its own
 // decision; on a denial its own (pure) answer if it denies, else
 // `allowed = false`, `retry_after = 0`, `release_after = 0` and the
@@ -25,7 +27,8 @@
 // `part`), the largest `reset_after` and `release_after`; on a denial the
 // largest `retry_after` among the denying checks (first such in `part`), the
 // smallest `remaining`, the largest `reset_after`. One check: its decision,
-// `part` 0. A bad request (cost < 1, a check named twice) is `source::error`.
+// `part` 0. A bad request (a check's cost < 1, a check named twice) is
+// `source::error`.
 #pragma once
 
 #include <algorithm>
@@ -61,6 +64,10 @@ struct trace_options {
   std::size_t extra_policies = 2;
   /// Let the clock step back.
   bool clock_back = true;
+  /// Percent of steps whose checks carry costs of their own (a mix of
+  /// costs in one request, drawn from a stream of their own so the rest of
+  /// a trace is the same whatever this is).
+  int own_costs = 35;
 };
 
 /// A policy of a trace, defined in the store under `prefix + name`.
@@ -68,12 +75,17 @@ struct trace_policy {
   std::string name;
   any_policy policy;
   std::string describe;
+  /// The largest cost it ever admits at once (a composite: its largest
+  /// part's), for drawing costs near it.
+  std::int64_t capacity = 1;
 };
 
-/// One check of a step: a trace policy (index) and a key.
+/// One check of a step: a trace policy (index), a key and its own cost
+/// (0: the step's).
 struct trace_check {
   std::size_t policy = 0;
   std::string key;
+  std::int64_t cost = 0;
 };
 
 /// One request.
@@ -146,6 +158,7 @@ inline std::pair<trace_policy, model::config> make_policy_of(algorithm a, rng_t&
     std::vector<any_policy> parts;
     std::string text = a == algorithm::all_of ? "all(" : "any(";
     model::config first;
+    std::int64_t capacity = 1;
     const std::size_t n = 2 + g() % 2;
     for (std::size_t i = 0; i < n; ++i) {
       algorithm pa = plain_algorithms[g() % std::size(plain_algorithms)];
@@ -153,14 +166,51 @@ inline std::pair<trace_policy, model::config> make_policy_of(algorithm a, rng_t&
       auto [part, c] = make_policy_of(pa, g, o, depth + 1);
       text += (i ? ", " : "") + part.describe;
       if (i == 0) first = c;
+      capacity = std::max(capacity, part.capacity);
       parts.push_back(std::move(part.policy));
     }
     any_policy p = a == algorithm::all_of ? any_policy{all_of::make(std::move(parts)).value()}
                                           : any_policy{any_of::make(std::move(parts)).value()};
-    return {{"", std::move(p), text + ")"}, first};
+    return {{"", std::move(p), text + ")", capacity}, first};
   }
   const model::config c = bounded_config(a, g, o);
-  return {{"", make_policy(model::spec_of(c)).value(), c.describe()}, c};
+  return {{"", make_policy(model::spec_of(c)).value(), c.describe(), c.capacity()}, c};
+}
+
+/// Gives the checks of `o.own_costs` percent of `t`'s steps costs of their
+/// own: the step's (0), 1, a few units, near the check's policy's capacity,
+/// the step's cost plus one, past the capacity, any, and rarely a negative
+/// one (a bad request). A step whose own cost is bad (0 or less) is still a
+/// good request when every check has a good cost of its own. From a stream
+/// of its own: the trace's other draws are the same whatever this adds.
+inline void draw_own_costs(trace& t, std::uint64_t seed, algorithm a, const trace_options& o) {
+  if (o.own_costs <= 0) return;
+  rng_t g(model::mix(seed ^ 0x6f776e2d636f7374ULL, a));  // "own-cost"
+  const std::int64_t m = o.max_quantity;
+  for (trace_step& s : t.steps) {
+    if (!model::chance(g, o.own_costs)) continue;
+    for (trace_check& c : s.checks) {
+      const std::int64_t top = std::clamp<std::int64_t>(t.policies[c.policy].capacity, 1, m);
+      const int roll = static_cast<int>(g() % 100);
+      if (roll < 20) {
+        c.cost = 0;
+      } else if (roll < 40) {
+        c.cost = 1;
+      } else if (roll < 55) {
+        c.cost = model::uniform(g, 1, std::min<std::int64_t>(5, m));
+      } else if (roll < 75) {
+        c.cost = model::uniform(g, std::max<std::int64_t>(1, top / 2), top);
+      } else if (roll < 85) {
+        c.cost = s.cost >= 1 && s.cost < m ? s.cost + 1 : 1;
+      } else if (roll < 93) {
+        c.cost = top < m ? model::uniform(g, top + 1, m) : m;
+      } else if (roll < 96) {
+        c.cost = model::uniform(g, 1, m);
+      } else {
+        c.cost = -model::uniform(g, 1, 3);  // a bad request
+      }
+    }
+  }
 }
 
 }  // namespace detail_
@@ -207,15 +257,27 @@ inline trace make_trace(algorithm a, std::uint64_t seed, const trace_options& o 
     if (model::chance(g, 2)) s.checks.push_back(s.checks.front());  // a bad request: a check named twice
     t.steps.push_back(std::move(s));
   }
+  detail_::draw_own_costs(t, seed, a, o);
   return t;
 }
 
-/// Whether a step is a bad request (cost below 1, a check named twice).
+/// The units check `c` of step `s` is decided at: its own cost, or the step's.
+inline std::int64_t cost_of(const trace_step& s, const trace_check& c) { return c.cost != 0 ? c.cost : s.cost; }
+
+/// Whether some check of `s` has its own cost.
+inline bool mixed_costs(const trace_step& s) {
+  return std::any_of(s.checks.begin(), s.checks.end(), [](const trace_check& c) { return c.cost != 0; });
+}
+
+/// Whether a step is a bad request (a check's cost below 1, a check named
+/// twice).
 inline bool bad_request(const trace_step& s) {
-  if (s.cost < 1 || s.checks.empty()) return true;
-  for (std::size_t i = 0; i < s.checks.size(); ++i)
+  if (s.checks.empty()) return true;
+  for (std::size_t i = 0; i < s.checks.size(); ++i) {
+    if (cost_of(s, s.checks[i]) < 1) return true;
     for (std::size_t j = 0; j < i; ++j)
       if (s.checks[i].policy == s.checks[j].policy && s.checks[i].key == s.checks[j].key) return true;
+  }
   return false;
 }
 
@@ -243,7 +305,7 @@ inline std::vector<answer> expected_answers(const trace& t) {
     a.per_check.resize(n);
     bool allowed = true;
     for (std::size_t i = 0; i < n; ++i) {
-      a.per_check[i] = peek(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, s.cost);
+      a.per_check[i] = peek(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
       allowed = allowed && a.per_check[i].allowed;
     }
     decision& d = a.d.d;
@@ -251,7 +313,8 @@ inline std::vector<answer> expected_answers(const trace& t) {
     d.remaining = std::numeric_limits<std::int64_t>::max();
     if (allowed) {
       for (std::size_t i = 0; i < n; ++i) {
-        a.per_check[i] = decide(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, s.cost);
+        a.per_check[i] =
+            decide(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
         const decision& c = a.per_check[i];
         if (d.part < 0 || c.remaining < d.remaining) {
           d.remaining = c.remaining;
@@ -294,7 +357,8 @@ inline std::string show(const decision& d) {
 
 inline std::string show(const trace_step& s) {
   std::string out = "now=" + std::to_string(s.now) + " cost=" + std::to_string(s.cost) + " checks=";
-  for (const auto& c : s.checks) out += "(p" + std::to_string(c.policy) + "," + c.key + ")";
+  for (const auto& c : s.checks)
+    out += "(p" + std::to_string(c.policy) + "," + c.key + (c.cost != 0 ? ",cost=" + std::to_string(c.cost) : "") + ")";
   return out;
 }
 
@@ -351,7 +415,8 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
     keys.clear();
     checks.clear();
     for (const auto& c : st.checks) keys.push_back(std::string(prefix) + c.key);
-    for (std::size_t i = 0; i < st.checks.size(); ++i) checks.push_back({ids[st.checks[i].policy], keys[i]});
+    for (std::size_t i = 0; i < st.checks.size(); ++i)
+      checks.push_back({ids[st.checks[i].policy], keys[i], st.checks[i].cost});
     answer a;
     a.per_check.resize(checks.size());
     a.d = s.decide_at({.checks = checks, .now = st.now, .cost = st.cost, .id = {}}, a.per_check);
@@ -360,28 +425,36 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
   return out;
 }
 
-/// Runs `t` through `s` (policies under `prefix`) and compares: "" when
-/// every decision, and every check's, is the contract's.
-inline std::string run_conformance(store& s, const trace& t, std::string_view prefix = "") {
-  auto [ids, err] = define_all(s, t, prefix);
+/// Runs `t` through `s` (policies under `policy_prefix`, keys under
+/// `key_prefix`) and compares: "" when every decision, and every check's, is
+/// the contract's.
+inline std::string run_conformance(store& s, const trace& t, std::string_view policy_prefix,
+                                   std::string_view key_prefix) {
+  auto [ids, err] = define_all(s, t, policy_prefix);
   if (!err.empty()) return t.describe() + ": define: " + err;
-  const auto got = run_on_store(s, t, ids, prefix);
+  const auto got = run_on_store(s, t, ids, key_prefix);
   const auto want = expected_answers(t);
   return compare(t, got, want, true);
 }
 
+/// run_conformance with one prefix for policies and keys.
+inline std::string run_conformance(store& s, const trace& t, std::string_view prefix = "") {
+  return run_conformance(s, t, prefix, prefix);
+}
+
 /// Runs many traces at once through `decide_many_at`: step i of every trace
-/// in one batch (traces are independent; trace j's keys and policies under
-/// `prefix(j)`), then compares each trace's request decisions. Returns the
-/// first difference, or "".
-template <typename Prefix>
-std::string run_conformance_batched(store& s, std::span<const trace> traces, Prefix prefix) {
+/// in one batch (traces are independent; trace j's policies under
+/// `policy_prefix(j)`, its keys under `key_prefix(j)`), then compares each
+/// trace's request decisions. Returns the first difference, or "".
+template <typename PolicyPrefix, typename KeyPrefix>
+std::string run_conformance_batched(store& s, std::span<const trace> traces, PolicyPrefix policy_prefix,
+                                    KeyPrefix key_prefix) {
   std::vector<std::vector<policy_id>> ids(traces.size());
   std::vector<std::string> prefixes(traces.size());
   std::size_t longest = 0;
   for (std::size_t j = 0; j < traces.size(); ++j) {
-    prefixes[j] = prefix(j);
-    auto [v, err] = define_all(s, traces[j], prefixes[j]);
+    prefixes[j] = key_prefix(j);
+    auto [v, err] = define_all(s, traces[j], policy_prefix(j));
     if (!err.empty()) return traces[j].describe() + ": define: " + err;
     ids[j] = std::move(v);
     longest = std::max(longest, traces[j].steps.size());
@@ -401,7 +474,8 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pre
       keys[j].clear();
       checks[j].clear();
       for (const auto& c : st.checks) keys[j].push_back(prefixes[j] + c.key);
-      for (std::size_t k = 0; k < st.checks.size(); ++k) checks[j].push_back({ids[j][st.checks[k].policy], keys[j][k]});
+      for (std::size_t k = 0; k < st.checks.size(); ++k)
+        checks[j].push_back({ids[j][st.checks[k].policy], keys[j][k], st.checks[k].cost});
       batch.push_back({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}});
       owner.push_back(j);
     }
@@ -416,6 +490,12 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pre
   return "";
 }
 
+/// run_conformance_batched with one prefix for trace j's policies and keys.
+template <typename Prefix>
+std::string run_conformance_batched(store& s, std::span<const trace> traces, Prefix prefix) {
+  return run_conformance_batched(s, traces, prefix, prefix);
+}
+
 /// Runs `t` through `s` as one `decide_many_at` of all its steps (in order,
 /// so each sees the earlier ones' admits) and compares the requests'
 /// decisions.
@@ -428,7 +508,8 @@ inline std::string run_conformance_one_batch(store& s, const trace& t, std::stri
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     const trace_step& st = t.steps[i];
     for (const auto& c : st.checks) keys[i].push_back(std::string(prefix) + c.key);
-    for (std::size_t k = 0; k < st.checks.size(); ++k) checks[i].push_back({ids[st.checks[k].policy], keys[i][k]});
+    for (std::size_t k = 0; k < st.checks.size(); ++k)
+      checks[i].push_back({ids[st.checks[k].policy], keys[i][k], st.checks[k].cost});
     batch.push_back({.checks = checks[i], .now = st.now, .cost = st.cost, .id = {}});
   }
   std::vector<store_decision> out(batch.size());

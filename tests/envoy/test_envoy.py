@@ -17,7 +17,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
-from serve_support import BINARY, SOURCE, Server, write_config  # noqa: E402
+from serve_support import BINARY, SOURCE, RedisServer, Server, metric, write_config  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -217,6 +217,18 @@ class Decisions(EnvoyCase):
         self.assertEqual(self.ask(path("/z")).statuses[0].limit_remaining, 9)
         self.assertEqual(self.ask(user("gus")).statuses[0].limit_remaining, 2)
 
+    def test_mixed_costs_admitted_charge_each_its_own(self):
+        res = self.ask(path("/w", hits=4), user("ida", hits=2))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [6, 1])
+        self.assertEqual(self.ask(path("/w")).statuses[0].limit_remaining, 5)
+        self.assertEqual(self.ask(user("ida")).statuses[0].limit_remaining, 0)
+
+    def test_same_descriptor_at_two_costs_is_one_check_at_the_larger(self):
+        res = self.ask(user("jo", hits=1), user("jo", hits=2))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([s.limit_remaining for s in res.statuses], [1, 1])  # 2 charged, not 1 and not 3
+
     def test_same_descriptor_twice_is_one_check(self):
         res = self.ask(user("hal"), user("hal"))
         self.assertEqual(res.overall_code, OK)
@@ -303,6 +315,77 @@ class Malformed(EnvoyCase):
         self.assertNotEqual(e.exception.code(), grpc.StatusCode.OK)
         # The server still answers.
         self.assertEqual(self.ask(user("after")).overall_code, OK)
+
+
+class StoreFailures(unittest.TestCase):
+    """On a real Redis: an answer of the failure mode (Redis killed) carries
+    no invented figures, and a store error (a key holding a value sluice did
+    not write) is a gRPC error, so that Envoy's own failure_mode_deny
+    decides; nothing is charged in either case."""
+
+    def start(self, on_failure):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        prefix = "sluice:envoy:%s:" % on_failure
+        text = CONFIG + '\n[store]\nurl = "%s"\nkey_prefix = "%s"\non_failure = "%s"\n' % (redis.url, prefix,
+                                                                                         on_failure)
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        s = Server(["--config", path])
+        self.addCleanup(s.stop)
+        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
+        self.assertIsNotNone(m, s.log())
+        ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
+        self.addCleanup(ch.close)
+        call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                              response_deserializer=rls.RateLimitResponse.FromString)
+        ask = lambda *d: call(rls.RateLimitRequest(domain="edge", descriptors=list(d)), timeout=5)
+        return redis, s, ask, prefix
+
+    def test_a_store_error_is_a_grpc_error_and_charges_nothing(self):
+        redis, s, ask, prefix = self.start("fail-closed")
+        key = prefix + "s:per_user:{mallory}"
+        self.assertEqual(redis.command("SET", key, "not sluice's"), b"+OK")
+        for _ in range(2):
+            with self.assertRaises(grpc.RpcError) as e:
+                ask(user("mallory"))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INTERNAL)
+            self.assertIn("store answered with an error", e.exception.details())
+        # With another descriptor: the other is not charged either.
+        with self.assertRaises(grpc.RpcError) as e:
+            ask(path("/p"), user("mallory"))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INTERNAL)
+        res = ask(path("/p"))
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 9))
+        self.assertEqual(redis.command("GET", key), b"not sluice's")
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_store_decisions_total{source="error"}'), 3)
+
+    def check_down(self, on_failure, overall):
+        redis, s, ask, _ = self.start(on_failure)
+        self.assertEqual(ask(user("u")).statuses[0].limit_remaining, 2)  # Redis answers
+        redis.kill9()
+        res = ask(user("u"), path("/q"))
+        self.assertEqual(res.overall_code, overall)
+        for st in res.statuses:
+            self.assertEqual(st.code, overall)
+            self.assertEqual(st.limit_remaining, 0)  # not set: no state was read
+            self.assertFalse(st.HasField("duration_until_reset"))
+            self.assertTrue(st.HasField("current_limit"))  # the configuration is known
+        h = headers_of(res)
+        self.assertEqual(h["RateLimit-Policy"], '"per_user";q=3;w=60, "per_path";q=10;w=3600')
+        self.assertNotIn("RateLimit", h)
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_store_decisions_total{source="%s"}' % on_failure), 1)
+        return h
+
+    def test_fail_open_answers_ok_without_figures(self):
+        h = self.check_down("fail-open", OK)
+        self.assertNotIn("Retry-After", h)
+
+    def test_fail_closed_answers_over_limit_without_figures(self):
+        h = self.check_down("fail-closed", OVER)
+        self.assertEqual(h["Retry-After"], "1")  # the configured back-off (1 s by default)
 
 
 class Lifecycle(unittest.TestCase):

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,6 +66,22 @@ inline run_result run_shell(const std::string& args, const std::string& redirect
 /// returns its exit status and standard output.
 inline run_result run_binary(const std::string& args, const std::string& input_file) {
   return run_shell(args, "< '" + input_file + "' 2>/dev/null");
+}
+
+/// A replay trace ("time key cost" lines) of `n` lines over `keys` keys
+/// named `<key_prefix><i>`: steps of 0 to 0.3 s, sometimes back by up to
+/// 0.2 s, costs 1 to 3. Deterministic in `seed`.
+inline std::string random_trace(std::uint64_t seed, int n, int keys = 4, const std::string& key_prefix = "k") {
+  std::mt19937_64 g(seed);
+  std::string out = "# time key cost\n";
+  std::int64_t ms = 1000;
+  for (int i = 0; i < n; ++i) {
+    const auto r = g() % 10;
+    ms += r < 3 ? 0 : r < 9 ? static_cast<std::int64_t>(g() % 300) : -static_cast<std::int64_t>(g() % 200);
+    out += std::to_string(ms / 1000) + "." + std::to_string(1000 + ms % 1000).substr(1) + " " + key_prefix +
+           std::to_string(g() % static_cast<std::uint64_t>(keys)) + " " + std::to_string(1 + g() % 3) + "\n";
+  }
+  return out;
 }
 
 }  // namespace sluice::test

@@ -4,7 +4,6 @@
 // back; keys go under the given prefix (or a fresh one per run).
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "cli_support.hpp"
@@ -14,21 +13,8 @@
 namespace sluice {
 namespace {
 
+using test::random_trace;
 using test::run_cli;
-
-/// A trace of `n` lines over 4 keys: steps of 0 to 0.3 s, sometimes back.
-std::string random_trace(std::uint64_t seed, int n) {
-  std::mt19937_64 g(seed);
-  std::string out = "# time key cost\n";
-  std::int64_t ms = 1000;
-  for (int i = 0; i < n; ++i) {
-    const auto r = g() % 10;
-    ms += r < 3 ? 0 : r < 9 ? static_cast<std::int64_t>(g() % 300) : -static_cast<std::int64_t>(g() % 200);
-    out += std::to_string(ms / 1000) + "." + std::to_string(1000 + ms % 1000).substr(1) + " k" +
-           std::to_string(g() % 4) + " " + std::to_string(1 + g() % 3) + "\n";
-  }
-  return out;
-}
 
 TEST(ReplayRedis, PrintsExactlyWhatTheMemoryStorePrints) {
   testing::redis_server srv;

@@ -3,9 +3,11 @@
 // replay, and a redefinition carries every state over.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "sluice/keyed.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
@@ -91,6 +93,60 @@ TEST(MemoryStore, ADeniedMultiCheckChargesNoCheck) {
   EXPECT_EQ(per[0].remaining, 2);    // and reports its untouched state
   EXPECT_EQ(per[1].retry_after, 99);
   EXPECT_EQ(one(s, fw, "A", 2).d.remaining, 1);  // A holds one admit only
+}
+
+TEST(MemoryStore, EachCheckIsChargedItsOwnCostAndADenialNone) {
+  // One request: 1 unit of a request limit, 40 of a token budget. When the
+  // budget check denies, the request check (which alone would admit) is not
+  // charged; when both admit, each is charged its own cost.
+  memory_store s;
+  const policy_id req = s.define("req", policy("fixed-window 10/100ns")).value();
+  const policy_id tok = s.define("tok", policy("fixed-window 100/100ns")).value();
+  const check both[] = {{req, "u", 1}, {tok, "u", 40}};
+  decision per[2];
+  for (tick t : {0, 1}) {
+    const store_decision d = s.decide_at({.checks = both, .now = t, .cost = 1, .id = {}}, per);
+    ASSERT_TRUE(d.d.allowed) << t;
+  }
+  EXPECT_EQ(per[0].remaining, 8);
+  EXPECT_EQ(per[1].remaining, 20);
+  const store_decision d = s.decide_at({.checks = both, .now = 2, .cost = 1, .id = {}}, per);
+  ASSERT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.d.part, 1);
+  EXPECT_EQ(d.d.retry_after, 98);
+  EXPECT_FALSE(per[0].allowed);
+  EXPECT_EQ(per[0].retry_after, 0);
+  EXPECT_EQ(per[0].remaining, 8);
+  EXPECT_EQ(per[1].remaining, 20);
+  EXPECT_EQ(per[1].retry_after, 98);
+  EXPECT_EQ(one(s, req, "u", 3).d.remaining, 7);      // two admits of 1, then this one
+  EXPECT_EQ(one(s, tok, "u", 3, 20).d.remaining, 0);  // 80 charged before: 20 left
+  // A check's cost of 0 is the request's; below 0 a bad request.
+  const check inherit[] = {{req, "v"}, {tok, "v", 3}};
+  ASSERT_TRUE(s.decide_at({.checks = inherit, .now = 4, .cost = 5, .id = {}}, per).d.allowed);
+  EXPECT_EQ(per[0].remaining, 5);
+  EXPECT_EQ(per[1].remaining, 97);
+  const check negative[] = {{req, "w", -1}};
+  EXPECT_EQ(s.decide_at({.checks = negative, .now = 5, .cost = 1, .id = {}}).from, source::error);
+  // A request cost below 1 that no check uses is no error.
+  const check own[] = {{req, "w", 2}};
+  EXPECT_TRUE(s.decide_at({.checks = own, .now = 5, .cost = 0, .id = {}}).d.allowed);
+}
+
+TEST(KeyedMultiKey, EachCheckAtItsOwnCostAndANegativeOneRefused) {
+  keyed_limiter a(policy("fixed-window 5/100ns"));
+  keyed_limiter b(policy("gcra 10/100ns burst=10"));
+  const keyed_check mixed[] = {{&a, "k", 4}, {&b, "k"}};
+  decision per[2];
+  ASSERT_TRUE(keyed_limiter::try_acquire_all_at(mixed, 0, 7, per).allowed);
+  EXPECT_EQ(per[0].remaining, 1);                                             // 4 of 5
+  EXPECT_EQ(per[1].remaining, 3);                                             // the call's 7 of 10
+  EXPECT_FALSE(keyed_limiter::try_acquire_all_at(mixed, 1, 1, per).allowed);  // a: 4 > 1 left
+  EXPECT_EQ(per[1].remaining, 3);                                             // b not charged
+  const keyed_check bad[] = {{&a, "k", -2}};
+  EXPECT_THROW((void)keyed_limiter::try_acquire_all_at(bad, 2, 1), std::invalid_argument);
+  EXPECT_TRUE(a.peek_at("k", 2, 1).allowed);  // one unit left: nothing charged
+  EXPECT_FALSE(a.peek_at("k", 2, 2).allowed);
 }
 
 TEST(MemoryStore, NewKeysInAMultiCheckAreStoredOnlyWhenAdmitted) {

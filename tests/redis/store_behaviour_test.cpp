@@ -348,5 +348,51 @@ TEST(RedisStore, TheDenyCacheAnswersDenialsExactlyAsTheStore) {
   EXPECT_EQ(a->stats().deny_cache_hits, hits);
 }
 
+TEST(RedisStore, TheDenyCacheKeysEachCheckByItsOwnCost) {
+  // A request of two checks at different costs, denied by the costlier
+  // check, charges neither, and the cache remembers that check's own cost:
+  // a cheaper request on the same key still goes to the store and admits.
+  redis_store_options with;
+  with.deny_cache = true;
+  auto st = open_store(with);
+  ASSERT_TRUE(st);
+  const auto hour = std::int64_t{3'600'000'000'000};
+  const policy_id p = st->define("p", any_policy{fixed_window::make(rate{10, hour}).value()}).value();
+  const policy_id q = st->define("q", any_policy{fixed_window::make(rate{100, hour}).value()}).value();
+  const auto decide = [&](std::vector<check> cs, tick now, std::vector<decision>& per) {
+    per.assign(cs.size(), decision{});
+    return st->decide_at({.checks = cs, .now = now, .cost = 1, .id = {}}, per);
+  };
+  std::vector<decision> per;
+  auto d = decide({{p, "k", 8}, {q, "k", 1}}, 0, per);
+  ASSERT_TRUE(d.d.allowed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(per[1].remaining, 99);
+  // q at 1 would admit, p at 5 denies: nothing charged.
+  d = decide({{q, "k", 1}, {p, "k", 5}}, 1, per);
+  EXPECT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_EQ(d.d.part, 1);
+  EXPECT_FALSE(per[0].allowed);
+  EXPECT_EQ(per[0].retry_after, 0);
+  EXPECT_EQ(per[0].remaining, 99);
+  EXPECT_EQ(per[1].remaining, 2);
+  EXPECT_EQ(per[1].retry_after, hour - 1);
+  // The cache holds (p, k) at cost 5, not at the request's cost 1: a request
+  // of 2 on p is the store's to answer, and admits.
+  d = decide({{p, "k", 2}}, 2, per);
+  EXPECT_TRUE(d.d.allowed);
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_EQ(per[0].remaining, 0);
+  // A request of 5 again is the cache's (5 >= 5), and charges q nothing.
+  d = decide({{q, "k", 1}, {p, "k", 5}}, 3, per);
+  EXPECT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.from, source::deny_cache);
+  EXPECT_EQ(st->stats().deny_cache_hits, 1U);
+  d = decide({{q, "k", 1}}, 4, per);
+  EXPECT_TRUE(d.d.allowed);
+  EXPECT_EQ(per[0].remaining, 98);  // charged at t=0 and now only
+}
+
 }  // namespace
 }  // namespace sluice::redis_test

@@ -1,7 +1,8 @@
 // The shared store conformance suite (tests/conformance/traces.hpp)
 // instantiated for the Redis store: 10,000 traces per algorithm and per
-// composite (several keys, requests of one and of several checks, clock
-// steps back), pipelined through decide_many_at, compared with the
+// composite (several keys, requests of one and of several checks, checks
+// with costs of their own mixed in one request, clock steps back),
+// pipelined through decide_many_at, compared with the
 // contract's decisions; and a few hundred per algorithm one decide_at at a
 // time with every check's own decision. Quantities are drawn within the
 // Redis store's exact range (a trace the store refuses at define is drawn
@@ -15,49 +16,11 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "redis/protocol.hpp"
+#include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 
 namespace sluice::redis_test {
 namespace {
-
-/// The most sub-windows a sliding-buckets policy of the pipelined run may
-/// have: its state is N numbers, read and written whole on every decision,
-/// so the suite's draws up to 65,536 would take minutes (the one-call-at-a-
-/// time test keeps them).
-constexpr std::int64_t pipelined_buckets = 64;
-
-/// Whether the Redis store takes every policy of `t` (and, for the
-/// pipelined run, whether its buckets are few).
-bool in_range(const conformance::trace& t, bool pipelined) {
-  for (const auto& p : t.policies) {
-    if (!redis::plan::make(p.policy).ok()) return false;
-    if (pipelined && !buckets_at_most(p.policy, pipelined_buckets)) return false;
-  }
-  return true;
-}
-
-conformance::trace_options options() {
-  conformance::trace_options o;
-  o.max_quantity = std::int64_t{1} << 52;
-  o.length = 10;
-  return o;
-}
-
-/// 10,000 in-range traces of `a` (seeds from `seed0`), and how many were refused.
-std::vector<conformance::trace> draw_traces(algorithm a, std::size_t n, std::uint64_t seed0, std::size_t& refused,
-                                            bool pipelined) {
-  std::vector<conformance::trace> out;
-  refused = 0;
-  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 4 * n; ++seed) {
-    auto t = conformance::make_trace(a, seed, options());
-    if (in_range(t, pipelined))
-      out.push_back(std::move(t));
-    else
-      ++refused;
-  }
-  return out;
-}
 
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
@@ -70,21 +33,16 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   ASSERT_EQ(traces.size(), n);
   std::size_t decisions = 0;
   for (const auto& t : traces) decisions += t.steps.size();
+  const std::size_t mixed = mixed_cost_steps(traces);
+  EXPECT_GT(mixed, 1000U);
   const auto t0 = std::chrono::steady_clock::now();
-  constexpr std::size_t group = 500;
-  std::size_t agree = 0;
-  for (std::size_t first = 0; first < n; first += group) {
-    const std::span<const conformance::trace> part(traces.data() + first, std::min(group, n - first));
-    const std::string diff = conformance::run_conformance_batched(
-        *st, part, [&](std::size_t j) { return "c" + std::to_string(first + j) + ":"; });
-    EXPECT_EQ(diff, "");
-    if (diff.empty()) agree += part.size();
-  }
+  const auto prefix = [](std::size_t j) { return "c" + std::to_string(j) + ":"; };
+  const std::size_t agree = run_in_groups(*st, traces, prefix, prefix);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "shared conformance %-16s traces %zu/%zu agree (%zu decisions; %zu redrawn: past the exact range, or "
-      "more than 64 buckets), %.1f s\n",
-      std::string(name_of(GetParam())).c_str(), agree, n, decisions, refused, secs);
+      "shared conformance %-16s traces %zu/%zu agree (%zu decisions, %zu of several checks at mixed costs; %zu "
+      "redrawn: past the exact range, or more than 64 buckets), %.1f s\n",
+      std::string(name_of(GetParam())).c_str(), agree, n, decisions, mixed, refused, secs);
   EXPECT_EQ(st->redis_stats().mismatches, 0U);
   EXPECT_EQ(st->stats().store_failures, 0U);
 }
@@ -96,6 +54,7 @@ TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
   ASSERT_TRUE(st);
   std::size_t refused = 0;
   const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused, false);
+  EXPECT_GT(mixed_cost_steps(traces), 15U);
   for (std::size_t j = 0; j < traces.size(); ++j)
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
 }

@@ -1,5 +1,6 @@
 """Helpers for the sluice serve tests: start a real `sluice serve` (and a real
-nginx) on free 127.0.0.1 ports, talk to it with http.client, stop it by PID.
+nginx, a real redis-server) on free 127.0.0.1 ports, talk to it with
+http.client, stop it by PID.
 
 Environment: SLUICE_BINARY (the sluice command), SLUICE_SOURCE_DIR (the checkout).
 """
@@ -7,11 +8,13 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 BINARY = os.environ.get("SLUICE_BINARY", "build/sluice")
 SOURCE = os.environ.get("SLUICE_SOURCE_DIR", ".")
@@ -87,7 +90,8 @@ class Server:
         return r.status, hdrs, data
 
     def decide(self, checks, cost=None, rid=None, now=None, headers=None, conn=None):
-        body = {"checks": [{"policy": p, "key": k} for p, k in checks]}
+        """POST /v1/decide; a check is (policy, key) or (policy, key, its own cost)."""
+        body = {"checks": [dict(zip(("policy", "key", "cost"), c)) for c in checks]}
         if cost is not None:
             body["cost"] = cost
         if rid is not None:
@@ -103,6 +107,28 @@ class Server:
         status, _, data = self.request("GET", "/metrics")
         assert status == 200
         return data
+
+
+def base_config(policies, rules="", server=""):
+    text = '[server]\nlisten = "127.0.0.1:0"\n' + ("" if "threads" in server else "threads = 2\n") + server
+    text += "\n[policies]\n"
+    for name, expr in policies.items():
+        text += '%s = "%s"\n' % (name, expr)
+    return text + rules
+
+
+class ServeCase(unittest.TestCase):
+    """A test whose servers are stopped (by PID) when it ends."""
+
+    def start(self, *args, **kw):
+        s = Server(list(args), **kw)
+        self.addCleanup(s.stop)
+        return s
+
+    def start_config(self, text, *extra):
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        return self.start("--config", path, *extra), path
 
 
 def write_config(text):
@@ -159,3 +185,188 @@ class Nginx:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class RedisServer:
+    """A real redis-server on a free 127.0.0.1 port, stopped by PID. It can be
+    killed (-9) and started again on the same port, or paused (SIGSTOP) and
+    resumed, to fault the store under a running service."""
+
+    def __init__(self):
+        self.exe = shutil.which("redis-server")
+        if self.exe is None:
+            raise AssertionError("redis-server is not installed (scripts/setup.sh installs it)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
+        self.port = free_port()
+        self.proc = None
+        self.start()
+
+    @property
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                if self.command("PING") == b"+PONG":
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise AssertionError("redis-server did not start on port %d" % self.port)
+            time.sleep(0.05)
+
+    def command(self, *args, timeout=2):
+        """One command in RESP. The reply: a status line as bytes with its
+        sign (b"+PONG", b"-ERR ..."), an integer, a bulk string's bytes, or
+        None for a nil."""
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as c:
+            c.sendall(out)
+            data = b""
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                line, sep, rest = data.partition(b"\r\n")
+                if sep and line[:1] == b"$":
+                    n = int(line[1:])
+                    if n < 0:
+                        return None
+                    if len(rest) >= n + 2:
+                        return rest[:n]
+                elif sep:
+                    return int(line[1:]) if line[:1] == b":" else line
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            raise OSError("no whole reply from redis-server on port %d" % self.port)
+
+    def kill9(self):
+        """SIGKILL, and wait for it to be gone."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RedisCluster:
+    """A real Redis Cluster: 3 primaries + 3 replicas on free 127.0.0.1 ports
+    (each with its bus port, port + 10000, free too), created with redis-cli
+    --cluster create, every node stopped by PID."""
+
+    def __init__(self, primaries=3, replicas=1):
+        exe, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        if exe is None or cli is None:
+            raise AssertionError("redis-server and redis-cli must be installed (scripts/setup.sh)")
+        self.cli = cli
+        self.dir = tempfile.mkdtemp(prefix="sluice-cluster-")
+        self.procs, self.ports = [], []
+        try:
+            for i in range(primaries * (1 + replicas)):
+                self.start_node(exe, i)
+            out = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % p for p in self.ports] +
+                                 ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                                 capture_output=True, text=True, timeout=60)
+            if out.returncode != 0 or "All 16384 slots covered" not in out.stdout:
+                raise AssertionError("redis-cli --cluster create failed: " + out.stdout[-800:] + out.stderr)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def bus_port():
+        for _ in range(200):
+            port = free_port()
+            if port > 55535:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                    return port
+                except OSError:
+                    continue
+        raise AssertionError("no free port with a free cluster bus port")
+
+    def start_node(self, exe, i):
+        node_dir = os.path.join(self.dir, str(i))
+        os.mkdir(node_dir)
+        for _ in range(8):
+            port = self.bus_port()
+            proc = subprocess.Popen(
+                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", node_dir, "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                 "--repl-diskless-sync-delay", "0", "--shutdown-timeout", "0"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(proc)
+            if self.answers(port, proc):
+                self.ports.append(port)
+                return
+        raise AssertionError("a cluster node did not start")
+
+    def answers(self, port, proc):
+        deadline = time.time() + 10
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def run_cli(self, *args):
+        return subprocess.run([self.cli] + list(args), capture_output=True, text=True, timeout=20).stdout
+
+    def wait_ready(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ok = all("cluster_state:ok" in self.run_cli("-p", str(p), "cluster", "info") for p in self.ports)
+            if ok:
+                check = self.run_cli("--cluster", "check", "127.0.0.1:%d" % self.ports[0])
+                if "All nodes agree" in check and "All 16384 slots covered" in check and "[WARNING]" not in check:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("the cluster was not ready within 30 s")
+
+    @property
+    def url(self):
+        return "redis+cluster://" + ",".join("127.0.0.1:%d" % p for p in self.ports)
+
+    def stop(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

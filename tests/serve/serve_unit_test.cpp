@@ -1,5 +1,6 @@
 // The service's pieces without the network: rounding and RateLimit fields,
-// keys built from requests, and the configuration's error positions.
+// keys built from requests, the configuration's error positions, and
+// requests found by fuzzing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 #include "config.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
+#include "service.hpp"
 #include "sluice/policy_expr.hpp"
 #include "wire.hpp"
 
@@ -130,6 +132,33 @@ TEST(Config, SimpleConfig) {
   EXPECT_EQ(c->rules.at(0).key.at(0).arg, "X-Api-Key");
   EXPECT_EQ(simple_config("gcra 1/0s", "client").err().field, "--policy");
   EXPECT_EQ(simple_config("gcra 1/1s", "nope").err().field, "--key");
+}
+
+TEST(DecideApi, ANumberPastADoubleIsA400NotACrash) {
+  // Found by fuzz_serve_request: nlohmann::json throws out_of_range (not
+  // parse_error) for a number past a double, and that exception escaped the
+  // service and aborted `sluice serve` on one request.
+  auto c = parse_config("[policies]\napi = \"gcra 10/1s\"\n", "t.toml");
+  ASSERT_TRUE(c);
+  auto st = make_store(c->store, 1);
+  ASSERT_TRUE(st);
+  auto svc = service::create(std::move(c).value(), std::move(st).value());
+  ASSERT_TRUE(svc);
+  std::size_t checked = 0;
+  for (const char* body : {R"({"x":1e999})", R"({"checks":[{"policy":"api","key":"k"}],"now":-92233720368547e5808})",
+                           R"({"checks":[{"policy":"api","key":"k","cost":1e400}]})", "[-1E+99999]"}) {
+    http_request req;
+    req.method = "POST";
+    req.target = "/v1/decide";
+    req.body = body;
+    req.peer = "127.0.0.1";
+    http_response res;
+    (*svc)->handle(req, res, listener_role::decision);
+    EXPECT_EQ(res.status, 400U) << body;
+    EXPECT_NE(res.body.find("\"field\":\"body\""), std::string::npos) << body << ": " << res.body;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4U);
 }
 
 }  // namespace

@@ -13,36 +13,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import BINARY, SOURCE, Nginx, Server, free_port, metric, write_config  # noqa: E402
+from serve_support import (BINARY, SOURCE, Nginx, ServeCase, base_config, free_port, metric,  # noqa: E402
+                           write_config)
 
 HOUR = 3600 * 10**9
-
-
-def base_config(policies, rules="", server=""):
-    text = '[server]\nlisten = "127.0.0.1:0"\n' + ("" if "threads" in server else "threads = 2\n") + server
-    text += "\n[policies]\n"
-    for name, expr in policies.items():
-        text += '%s = "%s"\n' % (name, expr)
-    return text + rules
-
-
-class ServeCase(unittest.TestCase):
-    servers = []
-
-    def start(self, *args, **kw):
-        s = Server(list(args), **kw)
-        self.addCleanup(s.stop)
-        return s
-
-    def start_config(self, text, *extra):
-        path = write_config(text)
-        self.addCleanup(os.unlink, path)
-        return self.start("--config", path, *extra), path
 
 
 class DecideApi(ServeCase):
@@ -232,6 +210,91 @@ shadow = true
         self.assertEqual((st, h["retry-after"]), (403, "1"))
 
 
+class MixedCosts(ServeCase):
+    """Checks of different costs in one request are one atomic decision: a
+    denial by any of them charges none (also run on Redis: MixedCostsOnRedis)."""
+
+    POLICIES = {"calls": "fixed-window 10/1h", "tokens": "fixed-window 100/1h"}
+    RULES = """
+[[rules]]
+policy = "calls"
+key = "header:X-User"
+
+[[rules]]
+policy = "tokens"
+key = "header:X-User"
+cost = "header:X-Tokens"
+
+[[rules]]
+policy = "calls"
+path_prefix = "/heavy/"
+key = "header:X-User"
+cost = 3
+"""
+    NEVER = 10**15  # a cost no policy here can admit: a pure read of every check
+
+    def store_section(self):
+        return ""
+
+    def server(self):
+        s, _ = self.start_config(base_config(self.POLICIES, self.RULES + self.store_section()))
+        return s
+
+    def left(self, s, user):
+        """(calls, tokens) remaining for `user`, read without charging anything."""
+        st, _, b = s.decide([("calls", user, self.NEVER), ("tokens", user, self.NEVER)])
+        self.assertEqual((st, b["retry_after_ns"]), (429, "never"))
+        return tuple(c["remaining"] for c in b["checks"])
+
+    def authorize(self, s, user, tokens, uri="/api/x"):
+        return s.request("GET", "/v1/authorize", headers={"X-Original-URI": uri, "X-User": user,
+                                                          "X-Tokens": str(tokens)})
+
+    def test_a_later_check_that_denies_charges_no_earlier_one(self):
+        s = self.server()
+        st, h, _ = self.authorize(s, "u", 60)
+        self.assertEqual(st, 204)
+        self.assertEqual(re.sub(r";t=\d+", "", h["ratelimit"]), '"calls";r=9, "tokens";r=40')
+        # calls (cost 1) would admit; tokens (cost 50, the later check) denies.
+        st, h, _ = self.authorize(s, "u", 50)
+        self.assertEqual((st, h["x-sluice-decision"]), (403, "limited"))
+        self.assertEqual(re.sub(r";t=\d+", "", h["ratelimit"]), '"calls";r=9, "tokens";r=40')
+        self.assertEqual(self.left(s, "u"), (9, 40))
+        st, h, _ = self.authorize(s, "u", 40)
+        self.assertEqual(st, 204)
+        self.assertEqual(self.left(s, "u"), (8, 0))
+        m = s.metrics()
+        # The denied request and the two reads (left) are denials; the two admits charged.
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="calls",result="denied"}'), 3)
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="calls",result="allowed"}'), 2)
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="tokens",result="allowed"}'), 2)
+
+    def test_two_rules_on_one_key_are_one_check_at_the_larger_cost(self):
+        s = self.server()
+        st, h, _ = self.authorize(s, "w", 1, uri="/heavy/x")
+        self.assertEqual(st, 204)
+        self.assertEqual(h["ratelimit-policy"], '"calls";q=10;w=3600, "tokens";q=100;w=3600')
+        self.assertEqual(self.left(s, "w"), (7, 99))  # 3 charged to calls, not 1, not 1 + 3
+
+    def test_decide_api_checks_with_their_own_costs(self):
+        s = self.server()
+        st, _, b = s.decide([("calls", "v", 1), ("tokens", "v", 101)])
+        self.assertEqual((st, b["allowed"], b["source"]), (429, False, "store"))
+        self.assertEqual([(c["allowed"], c["retry_after_ns"]) for c in b["checks"]], [(False, 0), (False, "never")])
+        self.assertEqual(self.left(s, "v"), (10, 100))
+        st, _, b = s.decide([("calls", "v", 2), ("tokens", "v")], cost=30)  # the request's cost for tokens
+        self.assertEqual(st, 200)
+        self.assertEqual([c["remaining"] for c in b["checks"]], [8, 70])
+        self.assertEqual(b["remaining"], 8)
+        for bad in ['{"checks":[{"policy":"calls","key":"v"},{"policy":"tokens","key":"v","cost":0}]}',
+                    '{"checks":[{"policy":"calls","key":"v","cost":"2"}]}',
+                    '{"checks":[{"policy":"calls","key":"v","cost":9223372036854775808}]}']:
+            st, _, data = s.request("POST", "/v1/decide", bad, {"Content-Type": "application/json"})
+            self.assertEqual(st, 400, bad)
+            self.assertTrue(json.loads(data)["error"]["field"].endswith("].cost"), bad)
+        self.assertEqual(self.left(s, "v"), (8, 70))
+
+
 def replay_seconds(ns):
     if ns == "never":
         return "never"
@@ -252,8 +315,12 @@ class ReplayParity(ServeCase):
         "co": "all(token-bucket 3/1s, fixed-window 5/2s)",
     }
 
-    def test_same_decisions_as_replay(self):
+    def server(self):
         s, _ = self.start_config(base_config(self.POLICIES, server="client_time = true\n"))
+        return s
+
+    def test_same_decisions_as_replay(self):
+        s = self.server()
         base = 86400 * 1000  # seconds: a multiple of every window, far past the steady clock
         rng = random.Random(11)
         conn = s.conn()
@@ -268,6 +335,7 @@ class ReplayParity(ServeCase):
                 lines.append("%s %s %d" % (replay_seconds(now), key, cost))
                 st, _, b = s.decide([(name, key)], cost=cost, now=now, conn=conn)
                 self.assertEqual(st, 200 if b["allowed"] else 429)
+                self.assertEqual(b["source"], "store")
                 c = b["checks"][0]
                 served.append(("yes" if b["allowed"] else "no", str(c["remaining"]),
                                replay_seconds(c["retry_after_ns"]), replay_seconds(c["reset_after_ns"])))
@@ -675,97 +743,6 @@ class Install(unittest.TestCase):
         self.assertIn("ExecReload=/bin/kill -HUP $MAINPID", text)
         self.assertNotIn("@", text)
 
-
-
-class RedisServer:
-    """A real redis-server on a free 127.0.0.1 port, stopped by PID."""
-
-    def __init__(self):
-        exe = shutil.which("redis-server")
-        if exe is None:
-            raise AssertionError("redis-server is not installed (scripts/setup.sh installs it)")
-        self.dir = tempfile.mkdtemp(prefix="sluice-redis-")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
-                    c.sendall(b"PING\r\n")
-                    if c.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                pass
-            if time.time() > deadline or self.proc.poll() is not None:
-                self.stop()
-                raise AssertionError("redis-server did not start on port %d" % self.port)
-            time.sleep(0.05)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class FleetOnRedis(ServeCase):
-    """4 sluice serve processes on one Redis hold one exact limit."""
-
-    L = 24
-
-    def fleet(self):
-        redis = RedisServer()
-        self.addCleanup(redis.stop)
-        prefix = "sluice:test:%08x:" % random.getrandbits(32)
-        text = base_config({"fw": "fixed-window %d/1h" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
-                           server="threads = 1\n")
-        text += '\n[store]\nurl = "redis://127.0.0.1:%d"\nkey_prefix = "%s"\n' % (redis.port, prefix)
-        path = write_config(text)
-        self.addCleanup(os.unlink, path)
-        return [self.start("--config", path) for _ in range(4)]
-
-    def burst(self, servers, policy):
-        """10·L requests for one key, spread over the servers from 4 threads."""
-        results = []
-        lock = threading.Lock()
-
-        def client(i):
-            s = servers[i]
-            conn = s.conn()
-            mine = []
-            for _ in range(10 * self.L // len(servers)):
-                st, _, b = s.decide([(policy, "k")], conn=conn)
-                mine.append((st, b.get("source")))
-            with lock:
-                results.extend(mine)
-
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(servers))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        self.assertEqual(len(results), 10 * self.L)
-        # Every answer came from Redis (or its exact deny cache), none from a failure mode.
-        self.assertEqual({src for _, src in results} - {"store", "deny-cache"}, set())
-        return results
-
-    def test_fixed_window_admits_exactly_its_limit(self):
-        servers = self.fleet()
-        results = self.burst(servers, "fw")
-        self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
-        self.assertEqual(sum(1 for st, _ in results if st == 429), len(results) - self.L)
-
-    def test_gcra_admits_exactly_its_burst(self):
-        servers = self.fleet()
-        results = self.burst(servers, "gcra")
-        self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
 
 if __name__ == "__main__":
     unittest.main()

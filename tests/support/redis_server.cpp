@@ -28,18 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
-}
-
 // A port the kernel considers free now: bind 127.0.0.1:0, read it, close.
 std::uint16_t pick_free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -59,6 +47,24 @@ std::uint16_t pick_free_port() {
   return ntohs(a.sin_port);
 }
 
+// A free port whose port + 10000 (a cluster node's bus) is free too.
+std::uint16_t pick_free_bus_port() {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const std::uint16_t p = pick_free_port();
+    if (p > 55535) continue;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) continue;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(p + 10000));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free) return p;
+  }
+  throw std::runtime_error("redis_server: no free port with a free cluster bus port (port + 10000)");
+}
+
 // A redis.conf argument in double quotes (the password may hold spaces).
 std::string quoted(const std::string& v) {
   std::string q = "\"";
@@ -70,6 +76,18 @@ std::string quoted(const std::string& v) {
 }
 
 }  // namespace
+
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
 
 redis_server::redis_server(redis_server_options options) : options_(std::move(options)) {
   binary_ = find_in_path("redis-server");
@@ -85,7 +103,7 @@ redis_server::redis_server(redis_server_options options) : options_(std::move(op
   try {
     std::string why;
     for (int attempt = 0; attempt < 8; ++attempt) {
-      port_ = pick_free_port();
+      port_ = options_.cluster_bus ? pick_free_bus_port() : pick_free_port();
       if (start_once(why)) return;
     }
     throw std::runtime_error("redis_server: could not start redis-server: " + why);

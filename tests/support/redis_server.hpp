@@ -19,6 +19,9 @@
 
 namespace sluice::testing {
 
+/// The path of `name` in PATH, or "" when it is not there.
+std::string find_in_path(const std::string& name);
+
 /// How to start the server.
 struct redis_server_options {
   /// `requirepass` for the default user; empty: none.
@@ -35,6 +38,9 @@ struct redis_server_options {
   std::vector<std::string> extra_config{};
   /// How long start-up may take before the constructor throws.
   std::chrono::milliseconds start_timeout{5000};
+  /// A Redis Cluster node: the port is picked so that port + 10000 (the
+  /// cluster bus) is free too. The caller adds "cluster-enabled yes".
+  bool cluster_bus = false;
 };
 
 /// One redis-server process. Not copyable; the destructor stops it (SIGCONT,

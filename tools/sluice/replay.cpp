@@ -7,6 +7,8 @@
 #include <limits>
 #include <memory>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "input.hpp"
@@ -97,18 +99,48 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   trace_reader reader(trace.stream(), trace.name());
   request r;
   std::uint64_t n = 0;
-  while (reader.next(r)) {
-    moment = std::max(moment, r.time);
-    const decision d = store.try_acquire_at(r.key, r.time, r.cost);
-    if (store.last_source() != source::store) {
-      // A remote store that failed (or found a state it did not write) has
-      // no decision of the policy's to show: stop rather than print one.
-      if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
-      err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(store.last_source())
-          << ")\n";
-      return 1;
+  // A remote store that failed (or found a state it did not write) has no
+  // decision of the policy's to show: stop rather than print one.
+  const auto not_decided = [&](source from) {
+    if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
+    err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(from) << ")\n";
+    return 1;
+  };
+  if (store.memory() != nullptr) {
+    while (reader.next(r)) {
+      moment = std::max(moment, r.time);
+      const decision d = store.try_acquire_at(r.key, r.time, r.cost);
+      if (store.last_source() != source::store) return not_decided(store.last_source());
+      if (!writer.row(++n, r, d)) break;  // the output is lost: stop (and save no state)
     }
-    if (!writer.row(++n, r, d)) break;  // the output is lost: stop (and save no state)
+  } else {
+    // A remote store: lines in batches, each one pipeline (one round trip
+    // for `batch` lines instead of one a line), decided in order; the rows
+    // are written as each batch comes back.
+    constexpr std::size_t batch = 128;
+    std::vector<single_policy_store::request> pending;
+    std::vector<request> lines;
+    std::vector<decision> ds(batch);
+    std::vector<source> from(batch);
+    bool more = true;
+    bool lost = false;
+    while (more && !lost) {
+      pending.clear();
+      lines.clear();
+      while (pending.size() < batch && (more = reader.next(r))) {
+        pending.push_back({std::string(r.key), r.time, r.cost});
+        lines.push_back(r);
+      }
+      store.try_acquire_many_at(pending, ds, from);
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        if (from[i] != source::store) return not_decided(from[i]);
+        lines[i].key = pending[i].key;  // the reader's copy is gone
+        if (!writer.row(++n, lines[i], ds[i])) {
+          lost = true;  // the output is lost: stop
+          break;
+        }
+      }
+    }
   }
   if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
   if (!reader.error().empty()) return usage_error(err, error{"", reader.error()});

@@ -25,9 +25,9 @@ namespace sluice::cli {
 
 namespace {
 
-// A remote store URL (redis://, unix://): the Redis store on real time (ns
-// since 1970, which the machines of a fleet share), with the configuration's
-// timeouts, pool, failure mode and deny cache.
+// A remote store URL (redis://, unix://, redis+cluster://): the Redis store
+// on real time (ns since 1970, which the machines of a fleet share), with the
+// configuration's timeouts, pool, failure mode and deny cache.
 result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsigned /*threads*/) {
 #ifdef SLUICE_HAVE_REDIS
   redis_store_options o;

@@ -1,7 +1,7 @@
 // `--store SPEC`: where a command's states live, and the one factory that
 // turns a spec into a store. "memory" (the default) is this process's
-// memory; the Redis store adds its schemes ("redis://", "unix://") to
-// `make_store` when its target is built.
+// memory; the Redis store adds its schemes ("redis://", "unix://",
+// "redis+cluster://") to `make_store` when its target is built.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,7 +46,8 @@ struct made_store {
 };
 
 /// The store `spec` names: "memory", or (when built with sluice::redis)
-/// "redis://host:port[/db]", "unix:///path". The error names "--store" and
+/// "redis://host:port[/db]", "unix:///path",
+/// "redis+cluster://host:port[,host:port...]". The error names "--store" and
 /// lists the kinds this build knows.
 result<made_store> make_store(std::string_view spec, const store_setup& setup);
 
@@ -62,6 +64,21 @@ class single_policy_store {
   /// request: the store's answer for the request, and `last_source()`
   /// says so).
   decision try_acquire_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// One request of a batch: its key (owned: a trace reader's key lives
+  /// only until its next line), instant and cost.
+  struct request {
+    std::string key;
+    tick now = 0;
+    std::int64_t cost = 1;
+  };
+
+  /// Decides `requests` in order, as that many `try_acquire_at` calls would
+  /// (a key repeated in the batch sees its earlier admits), in one call of
+  /// the store (a remote store sends them in one pipeline): `out[i]` is
+  /// request i's decision and `from[i]` where it came from. Requires both
+  /// to be as long as `requests`.
+  void try_acquire_many_at(std::span<const request> requests, std::span<decision> out, std::span<source> from);
 
   /// Where the latest decision came from.
   [[nodiscard]] source last_source() const noexcept { return last_; }

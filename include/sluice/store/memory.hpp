@@ -80,7 +80,7 @@ class memory_store final : public store {
   result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
 
   /// Decides `r` (store.hpp). A request with no check or more than
-  /// `max_checks`, an unknown policy id, a cost below 1, a (policy, key)
+  /// `max_checks`, an unknown policy id, a check whose cost is below 1, a (policy, key)
   /// named twice, or a `per_check` shorter than its checks is answered as
   /// `source::error` (denied, `retry_after = never`), counted, and changes
   /// nothing.

@@ -164,96 +164,54 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     plan.push_back(std::move(p));
   }
 
-  // The checks: one per distinct (policy, key, cost), grouped by cost.
+  // The checks: one per distinct (policy, key), at the largest cost of the
+  // descriptors giving it; all of them one atomic store request, each check
+  // charged its own cost (a denied call charges none).
   std::array<check, max_checks> checks;
-  std::array<std::int64_t, max_checks> check_cost{};
   std::array<std::size_t, max_checks> check_policy{};
   std::size_t n = 0;
   for (auto& p : plan) {
     const policy_id id = view->ids[p.policy];
     std::size_t k = 0;
-    while (k < n && !(checks[k].policy == id && checks[k].key == p.key && check_cost[k] == p.cost)) ++k;
+    while (k < n && !(checks[k].policy == id && checks[k].key == p.key)) ++k;
     if (k == n) {
       if (n == max_checks)
         return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
-      checks[n] = check{id, p.key};  // `plan` no longer grows: the key stays put
-      check_cost[n] = p.cost;
+      checks[n] = check{id, p.key, p.cost};  // `plan` no longer grows: the key stays put
       check_policy[n] = p.policy;
       ++n;
+    } else {
+      checks[k].cost = std::max(checks[k].cost, p.cost);
     }
     p.check = k;
-  }
-  // Order by cost so each cost is one contiguous group (stable: first seen first).
-  std::array<std::size_t, max_checks> order{};
-  for (std::size_t k = 0; k < n; ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n),
-                   [&](std::size_t a, std::size_t b) { return check_cost[a] < check_cost[b]; });
-  std::array<check, max_checks> sorted;
-  std::array<std::size_t, max_checks> position{};  // check index -> index in `sorted`
-  for (std::size_t k = 0; k < n; ++k) {
-    sorted[k] = checks[order[k]];
-    position[order[k]] = k;
   }
   std::array<decision, max_checks> per{};
   store& st = svc.backing_store();
   const tick now = st.now();
   bool allowed = true;
   tick retry_after = 0;
-  // Each group [b, e) of one cost. With one group (every descriptor at the
-  // same cost, the usual case) the request is one atomic store request. With
-  // several, every group is first peeked: any denial answers OVER_LIMIT and
-  // charges nothing; else the groups are decided in order, and only a
-  // concurrent request between the peek and the charge can deny a later
-  // group after an earlier one was charged (docs/serve.md says so).
-  std::vector<std::pair<std::size_t, std::size_t>> groups;
-  for (std::size_t b = 0; b < n;) {
-    std::size_t e = b + 1;
-    while (e < n && check_cost[order[e]] == check_cost[order[b]]) ++e;
-    groups.emplace_back(b, e);
-    b = e;
+  source from = source::store;
+  if (n > 0) {
+    const store_decision sd = st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
+                                           std::span<decision>(per.data(), n));
+    svc.stats().count_source(sd.from);
+    allowed = sd.d.allowed;
+    retry_after = allowed ? 0 : sd.d.retry_after;
+    from = sd.from;
   }
-  const auto request_of = [&](std::size_t b, std::size_t e, std::int64_t cost) {
-    return store_request{std::span<const check>(sorted.data() + b, e - b), now, cost, {}};
-  };
-  const auto absorb = [&](const store_decision& sd) {
-    if (!sd.d.allowed) {
-      allowed = false;
-      retry_after = std::max(retry_after, sd.d.retry_after);
-    }
-  };
-  if (groups.size() == 1) {
-    const auto [b, e] = groups.front();
-    absorb(st.decide_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b)));
-  } else if (groups.size() > 1) {
-    for (const auto& [b, e] : groups)
-      absorb(st.peek_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b)));
-    if (allowed) {
-      for (const auto& [b, e] : groups) {
-        const store_decision sd =
-            st.decide_at(request_of(b, e, check_cost[order[b]]), std::span<decision>(per.data() + b, e - b));
-        absorb(sd);
-        if (!sd.d.allowed) break;
-      }
-    }
-    if (!allowed) {
-      // Report every check that would have admitted on its untouched state:
-      // a request no state can admit is a pure read of each.
-      for (const auto& [b, e] : groups) {
-        bool group_denied = false;
-        for (std::size_t k = b; k < e; ++k) group_denied = group_denied || per[k].retry_after != 0;
-        if (group_denied) continue;
-        std::array<decision, max_checks> untouched{};
-        (void)st.peek_at(request_of(b, e, std::numeric_limits<std::int64_t>::max()),
-                         std::span<decision>(untouched.data() + b, e - b));
-        for (std::size_t k = b; k < e; ++k) {
-          per[k] = untouched[k];
-          per[k].allowed = false;
-          per[k].retry_after = 0;
-          per[k].release_after = 0;
-        }
-      }
-    }
+  // A store error (a key holding a value sluice did not write) is no rate
+  // limit: a gRPC error, so Envoy applies its own failure_mode_deny (the
+  // HTTP endpoints answer 500). Nothing was charged.
+  if (from == source::error) {
+    for (std::size_t k = 0; k < n; ++k) view->counters[check_policy[k]]->denied.fetch_add(1, std::memory_order_relaxed);
+    return {grpc::StatusCode::INTERNAL,
+            "the store answered with an error (a key holding a value sluice did not write, or a state that fails "
+            "its checks); counted in sluice_store_errors_total"};
   }
+  // A failure mode's answer (fail-open, fail-closed) comes from no state:
+  // no remaining, no reset, no RateLimit field, and no peek at the store
+  // that just failed.
+  const bool figures = figures_known(from);
 
   // The response: one status per descriptor, in order.
   res.set_overall_code(allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
@@ -265,7 +223,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       continue;
     }
     const planned& p = plan[next_plan++];
-    const decision& d = per[position[p.check]];
+    const decision& d = per[p.check];
     // A check of a denied request that would have admitted reports
     // allowed = false with retry_after 0 (store.hpp): it is not over its limit.
     status->set_code(d.allowed || d.retry_after == 0 ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
@@ -275,6 +233,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
       lim->set_unit(view->units[p.policy]);
     }
+    if (!figures) continue;
     status->set_limit_remaining(clamp_u32(d.remaining));
     if (d.reset_after != never) {
       auto* reset = status->mutable_duration_until_reset();
@@ -291,14 +250,15 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     const std::size_t pol = check_policy[k];
     const std::string& member = view->members[pol];
     if (member.empty()) continue;
-    const decision& d = per[position[k]];
+    const decision& d = per[k];
     std::optional<tick> t;
-    if (d.remaining < sf_integer_max) {
-      if (!d.allowed && d.retry_after != 0 && d.remaining + 1 == check_cost[k]) {
+    if (figures && d.remaining < sf_integer_max) {
+      if (!d.allowed && d.retry_after != 0 && d.remaining + 1 == checks[k].cost) {
         t = d.retry_after;
       } else {
+        const check one{checks[k].policy, checks[k].key};
         const store_decision peek =
-            st.peek_at(store_request{std::span<const check>(&checks[k], 1), now, d.remaining + 1, {}});
+            st.peek_at(store_request{std::span<const check>(&one, 1), now, d.remaining + 1, {}});
         t = peek.d.retry_after;
       }
     }
@@ -307,15 +267,17 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       rl_field += ", ";
     }
     policy_field += member;
-    rl_field += ratelimit_member(cfg.policies[pol].name, d.remaining, t);
+    if (figures) rl_field += ratelimit_member(cfg.policies[pol].name, d.remaining, t);
   }
   if (!policy_field.empty()) {
     auto* h = res.add_response_headers_to_add();
     h->set_key("RateLimit-Policy");
     h->set_value(std::move(policy_field));
-    h = res.add_response_headers_to_add();
-    h->set_key("RateLimit");
-    h->set_value(std::move(rl_field));
+    if (figures) {
+      h = res.add_response_headers_to_add();
+      h->set_key("RateLimit");
+      h->set_value(std::move(rl_field));
+    }
   }
   if (!allowed && retry_after != never && retry_after > 0) {
     auto* h = res.add_response_headers_to_add();

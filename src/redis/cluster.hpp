@@ -1,0 +1,171 @@
+// A Redis Cluster client for the Redis store (private to sluice::redis): a
+// small router over one `client` (with its pool) per node, because Debian
+// has no C or C++ cluster client (research/redis-design.md §5).
+//
+// - The slot map comes from `CLUSTER SLOTS`, asked of the nodes that serve
+//   slots, then of the seeds, then of any other known node; a key's slot is
+//   the CRC16 of its hash tag (slots.hpp). Every call's keys must share one
+//   slot (the store makes sure of it).
+// - `MOVED slot host:port`: that slot's owner is updated, a refresh of the
+//   whole map is scheduled, and the call is sent again to the new owner.
+//   `ASK slot host:port`: the call is sent to that node once, after
+//   `ASKING`, on the same connection; the map is unchanged. At most
+//   `max_redirects` per call.
+// - `TRYAGAIN` (a slot's keys are split by a migration) and `CLUSTERDOWN`:
+//   sent again after a short pause, until the command timeout has passed
+//   since the call began; then the call fails.
+// - A node that refuses the connection (or cannot be reached before the
+//   connect timeout): nothing was sent, so the map is refreshed and the call
+//   sent again, within the same bound.
+// - A timeout or a broken connection after a call was written: the call may
+//   have run (and charged). It fails, and is never sent again.
+// - A batch is split per node; every node's pipeline is written before any
+//   is read, so the primaries work in parallel.
+// - Refreshes are rate-limited (`refresh_interval`) and done by one thread
+//   at a time, in line with a call (no background thread).
+// - The FUNCTION library is set on every node's client, which loads it
+//   whenever that node says it is missing (a node that joined later).
+//
+// Thread safety: every member may be called from any number of threads.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "redis/client.hpp"
+#include "redis/slots.hpp"
+#include "sluice/result.hpp"
+
+namespace sluice::redis {
+
+/// Whether `text` is a cluster URL (`redis+cluster://...`).
+[[nodiscard]] bool is_cluster_url(std::string_view text) noexcept;
+
+/// Parses `redis+cluster://[user[:password]@]host:port[,host:port...][/0]`:
+/// the seed nodes, each with the user and password. Each seed is read as
+/// `parse_url` reads a host and port (IPv6 in brackets; port 6379 when left
+/// out). Errors name the part: "scheme", "seed" (none, an empty one, more
+/// than 64), "host", "port", "user", "password", and "db" for a database
+/// other than 0 (a cluster has only database 0).
+result<std::vector<url>> parse_cluster_url(std::string_view text);
+
+/// An error naming `field` when `text` holds '{' or '}': in a cluster, a
+/// brace in the store's prefix or a policy name would change which part of
+/// its keys Redis hashes, and split one request's keys over several slots.
+[[nodiscard]] std::optional<error> cluster_name_error(std::string_view field, std::string_view text);
+
+/// The backend of a store URL: a `cluster_client` for `redis+cluster://`
+/// (refusing a `prefix` that holds a brace), else a `client` (`redis://`,
+/// `unix://`). Nothing is connected yet. Errors name the URL's part.
+result<std::unique_ptr<backend>> open_backend(std::string_view url_text, std::string_view prefix,
+                                              std::chrono::milliseconds connect_timeout,
+                                              std::chrono::milliseconds command_timeout, std::size_t pool_size);
+
+/// How a `cluster_client` finds the cluster and how long it waits.
+struct cluster_options {
+  /// Where the slot map is asked for first; their user and password log in
+  /// to every node.
+  std::vector<url> seeds;
+  /// Per node, as in client_options.
+  std::chrono::milliseconds connect_timeout{200};
+  std::chrono::milliseconds command_timeout{100};
+  std::size_t pool_size = 0;
+  bool keepalive = true;
+  /// The least time between two reads of the slot map.
+  std::chrono::milliseconds refresh_interval{100};
+  /// The most MOVED and ASK redirections one call follows.
+  int max_redirects = 5;
+  /// The first pause before sending again after TRYAGAIN, CLUSTERDOWN or a
+  /// refused node; doubled each time up to 50 ms, and never past the call's
+  /// command timeout.
+  std::chrono::milliseconds retry_pause{2};
+};
+
+/// Counters of what the router did (monotone, relaxed reads).
+struct cluster_stats {
+  std::uint64_t moved = 0;             ///< MOVED replies followed
+  std::uint64_t asked = 0;             ///< ASK replies followed
+  std::uint64_t tryagain = 0;          ///< TRYAGAIN replies (sent again after a pause)
+  std::uint64_t clusterdown = 0;       ///< CLUSTERDOWN replies (sent again after a pause)
+  std::uint64_t refused = 0;           ///< calls not sent because a node refused (sent again)
+  std::uint64_t refreshes = 0;         ///< slot maps read (CLUSTER SLOTS)
+  std::uint64_t refresh_failures = 0;  ///< refreshes that no node answered
+  std::uint64_t nodes = 0;             ///< nodes known (each with its own connections)
+};
+
+/// The router: a `backend` over every primary of a Redis Cluster.
+class cluster_client final : public backend {
+ public:
+  /// Connects lazily: the first call reads the slot map.
+  explicit cluster_client(cluster_options options);
+  ~cluster_client() override;
+  cluster_client(const cluster_client&) = delete;
+  cluster_client& operator=(const cluster_client&) = delete;
+
+  /// Sets the library on every node's client, now and for nodes met later.
+  result<bool> set_library(std::string name, std::string code) override;
+
+  /// Runs one function on the primary of its keys' slot (the slot of its
+  /// first key; a call without keys goes to any primary).
+  call_result fcall(const function_call& fc) override;
+
+  /// Runs the calls, each on the primary of its slot: one pipeline per
+  /// node, all written before any is read. Calls sent again (redirections,
+  /// TRYAGAIN) keep their order among themselves.
+  std::vector<call_result> fcall_each(std::span<const function_call> calls) override;
+
+  /// The sum of DBSIZE over the primaries of the slot map; nullopt when one
+  /// of them does not answer (or no map has been read).
+  std::optional<std::uint64_t> count_keys() override;
+
+  /// Reads the slot map now (rate limit aside); false when no node answered.
+  bool refresh();
+
+  /// "host:port" of the primary that serves `slot` in the current map; empty
+  /// when no node is known to.
+  [[nodiscard]] std::string owner_of(std::uint16_t slot) const;
+
+  /// What the router has done so far.
+  [[nodiscard]] cluster_stats stats() const noexcept;
+
+ private:
+  struct node;
+  struct job;
+  node* node_at(std::string_view address, std::string_view fallback_host);
+  node* owner(int slot) const;
+  void maybe_refresh(bool force);
+  bool refresh_locked();  // requires refresh_mu_
+  bool refresh_from(node& n, std::string& why);
+  void route(std::span<const function_call> calls, std::vector<job>& jobs, std::vector<call_result>& out);
+
+  cluster_options options_;
+
+  mutable std::shared_mutex nodes_mu_;
+  std::vector<std::unique_ptr<node>> nodes_;                    // append-only; requires nodes_mu_
+  std::unordered_map<std::string, std::size_t> by_address_;     // requires nodes_mu_
+  std::array<std::atomic<std::uint16_t>, slot_count> owner_{};  // node index + 1; 0: unknown
+
+  std::mutex lib_mu_;
+  std::string lib_name_, lib_code_;  // requires lib_mu_
+
+  std::mutex refresh_mu_;  // one refresh at a time
+  std::atomic<bool> refresh_wanted_{true};
+  std::atomic<std::int64_t> last_refresh_ns_{0};
+  std::mutex why_mu_;
+  std::string refresh_error_;  // why the last refresh failed; requires why_mu_
+
+  std::atomic<std::uint64_t> moved_{0}, asked_{0}, tryagain_{0}, clusterdown_{0}, refused_{0}, refreshes_{0},
+      refresh_failures_{0};
+};
+
+}  // namespace sluice::redis

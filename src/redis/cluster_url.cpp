@@ -1,0 +1,95 @@
+// parse_cluster_url: redis+cluster:// URLs into seed nodes, each read by
+// parse_url, with errors that name the part at fault.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/cluster.hpp"
+
+namespace sluice::redis {
+namespace {
+
+constexpr std::string_view cluster_scheme = "redis+cluster://";
+constexpr std::size_t max_seeds = 64;
+
+}  // namespace
+
+bool is_cluster_url(std::string_view text) noexcept { return text.starts_with(cluster_scheme); }
+
+result<std::vector<url>> parse_cluster_url(std::string_view text) {
+  if (!is_cluster_url(text)) return error{"scheme", "must be redis+cluster:// for a Redis Cluster"};
+  std::string_view rest = text.substr(cluster_scheme.size());
+  std::string_view authority = rest;
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    authority = rest.substr(0, slash);
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty() && db != "0")
+      return error{"db",
+                   "must be 0 or left out, not \"" + std::string(db) + "\" (a Redis Cluster has only database 0)"};
+  }
+  // The userinfo ends at the last '@' (a password may hold an unescaped one).
+  std::string_view userinfo;
+  std::string_view hosts = authority;
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    userinfo = authority.substr(0, at + 1);
+    hosts = authority.substr(at + 1);
+  }
+  if (hosts.empty()) return error{"seed", "none given (redis+cluster://host:port[,host:port...])"};
+  std::vector<url> seeds;
+  std::size_t n = 0;
+  while (true) {
+    const auto comma = hosts.find(',');
+    const std::string_view one = hosts.substr(0, comma);
+    ++n;
+    if (one.empty())
+      return error{"seed", "seed " + std::to_string(n) + " is empty (redis+cluster://host:port[,host:port...])"};
+    if (n > max_seeds) return error{"seed", "more than " + std::to_string(max_seeds) + " seeds"};
+    // Each seed is read as the host and port of a redis:// URL, so the two
+    // schemes agree on every form (brackets for IPv6, the default port).
+    auto u = parse_url("redis://" + std::string(userinfo) + std::string(one));
+    if (!u) {
+      error e = u.err();
+      e.message = "seed " + std::to_string(n) + " (\"" + std::string(one) + "\"): " + e.message;
+      return e;
+    }
+    seeds.push_back(std::move(u).value());
+    if (comma == std::string_view::npos) break;
+    hosts = hosts.substr(comma + 1);
+  }
+  return seeds;
+}
+
+std::optional<error> cluster_name_error(std::string_view field, std::string_view text) {
+  if (text.find_first_of("{}") == std::string_view::npos) return std::nullopt;
+  return error{std::string(field), "must not hold '{' or '}' in a Redis Cluster (\"" + escape_bytes(text) +
+                                       "\"): the store puts each key in braces to choose its hash slot"};
+}
+
+result<std::unique_ptr<backend>> open_backend(std::string_view url_text, std::string_view prefix,
+                                              std::chrono::milliseconds connect_timeout,
+                                              std::chrono::milliseconds command_timeout, std::size_t pool_size) {
+  auto timeouts = [&](auto& co) {
+    co.connect_timeout = connect_timeout;
+    co.command_timeout = command_timeout;
+    co.pool_size = pool_size;
+  };
+  if (is_cluster_url(url_text)) {
+    auto seeds = parse_cluster_url(url_text);
+    if (!seeds) return seeds.err();
+    if (auto e = cluster_name_error("prefix", prefix)) return *e;
+    cluster_options co;
+    co.seeds = std::move(seeds).value();
+    timeouts(co);
+    return std::unique_ptr<backend>(std::make_unique<cluster_client>(std::move(co)));
+  }
+  auto where = parse_url(url_text);
+  if (!where) return where.err();
+  client_options co;
+  co.where = std::move(where).value();
+  timeouts(co);
+  return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,93 @@
+// parse_cluster_url: seed lists, credentials, and hostile inputs whose
+// errors must name the part at fault; open() refusing what a cluster cannot
+// hold (a db, braces in the prefix).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "redis/cluster.hpp"
+#include "sluice/policy_expr.hpp"
+#include "sluice/redis.hpp"
+
+namespace sluice::redis {
+namespace {
+
+TEST(ClusterUrl, SeedsWithTheirCredentials) {
+  auto r = parse_cluster_url("redis+cluster://app:s%40cret@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002,host");
+  ASSERT_TRUE(r) << r.err().what();
+  const auto& s = r.value();
+  ASSERT_EQ(s.size(), 4U);
+  EXPECT_EQ(s[0].host, "10.0.0.1");
+  EXPECT_EQ(s[0].port, 7000);
+  EXPECT_EQ(s[1].host, "10.0.0.2");
+  EXPECT_EQ(s[2].host, "::1");
+  EXPECT_EQ(s[2].port, 7002);
+  EXPECT_EQ(s[3].host, "host");
+  EXPECT_EQ(s[3].port, 6379);
+  for (const auto& u : s) {
+    EXPECT_EQ(u.user, "app");
+    EXPECT_EQ(u.password, "s@cret");
+    EXPECT_EQ(u.db, 0);
+  }
+  EXPECT_TRUE(parse_cluster_url("redis+cluster://h:1/0"));
+  EXPECT_TRUE(parse_cluster_url("redis+cluster://h:1/"));
+  EXPECT_TRUE(is_cluster_url("redis+cluster://h:1"));
+  EXPECT_FALSE(is_cluster_url("redis://h:1"));
+}
+
+struct bad_case {
+  const char* url;
+  const char* field;
+};
+
+class ClusterUrlRejects : public ::testing::TestWithParam<bad_case> {};
+
+TEST_P(ClusterUrlRejects, NamingThePart) {
+  const auto r = parse_cluster_url(GetParam().url);
+  ASSERT_FALSE(r) << GetParam().url;
+  EXPECT_EQ(r.err().field, GetParam().field) << GetParam().url << ": " << r.err().what();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Hostile, ClusterUrlRejects,
+    ::testing::Values(bad_case{"redis://h:1", "scheme"}, bad_case{"redis+cluster://", "seed"},
+                      bad_case{"redis+cluster://h:1,", "seed"}, bad_case{"redis+cluster://,h:1", "seed"},
+                      bad_case{"redis+cluster://h:1,,h:2", "seed"}, bad_case{"redis+cluster://h:0", "port"},
+                      bad_case{"redis+cluster://h:1,h:99999", "port"}, bad_case{"redis+cluster://h:x", "port"},
+                      bad_case{"redis+cluster://h:1,bad host:2", "host"}, bad_case{"redis+cluster://h:1/1", "db"},
+                      bad_case{"redis+cluster://h:1/x", "db"}, bad_case{"redis+cluster://u@h:1", "password"},
+                      bad_case{"redis+cluster://:%zz@h:1", "password"}, bad_case{"redis+cluster://[::1:1", "host"},
+                      bad_case{"redis+cluster://h:1?x=1", "host"}));
+
+TEST(ClusterUrl, TooManySeeds) {
+  std::string u = "redis+cluster://";
+  for (int i = 0; i < 65; ++i) u += (i ? ",h:" : "h:") + std::to_string(1000 + i);
+  const auto r = parse_cluster_url(u);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.err().field, "seed");
+}
+
+TEST(ClusterUrl, TheStoreRefusesWhatAClusterCannotHold) {
+  redis_store_options o;
+  o.url = "redis+cluster://127.0.0.1:1/3";
+  auto db = redis_store::open(o);
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.err().field, "db");
+  o.url = "redis+cluster://127.0.0.1:1";
+  o.prefix = "p{x}:";
+  auto prefix = redis_store::open(o);
+  ASSERT_FALSE(prefix);
+  EXPECT_EQ(prefix.err().field, "prefix");
+  o.prefix = "p:";
+  auto ok = redis_store::open(o);  // connects lazily
+  ASSERT_TRUE(ok) << ok.err().what();
+  EXPECT_EQ(ok.value()->define("x{y", parse_policy("quota 1").value()).err().field, "name");
+  // On one server braces are fine (nothing is routed by slot).
+  o.url = "redis://127.0.0.1:1";
+  o.prefix = "p{x}:";
+  auto single = redis_store::open(o);
+  ASSERT_TRUE(single) << single.err().what();
+}
+
+}  // namespace
+}  // namespace sluice::redis
