@@ -165,7 +165,8 @@ TEST(ClusterStore, TheLibraryIsLoadedOnEveryPrimary) {
   }
   for (const std::size_t p : primaries) {
     const auto list = cluster.cli(p, {"FUNCTION", "LIST", "LIBRARYNAME", std::string(redis_store::library_name())});
-    EXPECT_NE(list.out.find(std::string(redis_store::library_name())), std::string::npos) << cluster.address(p) << ": " << list.out;
+    EXPECT_NE(list.out.find(std::string(redis_store::library_name())), std::string::npos)
+        << cluster.address(p) << ": " << list.out;
   }
 }
 

@@ -276,7 +276,8 @@ TEST(ClusterTopology, APrimaryThatJoinsLaterGetsTheLibrary) {
   const auto tags = numbered_tags(300);
   for (int i = 0; i < 5; ++i) ASSERT_EQ(twins.batch(tags, 64, false), 0U);  // the store knows the map
   const std::size_t added = c.add_node();
-  EXPECT_EQ(c.cli(added, {"FUNCTION", "LIST"}).out.find(std::string(redis_store::library_name())), std::string::npos);  // MEET copies none
+  EXPECT_EQ(c.cli(added, {"FUNCTION", "LIST"}).out.find(std::string(redis_store::library_name())),
+            std::string::npos);  // MEET copies none
   c.reshard(c.primaries()[0], added, 500);
   c.wait_ready(30s);
   const auto on_new = tags_on(c, added, 40);
