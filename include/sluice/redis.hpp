@@ -4,16 +4,23 @@
 // (semantics.md, "Remote stores"; docs/redis.md).
 //
 // Each decision is one atomic FCALL of the store's Lua FUNCTION library
-// (`sluice_v1`, loaded by the store whenever the server lacks it): the
-// script decides admit and writes the new states (a denial writes nothing);
-// the C++ side sends every configuration-dependent product and quotient
-// already computed in 128-bit integers, so the script only adds and compares
-// integers below 2^53, and derives every figure (remaining, retry_after,
-// reset_after, release_after) from the states the script returns, with the
-// core's own code. It checks that the script's admit is the core's; a
-// mismatch is an error, never an admit. Configurations whose quantities the
-// Lua arithmetic cannot hold exactly are refused by `define`, with the field
-// and the bound.
+// (`sluice_v2_<hash of its code>`, loaded by the store whenever the server
+// lacks it): the script decides admit and writes the new states (a denial
+// writes nothing); the C++ side sends every configuration-dependent product
+// and quotient already computed in 128-bit integers, so the script only adds
+// and compares integers below 2^53, and derives every figure (remaining,
+// retry_after, reset_after, release_after) from the states the script
+// returns, with the core's own code. It checks that the script's admit and
+// every state it wrote are the core's; a mismatch is an error, never an
+// admit. Configurations whose quantities the Lua arithmetic cannot hold
+// exactly are refused by `define`, with the field and the bound.
+//
+// Redefining a name carries its states over (store.hpp): each stored value
+// names the configuration that wrote it, and a decision that meets a value
+// of an earlier configuration of the name carries that state over with
+// `reconfigure` at the redefinition's instant, decides on it with the core,
+// and writes the result only if the key still holds what it read
+// (docs/redis.md, "Redefining a policy").
 //
 // When Redis cannot answer (down, slow, full, refusing), the configured
 // failure mode decides and the decision says so; a key that holds a value
@@ -94,6 +101,15 @@ struct redis_store_options {
   bool deny_cache = false;
   /// About how many denied (policy, key) pairs the cache holds.
   std::size_t deny_cache_capacity = 1 << 16;
+  /// Server-clock mode (semantics.md, "Remote stores"): every request is
+  /// decided at Redis's clock (TIME, microseconds) instead of its `now`, so
+  /// a fleet whose clocks disagree decides on one; `store_decision::at`
+  /// reports the instant used. It costs one more round trip per call (per
+  /// pipeline for decide_many_at): TIME is read, then the request is
+  /// decided at that instant. Needs ticks that divide a microsecond
+  /// (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is µs·1000/tick_ns) and
+  /// no deny cache (its entries are instants of the client's clock).
+  bool server_clock = false;
 };
 
 /// Counts of the Redis store beyond `store_stats`.
@@ -103,6 +119,18 @@ struct redis_store_stats {
   std::uint64_t corrupt = 0;        ///< keys holding a value the store did not write
   std::uint64_t breaker_open = 0;   ///< requests answered by the failure mode while the breaker was open
   std::uint64_t breaker_trips = 0;  ///< times the breaker opened
+  /// Requests that met a value of an earlier configuration of their policy
+  /// and carried it over (decided by the client, written with a
+  /// compare-and-set).
+  std::uint64_t carried = 0;
+  /// Compare-and-sets of carried-over states that found the key changed
+  /// meanwhile (the request was then read and decided again).
+  std::uint64_t carry_conflicts = 0;
+  /// Requests that met a value of a configuration this store does not know
+  /// (another process defined the name otherwise, e.g. a newer
+  /// configuration mid-rollout): errors, never admits (counted in
+  /// base.errors too).
+  std::uint64_t unknown_config = 0;
   /// Cluster: requests whose keys lie in several hash slots, answered
   /// `source::error` without deciding any check (counted in base.errors too).
   std::uint64_t cross_slot = 0;
@@ -124,21 +152,33 @@ class redis_store final : public store {
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
 
-  /// Registers `policy` under `name`. Errors name the field and the bound
-  /// when the Lua arithmetic cannot hold a quantity exactly (docs/redis.md,
-  /// "Exact ranges"), and "algorithm" when `name` is already defined with a
-  /// different policy (the Redis store cannot yet carry states over a
-  /// change of configuration). States live under the key
+  /// Registers `policy` under `name` (new: a new id), or redefines it (the
+  /// same id) at `now()`, as `define_at`. States live under the key
   /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`). In a cluster,
   /// a `name` holding '{' or '}' is refused ("name"), and a request's keys
   /// must share a hash slot (docs/redis.md, "Redis Cluster").
   result<policy_id> define(std::string_view name, const any_policy& policy) override;
 
+  /// `define` with the instant of the redefinition, in the store's ticks:
+  /// every state the name holds is carried over at `now` as the memory
+  /// store's `define_at` carries it (reconfigure.hpp), when a decision
+  /// first meets it; the deny cache forgets the policy. Defining the same
+  /// policy again changes nothing. Errors name the field and the bound when
+  /// the Lua arithmetic cannot hold a quantity exactly (docs/redis.md,
+  /// "Exact ranges"), "name" for an empty name, "policies" past 65,536
+  /// names, and, as the memory store, "algorithm" when the new policy is
+  /// another algorithm and "parts" for composites whose parts differ in
+  /// number or kind. Every earlier configuration of a name is kept while
+  /// the store lives (values written for it may still be met).
+  result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
+
   store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
-  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share it).
+  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
+  /// it). In server-clock mode decisions use Redis's clock instead, and
+  /// report it in `store_decision::at`.
   [[nodiscard]] tick now() const noexcept override;
 
   [[nodiscard]] store_stats stats() const override;
@@ -152,7 +192,9 @@ class redis_store final : public store {
 
   /// The Lua library's source, as loaded into Redis (FUNCTION LOAD).
   static std::string_view library_code() noexcept;
-  /// The library's name with its version ("sluice_v1").
+  /// The library's name: its protocol version and a hash of its code
+  /// ("sluice_v2_1a2b3c4d"), so that builds with different code never share
+  /// a library in one Redis.
   static std::string_view library_name() noexcept;
 
   /// The implementation (src/redis/store.cpp); not part of the API.

@@ -104,6 +104,10 @@ struct store_decision {
   decision d;
   /// Where the decision came from.
   source from = source::store;
+  /// The instant the request was decided at, in the store's ticks: its
+  /// `now`, unless the store reads a clock of its own (a Redis store in
+  /// server-clock mode: Redis's).
+  tick at = 0;
 };
 
 /// Counts every store keeps (a store may keep more of its own). Each is a
@@ -128,7 +132,8 @@ class store {
   /// Registers `policy` under `name` and returns its id. Defining a name
   /// again replaces its policy and keeps its id: every state it holds is
   /// carried over by `reconfigure` (a throttled client never gets a fresh
-  /// limit), and the deny cache forgets that policy. The error names the
+  /// limit), and the deny cache forgets that policy; defining it again with
+  /// the same policy changes nothing. The error names the
   /// field when the store cannot decide the policy exactly (Redis: a
   /// quantity past 2^52, ...), or "algorithm" when the new policy cannot
   /// continue the old one's states.

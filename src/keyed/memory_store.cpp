@@ -17,6 +17,7 @@
 
 #include "reclaim.hpp"
 #include "sluice/reconfigure.hpp"
+#include "sluice/snapshot.hpp"
 
 namespace sluice {
 namespace {
@@ -124,6 +125,9 @@ struct memory_store::impl {
     std::lock_guard lock(e.redefine);
     keyed_limiter& old = *e.owned;
     const any_policy& from = old.policy();
+    // The same policy again: every state stays as it is (a reconfiguration
+    // onto itself would move each state's clock to `now`).
+    if (encode_policy(from) == encode_policy(to)) return id;
     // Refuse before anything changes: the fresh state tells whether the new
     // policy can continue the old one's states at all.
     if (auto probe = reconfigure(from, fresh_state(from), to, now); !probe) return probe.err();
@@ -362,7 +366,9 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
 }
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->decide(r, per_check, true);
+  store_decision d = impl_->decide(r, per_check, true);
+  d.at = r.now;
+  return d;
 }
 
 void memory_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {
@@ -384,10 +390,13 @@ void memory_store::decide_many_at(std::span<const store_request> requests, std::
       ++i;
     }
   }
+  for (std::size_t k = 0; k < requests.size(); ++k) out[k].at = requests[k].now;
 }
 
 store_decision memory_store::peek_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->decide(r, per_check, false);
+  store_decision d = impl_->decide(r, per_check, false);
+  d.at = r.now;
+  return d;
 }
 
 tick memory_store::now() const noexcept {

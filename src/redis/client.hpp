@@ -234,9 +234,9 @@ class client final : public backend {
   /// any of its commands may have run.
   batch_result pipeline(std::span<const std::vector<std::string_view>> commands);
 
-  /// Sets the FUNCTION library that `fcall` runs: `name` (e.g. "sluice_v1")
+  /// Sets the FUNCTION library that `fcall` runs: `name` (e.g. "sluice_v2_1a2b3c4d")
   /// must be the one the code declares on its first line (`#!lua
-  /// name=sluice_v1`); the code registers its functions with
+  /// name=sluice_v2_1a2b3c4d`); the code registers its functions with
   /// `redis.register_function`. Nothing is sent now. Returns an error naming
   /// "library" when the code's first line does not declare `name`.
   result<bool> set_library(std::string name, std::string code) override;

@@ -1,11 +1,13 @@
 // The Redis store's wire protocol (private to sluice::redis): what the C++
 // side sends to the Lua library (src/redis/lua/) for one policy, and how it
-// reads back the states the library returns.
+// reads and writes the values the library stores.
 //
 // The split (research/redis-design.md §1.3): the client does, in int128,
 // every multiplication and division that depends only on the configuration
 // and the cost, and splits instants into 32-bit limbs and window indices;
-// the script only adds, subtracts and compares integers below 2^53. The
+// the script only adds, subtracts and compares integers below 2^53. Every
+// number travels as an 8-byte double (binary.hpp): the request's in one
+// binary argument, a stored value as its 9-byte tag and its fields. The
 // script decides admit and writes the new states; it returns every leaf's
 // stored value before the decision (and the value it wrote), and the client
 // rebuilds the core states from them and derives every figure with the core
@@ -17,10 +19,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "redis/binary.hpp"
 #include "sluice/any.hpp"
 #include "sluice/detail/arith.hpp"
 #include "sluice/result.hpp"
@@ -28,17 +32,22 @@
 
 namespace sluice::redis {
 
+/// The length of a tag: a type letter and 8 hex digits.
+inline constexpr std::size_t tag_size = 9;
+
 /// One stateful leaf of a policy tree (a plain algorithm, not always-*), with
 /// the constants its arguments are computed from.
 struct leaf_plan {
   const any_policy* policy = nullptr;  ///< the leaf, inside plan::policy
   char letter = 'g';                   ///< the state's type letter (g, q, f, c, u, s, b)
-  std::string tag;                     ///< letter + 8 hex digits of the configuration's CRC
+  char tag[tag_size] = {};             ///< letter + 8 hex digits: CRC-32C of the whole policy and the leaf's index
   std::string suffix;                  ///< appended to the check's key ("" for a plain policy, ":0.1" ...)
-  // GCRA, token bucket, leaky queue: L and W reduced by g = gcd(L, W).
-  detail::i128 g = 1, l1 = 1, w1 = 1;
-  detail::i128 sq = 0, sr = 0;  ///< S·W' (or Q·W') = sq·L' + sr
-  detail::i128 wq = 0, wr = 0;  ///< W' = wq·L' + wr (leaky queue)
+  // GCRA, token bucket: S·W = sq·L + sr; leaky queue: Q·W = sq·L + sr and
+  // W = wq·L + wr (L ≥ 1).
+  detail::i128 sq = 0, sr = 0;
+  detail::i128 wq = 0, wr = 0;
+
+  [[nodiscard]] std::string_view tag_view() const noexcept { return {tag, tag_size}; }
 };
 
 /// How one policy is sent: the tree in prefix form, its stateful leaves in
@@ -51,30 +60,47 @@ class plan {
 
   [[nodiscard]] const any_policy& policy() const noexcept { return *policy_; }
   [[nodiscard]] const std::vector<leaf_plan>& leaves() const noexcept { return leaves_; }
+  /// True for a plain stateful policy: one leaf, no composite around it
+  /// (decided by `sluice_v2_one`).
+  [[nodiscard]] bool single() const noexcept { return single_; }
 
-  /// Appends the tree's tokens and every leaf's arguments for a request of
-  /// `cost` at `now`.
-  void append_args(tick now, std::int64_t cost, std::vector<std::string>& out) const;
+  /// Appends the tree's tokens and every leaf's tag and arguments for a
+  /// request of `cost` at `now` (the prefix form of `sluice_v2_decide`).
+  void append_tree(tick now, std::int64_t cost, std::string& out) const;
+  /// Appends leaf `i`'s tag and arguments.
+  void append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& out) const;
 
-  /// The core state of the whole policy from its leaves' stored values
-  /// (`values[i]` for leaf i, nullopt when fresh), checked; an error when a
-  /// value is not one this configuration writes. `latest` gets the latest
-  /// admit's instant over the leaves (INT64_MIN when all are fresh).
-  [[nodiscard]] result<any_state> decode(const std::vector<std::optional<std::string_view>>& values,
-                                         tick& latest) const;
+  /// The core state of the whole policy from its leaves' states, in leaf
+  /// order (moved from `leaf_states`).
+  [[nodiscard]] any_state assemble(std::span<any_state> leaf_states) const;
 
   /// The core states of the leaves of `s` (a state of this policy), in leaf
-  /// order, for comparing with the values the script wrote.
+  /// order.
   void leaf_states(const any_state& s, std::vector<const any_state*>& out) const;
 
-  /// One leaf's state from its stored value (nullopt: fresh); `latest` as
-  /// in decode.
+  /// One leaf's state from its stored value (nullopt: fresh), checked as
+  /// the library checks it; an error when the value is not one this leaf
+  /// writes (its tag included). `latest` is raised to the instant of the
+  /// value's latest admit, when it holds one.
   [[nodiscard]] result<any_state> decode_leaf(std::size_t i, std::optional<std::string_view> value, tick& latest) const;
+
+  /// Leaf `i`'s stored value for `s` (a state of that leaf after an admit at
+  /// `at`, the instant the library would write: the later of the request's
+  /// and the latest admit's), appended to `out` with its tag; false when the
+  /// library could not hold it (a number past 2^53) — nothing is then
+  /// appended.
+  bool encode_leaf(std::size_t i, const any_state& s, tick at, std::string& out) const;
+
+  /// How many ticks after a write of leaf `i`'s value `value` (as
+  /// encode_leaf wrote it) its state is fresh, as the library computes it;
+  /// -1 for never (a quota).
+  [[nodiscard]] std::int64_t ticks_to_fresh(std::size_t i, std::string_view value) const;
 
  private:
   plan() = default;
   std::shared_ptr<const any_policy> policy_;
   std::vector<leaf_plan> leaves_;
+  bool single_ = false;
 };
 
 /// The limbs of a 64-bit value: v = h·2^32 + l, 0 ≤ l < 2^32.
@@ -82,5 +108,18 @@ constexpr void split_limbs(std::int64_t v, std::int64_t& h, std::int64_t& l) noe
   h = v >> 32;
   l = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) & 0xFFFFFFFFULL);
 }
+
+/// Appends the limbs of `v` (split_limbs) as two numbers (binary.hpp).
+inline void put_limbs(std::string& out, std::int64_t v) {
+  std::int64_t h = 0;
+  std::int64_t l = 0;
+  split_limbs(v, h, l);
+  put_number(out, h);
+  put_number(out, l);
+}
+
+/// Whether `v` looks like a value of this library (a type letter and 8 hex
+/// digits), whatever its configuration.
+bool has_tag_shape(std::string_view v) noexcept;
 
 }  // namespace sluice::redis

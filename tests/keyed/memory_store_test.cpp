@@ -237,6 +237,32 @@ TEST(MemoryStore, RedefiningToAnotherAlgorithmIsRefused) {
   EXPECT_FALSE(one(s, p, "k", 1).d.allowed);  // the old policy and state stay
 }
 
+TEST(MemoryStore, DefiningTheSamePolicyAgainChangesNothing) {
+  memory_store s;
+  const policy_id p = s.define_at("p", policy("gcra 1/10ns burst=2"), 0).value();
+  EXPECT_TRUE(one(s, p, "k", 100).d.allowed);
+  EXPECT_TRUE(one(s, p, "k", 100).d.allowed);
+  EXPECT_FALSE(one(s, p, "k", 100).d.allowed);
+  // Carried over onto itself at 1000 the state would be fresh there, and a
+  // request whose clock is still at 100 would be admitted.
+  ASSERT_EQ(s.define_at("p", policy("gcra 1/10ns burst=2"), 1000).value(), p);
+  EXPECT_FALSE(one(s, p, "k", 100).d.allowed);
+}
+
+TEST(MemoryStore, ADecisionReportsItsInstant) {
+  memory_store s;
+  const policy_id p = s.define("p", policy("gcra 1/10ns burst=2")).value();
+  EXPECT_EQ(one(s, p, "k", 1234).at, 1234);
+  const check c{p, "k"};
+  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 77, .cost = 1, .id = {}}).at, 77);
+  std::vector<store_request> rs(3, store_request{.checks = {&c, 1}, .now = 5, .cost = 1, .id = {}});
+  rs[2].now = 9;
+  std::vector<store_decision> out(3);
+  s.decide_many_at(rs, out);
+  EXPECT_EQ(out[0].at, 5);
+  EXPECT_EQ(out[2].at, 9);
+}
+
 TEST(MemoryStore, ShrinkingABurstKeepsTheDebt) {
   memory_store s;
   const policy_id p = s.define_at("p", policy("gcra 1/10ns burst=10"), 0).value();

@@ -14,6 +14,7 @@
 
 #include "conformance/traces.hpp"
 #include "redis/protocol.hpp"
+#include "redis/store_support.hpp"
 
 namespace sluice::redis_test {
 
@@ -23,19 +24,12 @@ namespace sluice::redis_test {
 /// time tests keep them).
 inline constexpr std::int64_t pipelined_buckets = 64;
 
-inline bool few_buckets(const any_policy& p) {
-  if (const auto* b = std::get_if<sliding_buckets>(&p)) return b->buckets() <= pipelined_buckets;
-  if (const auto* a = std::get_if<all_of>(&p)) return std::all_of(a->parts().begin(), a->parts().end(), few_buckets);
-  if (const auto* o = std::get_if<any_of>(&p)) return std::all_of(o->parts().begin(), o->parts().end(), few_buckets);
-  return true;
-}
-
 /// Whether the Redis store takes every policy of `t` (and, for a pipelined
 /// run, whether its buckets are few).
 inline bool in_range(const conformance::trace& t, bool pipelined) {
   for (const auto& p : t.policies) {
     if (!redis::plan::make(p.policy).ok()) return false;
-    if (pipelined && !few_buckets(p.policy)) return false;
+    if (pipelined && !buckets_at_most(p.policy, pipelined_buckets)) return false;
   }
   return true;
 }
@@ -96,14 +90,6 @@ std::size_t run_in_groups(store& s, const std::vector<conformance::trace>& trace
     if (diff.empty()) agree += part.size();
   }
   return agree;
-}
-
-/// A test name for an algorithm parameter ("sliding_log").
-inline std::string algorithm_test_name(const ::testing::TestParamInfo<algorithm>& i) {
-  std::string n(name_of(i.param));
-  for (char& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
 }
 
 }  // namespace sluice::redis_test

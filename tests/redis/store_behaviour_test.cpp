@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "redis/binary.hpp"
 #include "redis/client.hpp"
 #include "redis/store_support.hpp"
 #include "redis/trace_gen.hpp"
@@ -74,12 +75,15 @@ TEST(RedisStore, RefusesConfigurationsOutsideTheExactRange) {
                                           any_policy{sliding_counter::make(rate{3, p53}).value()}})
                                 .value()},
                  "window", "2^53");
-  // A name is one policy.
-  ASSERT_TRUE(st->define("fixed", any_policy{quota::make(3).value()}).ok());
-  EXPECT_TRUE(st->define("fixed", any_policy{quota::make(3).value()}).ok());
-  const auto again = st->define("fixed", any_policy{quota::make(4).value()});
-  ASSERT_FALSE(again.ok());
-  EXPECT_EQ(again.err().field, "algorithm");
+  // A name is one policy: defined again with other parameters it keeps its
+  // id (its states are carried over); another algorithm is refused.
+  const auto first = st->define("fixed", any_policy{quota::make(3).value()});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(st->define("fixed", any_policy{quota::make(3).value()}).value(), first.value());
+  EXPECT_EQ(st->define("fixed", any_policy{quota::make(4).value()}).value(), first.value());
+  const auto other = st->define("fixed", any_policy{gcra::make(rate{1, 10}, 1).value()});
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.err().field, "algorithm");
 }
 
 // ---- TTL ----
@@ -256,34 +260,56 @@ TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
   ASSERT_TRUE(st->decide_at(one_check(ch, 0)).d.allowed);
   const std::string key = o.prefix + "s:g:{k}";
   const std::string good = get(c, key);
+  ASSERT_EQ(good.size(), 9U + 4 * 8) << "the tag, then dq dr lh ll as doubles";
+  // The value with its field `i` (0: dq, 1: dr, 2: lh, 3: ll) replaced by
+  // the double whose bits are `bits`.
+  const auto with_field = [&](std::size_t i, std::uint64_t bits) {
+    std::string v = good;
+    for (std::size_t b = 0; b < 8; ++b) v[9 + 8 * i + b] = static_cast<char>(bits >> (8 * b) & 0xff);
+    return v;
+  };
   const std::vector<std::string> bad = {"hello",
                                         "",
                                         good + " 1",
+                                        good.substr(0, good.size() - 8),
                                         good.substr(0, good.size() - 1) + "x",
-                                        good.substr(0, 1) + "00000000" + good.substr(9),
                                         "g 1 2 3 4",
-                                        good.substr(0, 10) + "99999999999999999999 0 0 0"};
+                                        with_field(0, 0x3fe0000000000000ULL),                      // dq = 0.5
+                                        with_field(1, 0x7ff8000000000000ULL),                      // dr = NaN
+                                        with_field(0, redis::double_bits(std::int64_t{1} << 52)),  // a debt past 2^52
+                                        with_field(1, redis::double_bits(10)),                     // dr = L
+                                        with_field(3, redis::double_bits(-1)),  // a negative low limb
+                                        with_field(2, 0x7ff0000000000000ULL)};  // lh = infinity
   std::uint64_t errors = st->stats().errors;
+  std::uint64_t corrupt = st->redis_stats().corrupt;
   for (const auto& v : bad) {
     set(c, key, v);
     const auto d = st->decide_at(one_check(ch, 1));
     EXPECT_EQ(d.from, source::error) << "'" << v << "'";
     EXPECT_FALSE(d.d.allowed);
     EXPECT_EQ(st->stats().errors, ++errors);
+    EXPECT_EQ(st->redis_stats().corrupt, ++corrupt);
     EXPECT_EQ(get(c, key), v) << "an error wrote";
   }
   (void)c.call({"DEL", key});
   (void)c.call({"HSET", key, "a", "b"});
   const auto d = st->decide_at(one_check(ch, 1));
   EXPECT_EQ(d.from, source::error);
-  EXPECT_EQ(st->redis_stats().corrupt, ++errors);
-  // A value written for another configuration of the same name (another
-  // process that defined it differently) is not read as this one's.
+  EXPECT_EQ(st->redis_stats().corrupt, ++corrupt);
+  // A value written for a configuration this store does not know (another
+  // process that defined the name otherwise) is not read as this one's: an
+  // error, counted as an unknown configuration, and nothing is written.
   (void)c.call({"DEL", key});
   auto other = open_store(o);
   const auto id2 = other->define("g", any_policy{gcra::make(rate{5, 1000}, 10).value()}).value();
   ASSERT_TRUE(other->decide_at(one_check(check{id2, "k"}, 0)).d.allowed);
+  const std::string theirs = get(c, key);
   EXPECT_EQ(st->decide_at(one_check(ch, 1)).from, source::error);
+  EXPECT_EQ(st->redis_stats().unknown_config, 1U);
+  EXPECT_EQ(get(c, key), theirs);
+  set(c, key, theirs.substr(0, 1) + "00000000" + theirs.substr(9));
+  EXPECT_EQ(st->decide_at(one_check(ch, 1)).from, source::error);
+  EXPECT_EQ(st->redis_stats().unknown_config, 2U);
 }
 
 // ---- the deny cache ----

@@ -25,9 +25,7 @@ namespace {
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
-  redis_store_options o;
-  o.command_timeout = std::chrono::seconds(10);
-  auto st = open_store(o);
+  auto st = open_patient_store();
   ASSERT_TRUE(st);
   constexpr std::size_t n = 10'000;
   std::size_t refused = 0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,35 @@ inline std::unique_ptr<redis_store> open_store(redis_store_options o = {}, const
   auto s = redis_store::open(o);
   if (!s) ADD_FAILURE() << s.err().what();
   return s ? std::move(s).value() : nullptr;
+}
+
+/// A store for the long conformance runs: a command timeout of 10 s, so a
+/// loaded machine's slow calls are not store failures.
+inline std::unique_ptr<redis_store> open_patient_store(redis_store_options o = {}) {
+  o.command_timeout = std::chrono::seconds(10);
+  return open_store(std::move(o));
+}
+
+/// Whether every sliding-buckets part of `p` has at most `most` sub-windows
+/// (a bucket ring is read and written whole on every decision).
+inline bool buckets_at_most(const any_policy& p, std::int64_t most) {
+  if (const auto* b = std::get_if<sliding_buckets>(&p)) return b->buckets() <= most;
+  const auto parts = [&](const auto& c) {
+    for (const auto& part : c.parts())
+      if (!buckets_at_most(part, most)) return false;
+    return true;
+  };
+  if (const auto* a = std::get_if<all_of>(&p)) return parts(*a);
+  if (const auto* o = std::get_if<any_of>(&p)) return parts(*o);
+  return true;
+}
+
+/// A parameterized test's name for its algorithm ("sliding_log", ...).
+inline std::string algorithm_test_name(const ::testing::TestParamInfo<algorithm>& i) {
+  std::string n(name_of(i.param));
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
 }
 
 inline std::string show_tick(tick t) { return t == never ? std::string("never") : std::to_string(t); }

@@ -68,7 +68,8 @@ class memory_store final : public store {
   memory_store& operator=(const memory_store&) = delete;
 
   /// Defines `name` (new: a new id) or redefines it (the same id; its
-  /// states are reconfigured at `now()`, see the overview). The error names
+  /// states are reconfigured at `now()`, see the overview; the same policy
+  /// again changes nothing). The error names
   /// "name" for an empty name, "policies" past `max_policies`, "algorithm"
   /// when the new policy is another algorithm than the old (a throttled
   /// client must not get a fresh limit), "parts" for composites whose parts

@@ -1,20 +1,19 @@
 -- Sliding window with N buckets of B = W/N ticks. Sends
 -- mode jh jl o L c N W  with j = floor(now/B) as limbs and o = now - j*B.
--- State "b<tag> jh jl o c1 ... cN": the sub-window of the latest admit, its
+-- State "b<tag>" jh jl o c1 ... cN: the sub-window of the latest admit, its
 -- offset, and the counts of the N sub-windows ending with it, oldest first.
 -- Exact for L < 2^53 and W < 2^53.
-local function buckets_leaf(v, arg, tag)
-  local mode, jh, jl, o = arg(), arg(), arg(), arg()
-  local L, c, N, W = arg(), arg(), arg(), arg()
+local function buckets_leaf(v, b, pos, tag)
+  local mode, jh, jl, o, L, c, N, W, nxt = struct.unpack('<dddddddd', b, pos)
   local counts, gap = nil, N
   if v then
-    local f, n = fields(v, tag)
-    if n ~= N + 3 then corrupt('buckets fields') end
-    check_limbs(f[1], f[2])
-    if f[3] < 0 or f[3] >= W / N or f[n] < 1 then corrupt('buckets offset') end
+    if #v ~= 9 + 8 * (N + 3) then corrupt('buckets length') end
+    local f = {}
+    read_doubles(v, 10, N + 3, f)
+    if not (limbs_ok(f[1], f[2]) and int_in(f[3], 0, W / N - 1) and f[N + 3] >= 1) then corrupt('buckets offset') end
     local total = 0
-    for i = 4, n do
-      if f[i] < 0 then corrupt('buckets counts') end
+    for i = 4, N + 3 do
+      if not int_in(f[i], 0, L) then corrupt('buckets counts') end
       total = total + f[i]
       if total > L then corrupt('buckets counts') end
     end
@@ -24,13 +23,13 @@ local function buckets_leaf(v, arg, tag)
   end
   local in_window = 0
   if counts then for i = 4 + gap, N + 3 do in_window = in_window + counts[i] end end
-  if mode ~= 1 or c > L - in_window then return false end
-  local out = {tag, fmt('%d %d %d', jh, jl, o)}
+  if mode ~= 1 or c > L - in_window then return false, nil, 0, nxt end
+  local out = {jh, jl, o}
   for i = 1, N do
     local x = 0
     if counts and i + gap <= N then x = counts[i + gap + 3] end
     if i == N then x = x + c end
-    out[#out + 1] = fmt('%d', x)
+    out[i + 3] = x
   end
-  return true, table.concat(out, ' '), W + 1
+  return true, write_doubles(tag, out, N + 3), W + 1, nxt
 end

@@ -1,8 +1,11 @@
 -- Sliding window counter. The client splits the instant into the window
 -- k = floor(now/W) (limbs kh kl) and the offset o, and sends
--- mode kh kl o L W c.  State "c<tag> kh kl o prev curr" at the latest admit.
+-- mode kh kl o L W c.  State "c<tag>" kh kl o prev curr at the latest admit.
 -- The one product of two state-dependent numbers, prev*(W - o) <= R*W, is
 -- compared exactly with Dekker's two-product. Exact for L < 2^53, W < 2^53.
+-- `prev` may exceed L after a reconfiguration that narrowed the window or
+-- the limit (reconfigure.hpp charges the old windows to the new ones): any
+-- count below 2^53 is read.
 local function split27(a) -- Veltkamp split, 2^27 + 1
   local t = 134217729 * a
   local hi = t - (t - a)
@@ -20,25 +23,24 @@ local function prod_le(a, b, x, y) -- a*b <= x*y, exactly
   return p1 < p2 or (p1 == p2 and e1 <= e2)
 end
 
-local function counter_leaf(v, arg, tag)
-  local mode, kh, kl, o = arg(), arg(), arg(), arg()
-  local L, W, c = arg(), arg(), arg()
+local function counter_leaf(v, b, pos, tag)
+  local mode, kh, kl, o, L, W, c, nxt = struct.unpack('<ddddddd', b, pos)
   local prev, curr = 0, 0
   if v then
-    local f, n = fields(v, tag)
-    if n ~= 5 then corrupt('counter fields') end
-    local ph, pl, po, pp, pc = f[1], f[2], f[3], f[4], f[5]
-    check_limbs(ph, pl)
-    if po < 0 or po >= W or pp < 0 or pp > L or pc < 1 or pc > L then corrupt('counter counts') end
+    if #v ~= 49 then corrupt('counter length') end
+    local ph, pl, po, pp, pc = struct.unpack('<ddddd', v, 10)
+    if not (limbs_ok(ph, pl) and int_in(po, 0, W - 1) and int_in(pp, 0, P53 - 1) and int_in(pc, 1, L)) then
+      corrupt('counter counts')
+    end
     prev, curr = pp, pc
     if before(kh, kl, ph, pl) or (kh == ph and kl == pl and o < po) then kh, kl, o = ph, pl, po end
     local dk = elapsed(kh, kl, ph, pl) -- windows passed (saturates)
     if dk == 1 then prev, curr = curr, 0 elseif dk > 1 then prev, curr = 0, 0 end
   end
-  if mode ~= 1 then return false end
+  if mode ~= 1 then return false, nil, 0, nxt end
   local R = L - curr - c -- room left in whole units
   if R >= 0 and (prev == 0 or prod_le(prev, W - o, R, W)) then
-    return true, fmt('%s %d %d %d %d %d', tag, kh, kl, o, prev, curr + c), 2 * W - o + 2
+    return true, struct.pack('<c9ddddd', tag, kh, kl, o, prev, curr + c), 2 * W - o + 2, nxt
   end
-  return false
+  return false, nil, 0, nxt
 end

@@ -1,34 +1,31 @@
--- The leaky bucket as a queue. The client reduces L and W by their gcd and
--- sends every configuration- and cost-dependent quantity as a mixed number
--- modulo L':  mode L' wq wr xq xr yq yr  with W' = wq*L' + wr,
--- X = (Q - c)*W' = xq*L' + xr and Y = (c - 1)*W' = yq*L' + yr.
--- State "q<tag> dq dr lh ll": D = R' - last*L' = dq*L' + dr (0 <= dr < L'),
--- R' the release time of the last admitted unit scaled by L', at the latest
--- admit last. Admit iff D(now) < X (units waiting + c <= Q); then
--- R' = max(now*L', R' + W') + Y. Exact for floor(Q*W/L) < 2^52, L' <= 2^52.
-local function leaky_leaf(v, arg, tag, th, tl)
-  local mode, L = arg(), arg()
-  local wq, wr, xq, xr, yq, yr = arg(), arg(), arg(), arg(), arg(), arg()
-  local function norm(q, r) -- the remainder back into [0, L')
+-- The leaky bucket as a queue. The client sends every configuration- and
+-- cost-dependent quantity as a mixed number modulo L:
+--   mode L wq wr xq xr yq yr  with W = wq*L + wr,
+-- X = (Q - c)*W = xq*L + xr and Y = (c - 1)*W = yq*L + yr.
+-- State "q<tag>" dq dr lh ll: D = R - last*L = dq*L + dr (0 <= dr < L), R the
+-- release time of the last admitted unit scaled by L, at the latest admit
+-- last. Admit iff D(now) < X (units waiting + c <= Q); then
+-- R = max(now*L, R + W) + Y. Exact for floor(Q*W/L) < 2^52, L <= 2^52.
+local function leaky_leaf(v, b, pos, tag, th, tl)
+  local mode, L, wq, wr, xq, xr, yq, yr, nxt = struct.unpack('<dddddddd', b, pos)
+  local function norm(q, r) -- the remainder back into [0, L)
     if r >= L then return q + 1, r - L elseif r < 0 then return q - 1, r + L end
     return q, r
   end
   local eh, el, dq, dr, fresh = th, tl, 0, 0, true
   if v then
-    local f, n = fields(v, tag)
-    if n ~= 4 then corrupt('leaky fields') end
-    local pdq, pdr, lh, ll = f[1], f[2], f[3], f[4]
-    check_limbs(lh, ll)
-    if pdq < 0 or pdq >= 4503599627370496 or pdr < 0 or pdr >= L then corrupt('leaky release') end
+    if #v ~= 41 then corrupt('leaky length') end
+    local pdq, pdr, lh, ll = struct.unpack('<dddd', v, 10)
+    if not (int_in(pdq, 0, P52 - 1) and int_in(pdr, 0, L - 1) and limbs_ok(lh, ll)) then corrupt('leaky release') end
     if before(eh, el, lh, ll) then eh, el = lh, ll end
     dq, dr = pdq - elapsed(eh, el, lh, ll), pdr -- very negative when long idle: fresh
     local sq, sr = norm(dq + wq, dr + wr)
-    fresh = sq < 0 or (sq == 0 and sr == 0) -- D + W' <= 0: a new unit leaves on arrival
+    fresh = sq < 0 or (sq == 0 and sr == 0) -- D + W <= 0: a new unit leaves on arrival
   end
-  if fresh then dq, dr = -wq - 1, 0 end -- below -W': stays exact
-  if mode ~= 1 or not (dq < xq or (dq == xq and dr < xr)) then return false end
-  local sq, sr = norm(dq + wq, dr + wr) -- start = max(now*L', R' + W')
+  if fresh then dq, dr = -wq - 1, 0 end -- below -W: stays exact
+  if mode ~= 1 or not (dq < xq or (dq == xq and dr < xr)) then return false, nil, 0, nxt end
+  local sq, sr = norm(dq + wq, dr + wr) -- start = max(now*L, R + W)
   if sq < 0 then sq, sr = 0, 0 end
   local nq, nr = norm(sq + yq, sr + yr)
-  return true, fmt('%s %d %d %d %d', tag, nq, nr, eh, el), nq + wq + 2
+  return true, struct.pack('<c9dddd', tag, nq, nr, eh, el), nq + wq + 2, nxt
 end

@@ -1,50 +1,124 @@
--- The entry points. FCALL sluice_v1_decide (or sluice_v1_peek, read-only)
--- numkeys [id-key] state-keys... ARGV:
---   now nh nl has_id id_ttl_ms grace_ms ms_per_tick long_ttl_ms  tree...
--- `tree` is the request in prefix form: 'A' n children (all_of: every child
--- admits, then every child consumes), 'O' n children (any_of: the first child
--- that admits consumes), 'Y' / 'N' (always allow / deny, no key), or a leaf:
--- its tag (algorithm letter + configuration tag) followed by its arguments;
--- each leaf takes the next state key. The root is 'A' over the request's
--- checks. Nothing is written unless the root admits (a denial is a pure read).
+-- The entry points. The library is named sluice_v2_<8 hex digits of its
+-- code's SHA-1> (embed_lua.cmake), written L below, and its functions
+-- L_one, L_decide, L_peek and L_cas. Every request's numbers travel in
+-- ARGV[1], a binary string of little-endian doubles (common.lua).
 --
--- Reply: {admitted (0/1), then per leaf: the value before (nil when fresh)
--- and the value written (nil when not written)}; or {2, record} when the
--- request id was decided before (record: "now|admitted|before|after|...").
--- TTLs: a written state expires ceil(ticks_to_fresh * ms_per_tick) + grace_ms
--- + 1 ms after the write; with ms_per_tick 0 (ticks of unknown length) after
--- long_ttl_ms (0: never); a quota never.
+-- FCALL L_one 1 state-key  blob
+--   One stateful leaf, no request id (a plain policy, one check: the hot
+--   path). blob: th tl tns base batch, then the leaf: its 9-byte tag and
+--   its arguments. Reply: {0, before} (denied), {1, before, after}
+--   (admitted, `after` written), {3, before} (the key holds a value of
+--   another configuration or a foreign value: nothing decided, nothing
+--   written), {4} (skipped, see below).
+--
+-- FCALL L_decide (or L_peek, read-only) numkeys [id-key]
+-- state-keys...  blob
+--   blob: th tl tns base batch has_id id_ttl_ms, then the request as a tree in
+--   prefix form: 'A' n (all_of: every child admits, then every child
+--   consumes), 'O' n (any_of: the first child that admits consumes), with n
+--   a double; 'Y' / 'N' (always allow / deny, no key); or a leaf: its tag
+--   and its arguments, taking the next state key. The root is 'A' over the
+--   request's checks. Reply: {admitted, then per leaf the value before (nil
+--   when fresh) and the value written (nil when not written)}; {2, record}
+--   when the request id was decided before; {3, then per leaf its value}
+--   when a leaf's key holds another configuration's value (nothing written).
+--
+-- FCALL L_cas numkeys [id-key] state-keys...  has_id id_ttl_ms record
+-- then per state key: expected ('-' for none, '=' .. value) new ('' for no
+-- write, '-' to delete) px ('0' for no expiry)
+--   Writes the new values (and the request id's record) only if every key
+--   still holds its expected value: {1}; else {0}, nothing written; {2,
+--   record} for a repeated request id. The client decides a request whose
+--   states it had to carry over from an earlier configuration (status 3)
+--   itself, with the core, and writes the result with this call.
+--
+-- `batch` keeps a pipeline in order: a call that answers 3 remembers its
+-- batch number (non-zero, drawn at random per pipeline), and every later
+-- call of that batch answers {4} without reading or writing anything, so
+-- the client decides the request that answered 3 and sends the rest again,
+-- in order. 0: a call on its own.
+--
+-- Nothing is written unless the request admits (a denial is a pure read;
+-- only a request id's record is written for it). TTLs: a written state
+-- expires floor(ticks_to_fresh * tns / 10^6) + base ms after the write
+-- (base = grace + 2 ms); with tns 0 (ticks of unknown length) after base ms
+-- (0: never); a quota never.
 local leaves = {
-  g = gcra_leaf, q = leaky_leaf, f = fixed_leaf, c = counter_leaf,
-  u = quota_leaf, s = log_leaf, b = buckets_leaf,
+  [103] = gcra_leaf, [113] = leaky_leaf, [102] = fixed_leaf, [99] = counter_leaf,
+  [117] = quota_leaf, [115] = log_leaf, [98] = buckets_leaf,
 }
+-- Bytes of each leaf's arguments after its tag.
+local arg_bytes = {[103] = 48, [113] = 64, [102] = 56, [99] = 56, [117] = 24, [115] = 32, [98] = 64}
+
+local halted = 0 -- the batch whose pipeline stopped at a status 3
 
 local function get(key)
   local v = redis.pcall('GET', key)
-  if type(v) == 'table' and v.err then corrupt('not a string key') end
+  if type(v) == 'table' then corrupt('not a string key') end
   return v
 end
 
+local function put(key, value, ttl, tns, base)
+  local px = base
+  if ttl < 0 then
+    px = 0
+  elseif tns > 0 then
+    px = ttl * tns / 1000000
+    px = px - px % 1 + base
+    if px > 1125899906842624 then px = 1125899906842624 end
+  end
+  if px > 0 then
+    redis.call('SET', key, value, 'PX', string.format('%d', px))
+  else
+    redis.call('SET', key, value)
+  end
+end
+
+redis.register_function('@LIB@_one', function(KEYS, ARGV)
+  local b = ARGV[1]
+  local th, tl, tns, base, batch, tag, pos = struct.unpack('<dddddc9', b)
+  if batch ~= 0 and batch == halted then return {4} end
+  local v = get(KEYS[1])
+  if v and string.sub(v, 1, 9) ~= tag then
+    halted = batch
+    return {3, v}
+  end
+  local leaf = leaves[string.byte(tag)]
+  if not leaf then error({err = 'sluice: bad request'}) end
+  local ok, after, ttl = leaf(v, b, pos, tag, th, tl)
+  if not ok then return {0, v} end
+  put(KEYS[1], after, ttl, tns, base)
+  return {1, v, after}
+end)
+
+-- A request id's record: 'th tl admitted', then per leaf '|', its tag and
+-- two items, the value before and the value written: '-' for none, else
+-- the value's length, ':' and its bytes.
+local function item(x)
+  if x then return #x .. ':' .. x end
+  return '-'
+end
+
 local function run(KEYS, ARGV, peek)
-  local ai = 9
-  local function tok() local x = ARGV[ai]; ai = ai + 1; return x end
-  local function arg() local x = tonumber(ARGV[ai]); ai = ai + 1; return x end
-  local th, tl = tonumber(ARGV[2]), tonumber(ARGV[3])
-  local has_id = ARGV[4] == '1'
+  local b = ARGV[1]
+  local th, tl, tns, base, batch, has_id, id_ttl, pos = struct.unpack('<ddddddd', b)
+  if batch ~= 0 and batch == halted then return {4} end
   local ki = 1
-  if has_id then
+  if has_id == 1 then
     local rec = get(KEYS[1])
     if rec then return {2, rec} end
     ki = 2
   end
-  local found = {} -- per leaf: {key, before, after, ttl}
+  local found, nf, stale = {}, 0, false -- per leaf: {key, before, after, ttl}
   local function node()
-    local t = tok()
-    if t == 'A' or t == 'O' then
-      local n, ok, commit = tonumber(tok()), t == 'A', {}
+    local t = string.byte(b, pos)
+    if t == 65 or t == 79 then -- 'A', 'O'
+      local n
+      n, pos = struct.unpack('<d', b, pos + 1)
+      local ok, commit = t == 65, {}
       for _ = 1, n do
         local cok, cc = node()
-        if t == 'A' then
+        if t == 65 then
           if cok then for _, x in ipairs(cc) do commit[#commit + 1] = x end else ok = false end
         elseif cok and not ok then
           ok, commit = true, cc
@@ -52,62 +126,97 @@ local function run(KEYS, ARGV, peek)
       end
       if not ok then commit = {} end
       return ok, commit
-    elseif t == 'Y' then
+    elseif t == 89 then -- 'Y'
+      pos = pos + 1
       return true, {}
-    elseif t == 'N' then
+    elseif t == 78 then -- 'N'
+      pos = pos + 1
       return false, {}
     end
-    local leaf = leaves[string.sub(t or '', 1, 1)]
+    local leaf = leaves[t]
     if not leaf then error({err = 'sluice: bad request'}) end
+    local tag = string.sub(b, pos, pos + 8)
     local key = KEYS[ki]
     ki = ki + 1
     local v = get(key)
-    local ok, after, ttl = leaf(v, arg, t, th, tl)
-    local rec = {key, v or false, after or false, ttl}
-    found[#found + 1] = rec
+    local rec = {key, v, false, 0, tag}
+    nf = nf + 1
+    found[nf] = rec
+    if v and string.sub(v, 1, 9) ~= tag then
+      stale = true
+      pos = pos + 9 + arg_bytes[t]
+      return false, {}
+    end
+    local ok, after, ttl, nxt = leaf(v, b, pos + 9, tag, th, tl)
+    pos = nxt
+    rec[3], rec[4] = after or false, ttl
     if ok then return true, {rec} end
     return false, {}
   end
   local ok, commit = node()
-  local out = {ok and 1 or 0}
+  if stale then
+    halted = batch
+    local out = {3}
+    for i = 1, nf do out[i + 1] = found[i][2] end
+    return out
+  end
   local written = {}
   if ok then for _, r in ipairs(commit) do written[r] = true end end
-  for _, r in ipairs(found) do
+  local out = {ok and 1 or 0}
+  for i = 1, nf do
+    local r = found[i]
     if not written[r] then r[3] = false end -- only the committed leaves are written
+    out[2 * i] = r[2]
+    out[2 * i + 1] = r[3]
   end
   if ok and not peek then
-    local grace, mpt, long = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-    for _, r in ipairs(commit) do
-      local px = 0
-      if r[4] >= 0 then
-        if mpt > 0 then
-          px = math.ceil(r[4] * mpt) + grace + 1
-          if px > 1125899906842624 then px = 1125899906842624 end
-        else
-          px = long
-        end
-      end
-      if px > 0 then redis.call('SET', r[1], r[3], 'PX', fmt('%d', px)) else redis.call('SET', r[1], r[3]) end
-    end
+    for _, r in ipairs(commit) do put(r[1], r[3], r[4], tns, base) end
   end
-  for _, r in ipairs(found) do
-    out[#out + 1] = r[2]
-    out[#out + 1] = r[3]
-  end
-  if has_id and not peek then
-    local rec = {ARGV[1], ok and '1' or '0'}
-    for _, r in ipairs(found) do
-      rec[#rec + 1] = r[2] or ''
-      rec[#rec + 1] = r[3] or ''
+  if has_id == 1 and not peek then
+    local rec = {string.format('%d %d %d', th, tl, ok and 1 or 0)}
+    for i = 1, nf do
+      local f = found[i]
+      rec[#rec + 1] = '|' .. f[5] .. item(f[2]) .. item(f[3])
     end
-    redis.call('SET', KEYS[1], table.concat(rec, '|'), 'PX', ARGV[5])
+    redis.call('SET', KEYS[1], table.concat(rec), 'PX', string.format('%d', id_ttl))
   end
   return out
 end
 
-redis.register_function('sluice_v1_decide', function(KEYS, ARGV) return run(KEYS, ARGV, false) end)
+redis.register_function('@LIB@_decide', function(KEYS, ARGV) return run(KEYS, ARGV, false) end)
 redis.register_function{
-  function_name = 'sluice_v1_peek',
+  function_name = '@LIB@_peek',
   callback = function(KEYS, ARGV) return run(KEYS, ARGV, true) end,
   flags = {'no-writes'},
 }
+
+redis.register_function('@LIB@_cas', function(KEYS, ARGV)
+  local ki = 1
+  if ARGV[1] == '1' then
+    local rec = get(KEYS[1])
+    if rec then return {2, rec} end
+    ki = 2
+  end
+  local ai = 4
+  for k = ki, #KEYS do
+    local v, want = get(KEYS[k]), ARGV[ai]
+    if v then
+      if string.sub(want, 1, 1) ~= '=' or string.sub(want, 2) ~= v then return {0} end
+    elseif want ~= '-' then
+      return {0}
+    end
+    ai = ai + 3
+  end
+  ai = 4
+  for k = ki, #KEYS do
+    local new, px = ARGV[ai + 1], ARGV[ai + 2]
+    if new == '-' then
+      redis.call('DEL', KEYS[k])
+    elseif new ~= '' then
+      if px ~= '0' then redis.call('SET', KEYS[k], new, 'PX', px) else redis.call('SET', KEYS[k], new) end
+    end
+    ai = ai + 3
+  end
+  if ARGV[1] == '1' then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) end
+  return {1}
+end)

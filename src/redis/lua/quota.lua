@@ -1,14 +1,14 @@
 -- Quota: N units in all, never refilled. Sends  mode N c.  State
--- "u<tag> used". Never fresh again once used, so written without expiry.
+-- "u<tag>" used. Never fresh again once used, so written without expiry.
 -- Exact for N < 2^53.
-local function quota_leaf(v, arg, tag)
-  local mode, N, c = arg(), arg(), arg()
+local function quota_leaf(v, b, pos, tag)
+  local mode, N, c, nxt = struct.unpack('<ddd', b, pos)
   local used = 0
   if v then
-    local f, n = fields(v, tag)
-    if n ~= 1 or f[1] < 1 or f[1] > N then corrupt('quota used') end
-    used = f[1]
+    if #v ~= 17 then corrupt('quota length') end
+    used = struct.unpack('<d', v, 10)
+    if not int_in(used, 1, N) then corrupt('quota used') end
   end
-  if mode ~= 1 or c > N - used then return false end
-  return true, fmt('%s %d', tag, used + c), -1
+  if mode ~= 1 or c > N - used then return false, nil, 0, nxt end
+  return true, struct.pack('<c9d', tag, used + c), -1, nxt
 end

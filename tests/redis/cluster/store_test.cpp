@@ -164,8 +164,9 @@ TEST(ClusterStore, TheLibraryIsLoadedOnEveryPrimary) {
     EXPECT_EQ(st->decide_at(one_check(checks[0], 2)).from, source::store);
   }
   for (const std::size_t p : primaries) {
-    const auto list = cluster.cli(p, {"FUNCTION", "LIST", "LIBRARYNAME", "sluice_v1"});
-    EXPECT_NE(list.out.find("sluice_v1"), std::string::npos) << cluster.address(p) << ": " << list.out;
+    const auto list = cluster.cli(p, {"FUNCTION", "LIST", "LIBRARYNAME", std::string(redis_store::library_name())});
+    EXPECT_NE(list.out.find(std::string(redis_store::library_name())), std::string::npos)
+        << cluster.address(p) << ": " << list.out;
   }
 }
 

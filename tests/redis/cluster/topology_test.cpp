@@ -276,7 +276,8 @@ TEST(ClusterTopology, APrimaryThatJoinsLaterGetsTheLibrary) {
   const auto tags = numbered_tags(300);
   for (int i = 0; i < 5; ++i) ASSERT_EQ(twins.batch(tags, 64, false), 0U);  // the store knows the map
   const std::size_t added = c.add_node();
-  EXPECT_EQ(c.cli(added, {"FUNCTION", "LIST"}).out.find("sluice_v1"), std::string::npos);  // MEET copies none
+  EXPECT_EQ(c.cli(added, {"FUNCTION", "LIST"}).out.find(std::string(redis_store::library_name())),
+            std::string::npos);  // MEET copies none
   c.reshard(c.primaries()[0], added, 500);
   c.wait_ready(30s);
   const auto on_new = tags_on(c, added, 40);
@@ -286,8 +287,8 @@ TEST(ClusterTopology, APrimaryThatJoinsLaterGetsTheLibrary) {
   EXPECT_EQ(differ, 0U);
   EXPECT_EQ(twins.not_from_store_, 0U);
   EXPECT_GT(twins.remote().redis_stats().moved, 0U);
-  const auto list = c.cli(added, {"FUNCTION", "LIST", "LIBRARYNAME", "sluice_v1"});
-  EXPECT_NE(list.out.find("sluice_v1"), std::string::npos) << list.out;
+  const auto list = c.cli(added, {"FUNCTION", "LIST", "LIBRARYNAME", std::string(redis_store::library_name())});
+  EXPECT_NE(list.out.find(std::string(redis_store::library_name())), std::string::npos) << list.out;
   std::printf("joined primary %s: %zu decisions on its slots, the library loaded there by the store\n",
               c.address(added).c_str(), twins.decisions_);
 }

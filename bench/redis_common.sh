@@ -1,0 +1,42 @@
+# Sourced by bench/redis.sh and bench/redis_instr.sh: their flags, and a
+# private redis-server on a free 127.0.0.1 port (REDIS_PORT if set), without
+# persistence, stopped by its PID when the script exits.
+#
+#   parse_flags "$@"           --no-build (sets do_build=0), --help, or nothing
+
+#   start_redis [WRAPPER...]   runs WRAPPER redis-server ... (e.g. taskset -c 1,
+#                              or valgrind --tool=callgrind ...); sets port,
+#                              pid and dir, and waits until it answers
+#   cli ARGS...                redis-cli on it
+# A script that defines on_exit has it called after the server stops.
+
+parse_flags() {
+  do_build=1
+  case "${1:-}" in
+    --no-build) do_build=0 ;;
+    "") ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+}
+
+start_redis() {
+  port=${REDIS_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+  dir=$(mktemp -d)
+  "$@" redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes --save "" --appendonly no \
+    --daemonize no --dir "$dir" --logfile "$dir/redis.log" >"$dir/wrapper.log" 2>&1 &
+  pid=$!
+  trap stop_redis EXIT INT TERM
+  for _ in $(seq 1 300); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
+  cli ping >/dev/null || { echo "# ERROR: redis-server did not start" >&2; cat "$dir/redis.log" >&2; exit 1; }
+}
+
+stop_redis() {
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+  if declare -F on_exit >/dev/null; then on_exit; fi
+}
+
+cli() { redis-cli -h 127.0.0.1 -p "$port" "$@"; }

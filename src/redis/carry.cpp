@@ -1,0 +1,217 @@
+// The Redis store's requests that the client decides itself: those whose
+// keys hold values of an earlier configuration (carried over, then written
+// with a compare-and-set), and repeated request ids (from their records).
+// See migrate.hpp and docs/redis.md, "Redefining a policy".
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <string>
+
+#include "redis/store_impl.hpp"
+
+namespace sluice {
+
+using redis::outcome;
+
+namespace {
+
+/// A record's item: '-' or length ':' bytes.
+void put_item(std::string& out, std::optional<std::string_view> v) {
+  if (!v) {
+    out.push_back('-');
+    return;
+  }
+  out.append(std::to_string(v->size())).push_back(':');
+  out.append(*v);
+}
+
+/// Reads an item at `pos` of `rec`; false when malformed.
+bool get_item(std::string_view rec, std::size_t& pos, std::optional<std::string_view>& v) {
+  if (pos < rec.size() && rec[pos] == '-') {
+    ++pos;
+    v.reset();
+    return true;
+  }
+  std::size_t len = 0;
+  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), len);
+  if (ec != std::errc{} || p == rec.data() + pos || p == rec.data() + rec.size() || *p != ':') return false;
+  pos = static_cast<std::size_t>(p - rec.data()) + 1;
+  if (len > rec.size() - pos) return false;
+  v = rec.substr(pos, len);
+  pos += len;
+  return true;
+}
+
+bool get_int(std::string_view rec, std::size_t& pos, std::int64_t& v) {
+  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), v);
+  if (ec != std::errc{} || p == rec.data() + pos) return false;
+  pos = static_cast<std::size_t>(p - rec.data());
+  return true;
+}
+
+}  // namespace
+
+outcome redis_store::impl::decide_carried(const store_request& r, const entry* const* es,
+                                          const std::vector<std::optional<std::string>>& values, bool peek,
+                                          store_decision& out, std::span<decision> per_check) {
+  std::vector<std::optional<std::string_view>> before;
+  before.reserve(values.size());
+  for (const auto& v : values) before.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+  std::vector<any_state> read;
+  std::vector<any_state> next;
+  std::unique_ptr<bool[]> stale(new bool[before.size()]());
+  const outcome o = decide_on(r, es, r.now, {}, before, {}, std::nullopt, peek, !peek, out, per_check, &read, &next,
+                              std::span<bool>(stale.get(), before.size()));
+  if (o != outcome::ok) return o;
+  if (peek) return outcome::ok;
+  carried.fetch_add(1, std::memory_order_relaxed);
+  const bool has_id = !r.id.empty();
+  if (!out.d.allowed && !has_id) return outcome::ok;  // a denial is a pure read
+  // What an admit writes: every leaf it changed, and every leaf read from an
+  // earlier configuration (so that a key's values always share one
+  // configuration, migrate.hpp): its carried state, or a delete when that
+  // is fresh (an absent leaf is fresh). Every key must still hold what was
+  // read (a compare-and-set).
+  std::vector<std::optional<std::string>> written(before.size());  // "" : delete
+  std::vector<std::int64_t> px(before.size(), 0);
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    const redis::plan& p = *es[i]->p;
+    for (std::size_t j = 0; j < p.leaves().size(); ++j, ++at) {
+      if (!out.d.allowed) continue;
+      const bool changed = !(read[at] == next[at]);
+      const bool fresh = next[at] == fresh_state(*p.leaves()[j].policy);
+      if (!changed && !stale[at] && (before[at] || fresh)) continue;
+      if (fresh) {
+        if (before[at]) written[at] = std::string();
+        continue;
+      }
+      std::string v;
+      // A leaf only carried (not changed) that the library could not hold
+      // (a count past the new limit, ...) is left as it was written: it is
+      // carried again from there (migrate.hpp).
+      if (!changed && stale[at] && !p.encode_leaf(j, next[at], r.now, v)) continue;
+      if (v.empty() && !p.encode_leaf(j, next[at], r.now, v))
+        return outcome::mismatch;  // a state the library cannot hold
+      const std::int64_t ticks = p.ticks_to_fresh(j, v);
+      if (ticks >= 0) {
+        if (opt.tick_ns > 0) {
+          const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
+          px[at] = static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
+        } else {
+          px[at] = opt.unknown_tick_ttl.count();
+        }
+      }
+      written[at] = std::move(v);
+    }
+  }
+  std::string record;
+  if (has_id) {
+    std::int64_t h = 0;
+    std::int64_t l = 0;
+    redis::split_limbs(r.now, h, l);
+    record = std::to_string(h) + " " + std::to_string(l) + (out.d.allowed ? " 1" : " 0");
+    at = 0;
+    for (std::size_t i = 0; i < r.checks.size(); ++i)
+      for (const auto& lp : es[i]->p->leaves()) {
+        record.push_back('|');
+        record.append(lp.tag_view());
+        put_item(record, before[at]);
+        put_item(record,
+                 written[at] && !written[at]->empty() ? std::optional<std::string_view>(*written[at]) : std::nullopt);
+        ++at;
+      }
+  }
+  std::vector<std::string> strings;
+  strings.reserve(2 + 4 * before.size());
+  if (has_id) {
+    strings.emplace_back();
+    append_id_key(r, es, strings.back());
+  }
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (const auto& lp : es[i]->p->leaves())
+      strings.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
+  const std::size_t keys = strings.size();
+  strings.emplace_back(has_id ? "1" : "0");
+  strings.push_back(id_ttl);
+  strings.push_back(record);
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    strings.push_back(before[k] ? "=" + std::string(*before[k]) : std::string("-"));
+    strings.push_back(!written[k] ? std::string() : written[k]->empty() ? std::string("-") : *written[k]);
+    strings.push_back(std::to_string(px[k]));
+  }
+  std::vector<std::string_view> views(strings.begin(), strings.end());
+  const auto res = cli->fcall(redis::function_call{fns.cas, keys, views});
+  const auto* rep = std::get_if<redis::reply>(&res);
+  if (rep == nullptr) {
+    const auto& err = std::get<redis::call_error>(res);
+    return err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
+                                                                                                     : outcome::failure;
+  }
+  const auto* arr = rep->as_array();
+  if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
+  switch (*(*arr)[0].as_integer()) {
+    case 1:
+      return outcome::ok;
+    case 0:
+      return outcome::conflict;
+    case 2:
+      if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
+      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check);
+    default:
+      return outcome::failure;
+  }
+}
+
+outcome redis_store::impl::replay(const store_request& r, const entry* const* es, std::string_view rec, bool peek,
+                                  store_decision& out, std::span<decision> per_check) {
+  std::size_t pos = 0;
+  std::int64_t h = 0;
+  std::int64_t l = 0;
+  std::int64_t admitted = 0;
+  if (!get_int(rec, pos, h) || pos >= rec.size() || rec[pos++] != ' ' || !get_int(rec, pos, l) || pos >= rec.size() ||
+      rec[pos++] != ' ' || !get_int(rec, pos, admitted) || (admitted != 0 && admitted != 1) ||
+      h < -(std::int64_t{1} << 31) || h >= (std::int64_t{1} << 31) || l < 0 || l >= (std::int64_t{1} << 32))
+    return outcome::corrupt;
+  const tick now = static_cast<tick>(static_cast<std::uint64_t>(h) << 32 | static_cast<std::uint64_t>(l));
+  std::vector<std::string_view> tags;
+  std::vector<std::optional<std::string_view>> before;
+  std::vector<std::optional<std::string_view>> after;
+  while (pos < rec.size()) {
+    if (rec[pos++] != '|' || rec.size() - pos < redis::tag_size) return outcome::corrupt;
+    tags.push_back(rec.substr(pos, redis::tag_size));
+    pos += redis::tag_size;
+    std::optional<std::string_view> b;
+    std::optional<std::string_view> a;
+    if (!get_item(rec, pos, b) || !get_item(rec, pos, a)) return outcome::corrupt;
+    before.push_back(b);
+    after.push_back(a);
+  }
+  // The configuration each check was decided under: the latest whose leaves
+  // have the recorded tags (the first decision is recomputed under it, even
+  // after a redefinition).
+  std::vector<std::size_t> epoch_of(r.checks.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    const auto& epochs = es[i]->epochs;
+    const std::size_t k = es[i]->p->leaves().size();
+    if (at + k > tags.size()) return outcome::corrupt;
+    bool found = false;
+    for (std::size_t e = epochs.size(); e-- > 0 && !found;) {
+      const auto& leaves = epochs[e].p->leaves();
+      if (leaves.size() != k) continue;
+      found = true;
+      for (std::size_t j = 0; j < k && found; ++j) found = leaves[j].tag_view() == tags[at + j];
+      if (found) epoch_of[i] = e;
+    }
+    if (!found) return outcome::unknown;
+    at += k;
+  }
+  if (at != tags.size()) return outcome::corrupt;
+  const outcome o =
+      decide_on(r, es, now, epoch_of, before, after, admitted == 1, peek, false, out, per_check, nullptr, nullptr);
+  if (o == outcome::ok) out.from = source::replayed;
+  return o;
+}
+
+}  // namespace sluice

@@ -1,0 +1,411 @@
+// The Redis store's decisions (include/sluice/redis.hpp): requests to FCALLs
+// of the Lua library and replies back to decisions with the core's code.
+//
+// The hot path — one check of a plain policy, no request id — is built into
+// a per-thread buffer (no allocation once warm), sent as `sluice_v2_one`,
+// and its reply read and checked without building any container. Every
+// other request goes through `sluice_v2_decide` and the general reading
+// (decide_on). A reply of status 3 (a value of an earlier configuration) is
+// decided in carry.cpp.
+#include <algorithm>
+#include <array>
+
+#include "redis/binary.hpp"
+#include "redis/combine.hpp"
+#include "redis/store_impl.hpp"
+
+namespace sluice {
+
+using redis::outcome;
+
+namespace {
+
+/// The most attempts at one request whose states must be carried over (a
+/// compare-and-set that lost a race is read and decided again).
+constexpr int carry_attempts = 4;
+
+/// The most calls in one pipeline: hiredis 0.14 moves its whole output
+/// buffer after every partial write, so one huge pipeline costs quadratic
+/// time.
+constexpr std::size_t max_pipeline = 256;
+
+thread_local redis::scratch tls_calls;
+
+/// Starts a view in `s.bytes`.
+std::size_t begin_piece(redis::scratch& s) { return s.bytes.size(); }
+void end_piece(redis::scratch& s, std::size_t from) { s.pieces.emplace_back(from, s.bytes.size() - from); }
+
+/// The views and calls of everything built in `s` (after the last build:
+/// `bytes` no longer moves).
+void seal(redis::scratch& s) {
+  s.views.clear();
+  for (const auto& [off, len] : s.pieces) s.views.emplace_back(s.bytes.data() + off, len);
+  s.fcalls.clear();
+  for (const auto& c : s.calls)
+    s.fcalls.push_back(redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views)});
+}
+
+void clear(redis::scratch& s) {
+  s.bytes.clear();
+  s.pieces.clear();
+  s.calls.clear();
+  s.owner.clear();
+}
+
+std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
+  if (r.is_nil()) return std::nullopt;
+  const auto s = r.as_string();
+  if (!s) ok = false;
+  return s;
+}
+
+}  // namespace
+
+void redis_store::impl::build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch,
+                              redis::scratch& s) const {
+  redis::call_span c;
+  c.first = s.pieces.size();
+  const bool single = !peek && r.id.empty() && r.checks.size() == 1 && es[0]->p->single();
+  const bool has_id = !peek && !r.id.empty();
+  c.function = single ? fns.one : (peek ? fns.peek : fns.decide);
+  if (has_id) {
+    const std::size_t at = begin_piece(s);
+    append_id_key(r, es, s.bytes);
+    end_piece(s, at);
+  }
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (const auto& lp : es[i]->p->leaves()) {
+      const std::size_t at = begin_piece(s);
+      s.bytes.append(es[i]->key_head).append(r.checks[i].key).append(1, '}').append(lp.suffix);
+      end_piece(s, at);
+    }
+  c.keys = s.pieces.size() - c.first;
+  const std::size_t at = begin_piece(s);
+  redis::put_limbs(s.bytes, r.now);
+  redis::put_number(s.bytes, opt.tick_ns);
+  redis::put_number(s.bytes, ttl_base);
+  redis::put_number(s.bytes, batch);
+  if (single) {
+    es[0]->p->append_leaf(0, r.now, cost_of(r, r.checks[0]), s.bytes);
+  } else {
+    redis::put_number(s.bytes, has_id ? 1 : 0);
+    redis::put_number(s.bytes, std::max<std::int64_t>(1, opt.idempotency_window.count()));
+    s.bytes.push_back('A');
+    redis::put_number(s.bytes, static_cast<std::int64_t>(r.checks.size()));
+    for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes);
+  }
+  end_piece(s, at);
+  c.views = s.pieces.size() - c.first;
+  s.calls.push_back(c);
+}
+
+outcome redis_store::impl::judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek,
+                                 store_decision& out, std::span<decision> per_check,
+                                 std::vector<std::optional<std::string>>& stale) {
+  if (const auto msg = rep.as_error())
+    return msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
+  const auto* arr = rep.as_array();
+  if (arr == nullptr || arr->empty()) return outcome::failure;
+  const auto status = (*arr)[0].as_integer();
+  if (!status) return outcome::failure;
+  bool ok = true;
+  switch (*status) {
+    case 4:
+      return outcome::skipped;
+    case 3:
+      stale.clear();
+      for (std::size_t i = 1; i < arr->size(); ++i) {
+        const auto v = value_of((*arr)[i], ok);
+        stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
+      }
+      return ok ? outcome::stale : outcome::failure;
+    case 2:
+      if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
+      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check);
+    case 0:
+    case 1:
+      break;
+    default:
+      return outcome::failure;
+  }
+  const bool admitted = *status == 1;
+  if (r.checks.size() == 1 && es[0]->p->single() && !peek && r.id.empty()) {
+    // The hot path: {0, before} or {1, before, after}, one leaf, one check.
+    if (arr->size() != (admitted ? 3U : 2U)) return outcome::failure;
+    const auto before = value_of((*arr)[1], ok);
+    const auto after = admitted ? value_of((*arr)[2], ok) : std::nullopt;
+    if (!ok || (admitted && !after)) return outcome::failure;
+    const entry& e = *es[0];
+    tick latest = detail::i64_min;
+    auto read = e.p->decode_leaf(0, before, latest);
+    if (!read) return outcome::corrupt;
+    any_state& st = read.value();
+    if (latest != detail::i64_min &&
+        static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
+      skew.fetch_add(1, std::memory_order_relaxed);
+    const any_policy& pol = e.p->policy();
+    const std::int64_t cost = cost_of(r, r.checks[0]);
+    // As combine() decides one check (store.hpp): the request's figures are
+    // the check's, part 0.
+    decision d;
+    if (!admitted) {
+      d = sluice::peek(pol, st, r.now, cost);
+      if (d.allowed) return outcome::mismatch;
+      out.d = decision{};
+      out.d.remaining = d.remaining;
+      if (d.retry_after != 0) {
+        out.d.retry_after = d.retry_after;
+        out.d.part = 0;
+      }
+      out.d.reset_after = std::max<tick>(0, d.reset_after);
+    } else {
+      d = sluice::decide(pol, st, r.now, cost);
+      if (!d.allowed) return outcome::mismatch;
+      tick ignored = detail::i64_min;
+      auto written = e.p->decode_leaf(0, after, ignored);
+      if (!written || !(written.value() == st)) return outcome::mismatch;
+      out.d = decision{};
+      out.d.allowed = true;
+      out.d.remaining = d.remaining;
+      out.d.part = 0;
+      out.d.reset_after = std::max<tick>(0, d.reset_after);
+      out.d.release_after = std::max<tick>(0, d.release_after);
+    }
+    if (!per_check.empty()) per_check[0] = d;
+    out.from = source::store;
+    return outcome::ok;
+  }
+  // {admitted, before₁, after₁, ...}: the general reading.
+  std::size_t leaves = 0;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) leaves += es[i]->p->leaves().size();
+  if (arr->size() != 1 + 2 * leaves) return outcome::failure;
+  std::vector<std::optional<std::string_view>> before(leaves);
+  std::vector<std::optional<std::string_view>> after(leaves);
+  for (std::size_t k = 0; k < leaves; ++k) {
+    before[k] = value_of((*arr)[1 + 2 * k], ok);
+    after[k] = value_of((*arr)[2 + 2 * k], ok);
+  }
+  if (!ok) return outcome::failure;
+  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check);
+}
+
+outcome redis_store::impl::decide_on(const store_request& r, const entry* const* es, tick now,
+                                     std::span<const std::size_t> epoch_of,
+                                     std::span<const std::optional<std::string_view>> before,
+                                     std::span<const std::optional<std::string_view>> after,
+                                     std::optional<bool> admitted, bool peek, bool count_skew, store_decision& out,
+                                     std::span<decision> per_check, std::vector<any_state>* read_states,
+                                     std::vector<any_state>* new_states, std::span<bool> stale) {
+  const std::size_t n = r.checks.size();
+  std::vector<any_state> states;
+  std::vector<const any_policy*> pols;
+  std::vector<const redis::plan*> plans;
+  std::vector<any_state> read_leaves;  // every leaf's state as read, in request order
+  std::vector<const any_state*> ptrs;
+  states.reserve(n);
+  pols.reserve(n);
+  tick latest = detail::i64_min;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t e = epoch_of.empty() ? es[i]->epochs.size() - 1 : epoch_of[i];
+    const std::span<const redis::epoch> upto(es[i]->epochs.data(), e + 1);
+    const redis::plan& p = *upto.back().p;
+    const std::size_t k = p.leaves().size();
+    if (at + k > before.size()) return outcome::failure;
+    redis::read_outcome how = redis::read_outcome::current;
+    auto st = redis::read_check(upto, before.subspan(at, k), latest, how,
+                                stale.empty() ? std::span<bool>() : stale.subspan(at, k));
+    if (how == redis::read_outcome::unknown) return outcome::unknown;
+    if (!st) return outcome::corrupt;
+    ptrs.clear();
+    p.leaf_states(*st, ptrs);
+    for (const any_state* x : ptrs) read_leaves.push_back(*x);
+    states.push_back(std::move(*st));
+    pols.push_back(&p.policy());
+    plans.push_back(&p);
+    at += k;
+  }
+  if (at != before.size()) return outcome::failure;
+  if (count_skew && latest != detail::i64_min &&
+      static_cast<detail::i128>(now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
+    skew.fetch_add(1, std::memory_order_relaxed);
+  std::array<std::int64_t, max_checks> costs{};
+  for (std::size_t i = 0; i < n; ++i) costs[i] = cost_of(r, r.checks[i]);
+  out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
+  if (admitted && out.d.allowed != *admitted) return outcome::mismatch;
+  out.from = source::store;
+  if (read_states != nullptr) *read_states = read_leaves;
+  if (new_states != nullptr || (!peek && admitted)) {
+    // Every leaf's state after the decision, in request order.
+    std::vector<const any_state*> now_leaves;
+    for (std::size_t i = 0; i < n; ++i) plans[i]->leaf_states(states[i], now_leaves);
+    if (new_states != nullptr) {
+      new_states->clear();
+      for (const any_state* s : now_leaves) new_states->push_back(*s);
+    }
+    if (!peek && admitted && !after.empty()) {
+      // The script's writes must be the core's: on an admit every committed
+      // leaf's written value is its new state and every other leaf is
+      // unchanged; a denial writes nothing.
+      at = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const redis::plan& p = *plans[i];
+        for (std::size_t j = 0; j < p.leaves().size(); ++j, ++at) {
+          if (!out.d.allowed) {
+            if (after[at]) return outcome::mismatch;
+            continue;
+          }
+          if (after[at]) {
+            tick ignored = detail::i64_min;
+            auto written = p.decode_leaf(j, after[at], ignored);
+            if (!written || !(written.value() == *now_leaves[at])) return outcome::mismatch;
+          } else if (!(read_leaves[at] == *now_leaves[at])) {
+            return outcome::mismatch;
+          }
+        }
+      }
+    }
+  }
+  return outcome::ok;
+}
+
+store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check) {
+  std::array<const entry*, max_checks> es{};
+  store_request r = request;
+  if (!entries_of(r, es.data())) {
+    count(decisions, peek);
+    count(errors, peek);
+    return error_decision(r, per_check);
+  }
+  if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
+  if (auto cached = local_answer(r, es.data(), peek, per_check)) return *cached;
+  if (opt.server_clock) {
+    const auto t = server_now();  // decided at Redis's clock, reported in `at`
+    if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check);
+    r.now = *t;
+  }
+  std::array<decision, max_checks> mine{};  // per-check decisions for the deny cache when the caller wants none
+  if (denials && !peek && per_check.empty() && r.checks.size() > 1) per_check = std::span(mine.data(), r.checks.size());
+  store_decision out;
+  std::vector<std::optional<std::string>> stale;
+  outcome o = outcome::failure;
+  for (int attempt = 0; attempt < carry_attempts; ++attempt) {
+    redis::scratch& s = tls_calls;
+    clear(s);
+    build(r, es.data(), peek, 0, s);
+    seal(s);
+    const auto res = cli->fcall(s.fcalls[0]);
+    if (const auto* rep = std::get_if<redis::reply>(&res)) {
+      o = judge(r, es.data(), *rep, peek, out, per_check, stale);
+    } else {
+      const auto& err = std::get<redis::call_error>(res);
+      o = err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
+                                                                                                    : outcome::failure;
+    }
+    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check);
+    if (o != outcome::conflict) break;
+    carry_conflicts.fetch_add(1, std::memory_order_relaxed);
+    o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
+  }
+  return conclude(r, es.data(), o, out, peek, per_check);
+}
+
+void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {
+  // Server-clock mode: the whole batch at one instant of Redis's clock (if
+  // TIME fails, every request meets the failure mode, as its call would).
+  std::vector<store_request> at_server;
+  std::span<const store_request> requests = given;
+  bool no_time = false;
+  if (opt.server_clock) {
+    const auto t = server_now();
+    no_time = !t;
+    at_server.assign(given.begin(), given.end());
+    for (auto& r : at_server) r.now = t.value_or(r.now);
+    requests = at_server;
+  }
+  const std::size_t n = requests.size();
+  std::vector<std::array<const entry*, max_checks>> es(n);
+  std::vector<bool> done(n, false);
+  std::array<decision, max_checks> mine{};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!entries_of(requests[i], es[i].data())) {
+      count(decisions, false);
+      count(errors, false);
+      out[i] = error_decision(requests[i], {});
+      done[i] = true;
+    } else if (!one_slot(requests[i], es[i].data())) {
+      out[i] = refuse_cross_slot(requests[i], false, {});
+      done[i] = true;
+    } else if (no_time) {
+      out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
+      done[i] = true;
+    } else if (auto answered = local_answer(requests[i], es[i].data(), false, {})) {
+      out[i] = *answered;
+      done[i] = true;
+    }
+  }
+  std::vector<std::optional<std::string>> stale;
+  // Each round sends the requests not yet decided, in order, at most
+  // max_pipeline of them (the deny cache answers most of a batch of mostly
+  // denied traffic without a call, so a batch may hold many times that
+  // many requests); a round stops
+  // at a request whose states must be carried over (the calls after it are
+  // skipped by the library), which is decided on its own before the next.
+  for (std::size_t round = 0; round <= n + 8; ++round) {
+    redis::scratch& s = tls_calls;
+    clear(s);
+    const std::int64_t batch = next_batch();
+    for (std::size_t i = 0; i < n && s.owner.size() < max_pipeline; ++i) {
+      if (done[i]) continue;
+      build(requests[i], es[i].data(), false, batch, s);
+      s.owner.push_back(i);
+    }
+    if (s.owner.empty()) return;
+    seal(s);
+    const std::vector<std::size_t> owner = s.owner;  // the carry path below reuses the buffers
+    // One outcome per call: in a cluster each node's pipeline succeeds or
+    // fails on its own (one server: all of them together).
+    auto results = cli->fcall_each(s.fcalls);
+    for (std::size_t c = 0; c < owner.size(); ++c) {
+      const std::size_t i = owner[c];
+      const store_request& r = requests[i];
+      std::span<decision> pc;
+      if (denials && r.checks.size() > 1) pc = std::span(mine.data(), r.checks.size());
+      store_decision d;
+      outcome o = outcome::failure;
+      if (c >= results.size()) {
+        o = outcome::failure;
+      } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
+        o = err->kind == redis::call_error::server && err->message.starts_with("sluice: corrupt state")
+                ? outcome::corrupt
+                : outcome::failure;
+      } else {
+        o = judge(r, es[i].data(), std::get<redis::reply>(results[c]), false, d, pc, stale);
+      }
+      // Skipped: a call after a stale one on the same server (the library
+      // ran nothing); sent again, in order, next round. The calls of other
+      // servers (a cluster) did run: they are decided here, not sent again.
+      if (o == outcome::skipped) continue;
+      for (int attempt = 0; o == outcome::stale && attempt < carry_attempts; ++attempt) {
+        o = decide_carried(r, es[i].data(), stale, false, d, pc);
+        if (o != outcome::conflict) break;
+        carry_conflicts.fetch_add(1, std::memory_order_relaxed);
+        o = outcome::mismatch;
+        // Read again, alone.
+        redis::scratch& again = tls_calls;
+        clear(again);
+        build(r, es[i].data(), false, 0, again);
+        seal(again);
+        const auto res2 = cli->fcall(again.fcalls[0]);
+        const auto* rep = std::get_if<redis::reply>(&res2);
+        o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
+      }
+      out[i] = conclude(r, es[i].data(), o, d, false, pc);
+      done[i] = true;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!done[i]) out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
+}
+
+}  // namespace sluice

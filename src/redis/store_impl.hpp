@@ -1,0 +1,211 @@
+// The Redis store's implementation state (include/sluice/redis.hpp),
+// shared by its source files: store.cpp (definitions, failure modes,
+// stats), decide.cpp (requests to FCALLs, replies to decisions) and
+// carry.cpp (states carried over a redefinition, request-id records).
+// Private to sluice::redis.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "redis/circuit_breaker.hpp"
+#include "redis/client.hpp"
+#include "redis/cluster.hpp"
+#include "redis/deny_cache.hpp"
+#include "redis/migrate.hpp"
+#include "redis/protocol.hpp"
+#include "sluice/redis.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice {
+
+namespace redis {
+
+extern const std::string_view lua_library;
+extern const std::string_view lua_library_name;  // sluice_v2_<hash of the code> (embed_lua.cmake)
+
+/// The library's functions (main.lua).
+struct functions {
+  std::string one = std::string(lua_library_name) + "_one";
+  std::string decide = std::string(lua_library_name) + "_decide";
+  std::string peek = std::string(lua_library_name) + "_peek";
+  std::string cas = std::string(lua_library_name) + "_cas";
+};
+
+/// One configuration of a defined policy, as decisions read it. Immutable
+/// once published; every entry is kept until the store is destroyed, so a
+/// decision reads one through a plain pointer, without a reference count.
+struct entry {
+  std::string name;
+  std::vector<epoch> epochs;  ///< oldest first; the current configuration last
+  const plan* p = nullptr;    ///< epochs.back().p
+  policy_id local_id = 0;     ///< the same policy in the local fallback
+  std::uint64_t version = 0;  ///< the deny cache's: a new one per configuration
+  std::string key_head;       ///< "<prefix>s:<name>:{"
+};
+
+/// How a call's answer turned out.
+enum class outcome : std::uint8_t {
+  ok,        ///< a decision
+  corrupt,   ///< a key holds a foreign or corrupt value
+  unknown,   ///< a key holds a value of a configuration this store does not know
+  mismatch,  ///< the script and the core disagree (or a state the library cannot hold)
+  failure,   ///< no usable answer: the failure mode decides
+  stale,     ///< a key holds an earlier configuration's value: carry it over
+  skipped,   ///< not run (a pipeline stopped at a stale request): send again
+  conflict,  ///< a compare-and-set found a key changed: read again
+};
+
+/// A call's bytes, built in a per-thread buffer: offsets of its keys and
+/// arguments, so that one buffer holds a whole pipeline.
+struct call_span {
+  std::size_t first = 0;  ///< index of its first view
+  std::size_t views = 0;  ///< keys then arguments
+  std::size_t keys = 0;
+  std::string_view function;
+};
+
+/// Per-thread buffers of the calls being built (reused, so a warm thread
+/// decides without allocating them).
+struct scratch {
+  std::string bytes;                                        // every key and argument of the calls, back to back
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;  // (offset, length) in `bytes`, per view
+  std::vector<std::string_view> views;
+  std::vector<call_span> calls;
+  std::vector<function_call> fcalls;
+  std::vector<std::size_t> owner;  // call -> request
+};
+
+}  // namespace redis
+
+struct redis_store::impl {
+  using entry = redis::entry;
+  using outcome = redis::outcome;
+
+  static constexpr std::size_t chunk_bits = 10;
+  static constexpr std::size_t chunk_size = std::size_t{1} << chunk_bits;
+  static constexpr std::size_t max_chunks = 64;  // 65,536 policies
+
+  redis_store_options opt;
+  // One server (`single_server` is then the same object), or a cluster (`cluster`).
+  std::unique_ptr<redis::backend> cli;
+  redis::client* single_server = nullptr;
+  redis::cluster_client* cluster = nullptr;
+  redis::functions fns;
+  std::int64_t ttl_base = 0;  // ms added to every state's time-to-fresh (or the fixed expiry)
+  std::string id_ttl;         // ms, as text
+
+  std::mutex defs_mu;                                                              // define
+  std::unordered_map<std::string, policy_id> ids;                                  // requires defs_mu
+  std::vector<std::unique_ptr<const entry>> entries;                               // every entry ever; requires defs_mu
+  std::array<std::unique_ptr<std::atomic<const entry*>[]>, max_chunks> chunks {};  // written under defs_mu
+  std::atomic<std::size_t> defined{0};                                             // ids below it are published
+  std::uint64_t versions = 0;                                                      // requires defs_mu
+  std::atomic<std::uint64_t> batches{0};
+
+  // The local fallback (failure_mode::local only): the same policies in
+  // process.
+  std::unique_ptr<memory_store> local;
+
+  std::unique_ptr<redis::circuit_breaker> breaker;  // null: none
+  std::unique_ptr<redis::deny_cache> denials;       // null: off
+
+  std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
+  std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
+      mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0};
+
+  impl(redis_store_options o, std::unique_ptr<redis::backend> b);
+
+  /// The published entry of `id`, or null.
+  const entry* entry_of(policy_id id) const noexcept {
+    if (id >= defined.load(std::memory_order_acquire)) return nullptr;
+    return chunks[id >> chunk_bits][id & (chunk_size - 1)].load(std::memory_order_acquire);
+  }
+
+  /// The request's entries into `es` (r.checks.size() of them); false for a
+  /// bad request (no check, too many, a cost below 1, a (policy, key) named
+  /// twice, an unknown policy).
+  bool entries_of(const store_request& r, const entry** es) const noexcept;
+
+  /// In a cluster, whether every state key of `r` lies in one hash slot
+  /// (its id key is put there too: append_id_key); always true on one
+  /// server.
+  bool one_slot(const store_request& r, const entry* const* es) const;
+
+  /// Appends the key of `r`'s request id: `<prefix>i:<id>`, in a cluster
+  /// `<prefix>i:{<tag>}<id>` with the tag of the slot of `r`'s state keys.
+  void append_id_key(const store_request& r, const entry* const* es, std::string& out) const;
+
+  /// A request whose keys span several cluster slots cannot be atomic: an
+  /// error, decided nowhere, counted.
+  store_decision refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check);
+
+  /// A batch number for a pipeline (non-zero, below 2^52).
+  std::int64_t next_batch() noexcept;
+
+  /// Redis's clock (TIME) in the store's ticks (server-clock mode), or the
+  /// outcome in its place.
+  std::optional<tick> server_now();
+
+  // ---- decide.cpp ----
+  store_decision one(const store_request& r, bool peek, std::span<decision> per_check);
+  void many(std::span<const store_request> requests, std::span<store_decision> out);
+  /// Appends request `r`'s call to `s` (its keys and binary argument).
+  void build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch, redis::scratch& s) const;
+  /// The outcome of a call's reply; `out` holds the decision when ok.
+  outcome judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek, store_decision& out,
+                std::span<decision> per_check, std::vector<std::optional<std::string>>& stale);
+
+  // ---- carry.cpp ----
+  /// Decides `r` from the leaf values a status-3 reply (or a re-read)
+  /// returned, with the core, carrying earlier configurations' states over,
+  /// and writes the result with a compare-and-set.
+  outcome decide_carried(const store_request& r, const entry* const* es,
+                         const std::vector<std::optional<std::string>>& values, bool peek, store_decision& out,
+                         std::span<decision> per_check);
+  /// Decides a repeated request id from its record (status 2).
+  outcome replay(const store_request& r, const entry* const* es, std::string_view record, bool peek,
+                 store_decision& out, std::span<decision> per_check);
+  /// Reads the leaves' values and decides with the core: the common part of
+  /// judge, replay and decide_carried. `epoch_of[i]`: the configuration of
+  /// check i that decided (empty: the current ones); `before` / `after`:
+  /// per leaf in request order, the values read and written (`after` empty:
+  /// none to check); `admitted`: the script's (nullopt: none to check).
+  /// `read_states` / `new_states` get every leaf's state before and after;
+  /// `stale[k]` is set for each leaf whose value was an earlier
+  /// configuration's.
+  outcome decide_on(const store_request& r, const entry* const* es, tick now, std::span<const std::size_t> epoch_of,
+                    std::span<const std::optional<std::string_view>> before,
+                    std::span<const std::optional<std::string_view>> after, std::optional<bool> admitted, bool peek,
+                    bool count_skew, store_decision& out, std::span<decision> per_check,
+                    std::vector<any_state>* read_states = nullptr, std::vector<any_state>* new_states = nullptr,
+                    std::span<bool> stale = {});
+
+  // ---- store.cpp ----
+  /// The decision for an outcome, counted (a failure goes to the failure
+  /// mode; `ok` inserts denials into the deny cache).
+  store_decision conclude(const store_request& r, const entry* const* es, outcome o, store_decision out, bool peek,
+                          std::span<decision> per_check);
+  store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check);
+  static store_decision error_decision(const store_request& r, std::span<decision> per_check);
+  /// The answer without a call, if any: the deny cache's, or the failure
+  /// mode's while the breaker is open.
+  std::optional<store_decision> local_answer(const store_request& r, const entry* const* es, bool peek,
+                                             std::span<decision> per_check);
+  /// Adds one to `c` for a decision (peeks are not counted).
+  static void count(std::atomic<std::uint64_t>& c, bool peek) {
+    if (!peek) c.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace sluice

@@ -1,0 +1,183 @@
+// Scenarios for the Redis store's redefinition tests: the shared
+// conformance traces (tests/conformance/traces.hpp) with one or two
+// redefinitions of their policies (same algorithm or composite shape, new
+// parameters) at drawn steps and instants, and a runner that decides one
+// through any store one call at a time. Used against one server
+// (store_redefine_test.cpp) and a cluster (cluster/redefine_test.cpp).
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/traces.hpp"
+#include "redis/protocol.hpp"
+#include "redis/store_support.hpp"
+#include "sluice/snapshot.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice::redis_test::redefine {
+
+using conformance::answer;
+using conformance::trace;
+
+/// One redefinition: before step `step`, policy `policy` becomes `to`,
+/// carried over at `at`.
+struct change {
+  std::size_t step = 0;
+  std::size_t policy = 0;
+  any_policy to = any_policy{always_allow{}};
+  tick at = 0;
+};
+
+/// A trace and the redefinitions made during it.
+struct scenario {
+  trace t;
+  std::vector<change> changes;
+};
+
+inline conformance::trace_options options() {
+  conformance::trace_options o;
+  o.max_quantity = std::int64_t{1} << 52;
+  o.length = 12;
+  return o;
+}
+
+/// A policy of `p`'s shape (the same algorithm in every place) with fresh
+/// parameters.
+inline any_policy like(const any_policy& p, model::rng_t& g) {
+  if (const auto* a = std::get_if<all_of>(&p)) {
+    std::vector<any_policy> parts;
+    for (const auto& part : a->parts()) parts.push_back(like(part, g));
+    return any_policy{all_of::make(std::move(parts)).value()};
+  }
+  if (const auto* o = std::get_if<any_of>(&p)) {
+    std::vector<any_policy> parts;
+    for (const auto& part : o->parts()) parts.push_back(like(part, g));
+    return any_policy{any_of::make(std::move(parts)).value()};
+  }
+  if (std::holds_alternative<always_allow>(p) || std::holds_alternative<always_deny>(p)) return p;
+  return conformance::detail_::make_policy_of(algorithm_of(p), g, options()).first.policy;
+}
+
+inline bool in_range(const any_policy& p, bool pipelined) {
+  return redis::plan::make(p).ok() && buckets_at_most(p, pipelined ? 64 : 4096);
+}
+
+/// A scenario for `a` from `seed`, within the Redis store's range; nullopt
+/// when the draw leaves it (the caller draws again).
+inline std::optional<scenario> make_scenario(algorithm a, std::uint64_t seed, bool pipelined) {
+  scenario s;
+  s.t = conformance::make_trace(a, seed, options());
+  for (const auto& p : s.t.policies)
+    if (!in_range(p.policy, pipelined)) return std::nullopt;
+  if (s.t.steps.size() < 2) return std::nullopt;
+  model::rng_t g(model::mix(seed, a) ^ 0x7edef1e5ULL);
+  std::vector<any_policy> current;
+  std::vector<std::vector<std::string>> seen;  // every configuration each policy has had
+  for (const auto& p : s.t.policies) {
+    current.push_back(p.policy);
+    seen.push_back({encode_policy(p.policy)});
+  }
+  const std::size_t n = 1 + g() % 2;  // one or two redefinitions
+  for (std::size_t k = 0; k < n; ++k) {
+    change c;
+    c.step = 1 + g() % (s.t.steps.size() - 1);
+    c.policy = model::chance(g, 70) ? 0 : g() % s.t.policies.size();
+    c.to = like(current[c.policy], g);
+    // A configuration the policy had before is not drawn: a value written
+    // then is read as that configuration's again (docs/redis.md,
+    // "Redefining a policy"), where the memory store carries it through the
+    // configurations between.
+    const std::string bytes = encode_policy(c.to);
+    auto& had = seen[c.policy];
+    if (!in_range(c.to, pipelined) || std::find(had.begin(), had.end(), bytes) != had.end()) return std::nullopt;
+    had.push_back(bytes);
+    // At the step's instant, or a little before or after it (a clock that
+    // stepped, a definition that raced a request).
+    const tick t = s.t.steps[c.step].now;
+    const int roll = static_cast<int>(g() % 10);
+    const tick delta = static_cast<tick>(g() % 1000);
+    c.at = roll < 6 ? t
+                    : (roll < 8 ? (t > detail::i64_min + delta ? t - delta : t)
+                                : (t < detail::i64_max - delta ? t + delta : t));
+    current[c.policy] = c.to;
+    s.changes.push_back(std::move(c));
+  }
+  std::stable_sort(s.changes.begin(), s.changes.end(),
+                   [](const change& x, const change& y) { return x.step < y.step; });
+  // Two changes of one policy at one step: keep the order drawn (the later
+  // carries the earlier over), which stable_sort kept.
+  return s;
+}
+
+/// The scenario's redefinitions and both stores' answers, for a failure.
+inline std::string explain(const scenario& sc, const std::vector<answer>& got, const std::vector<answer>& want) {
+  std::string out;
+  for (const auto& c : sc.changes)
+    out += "\n  before step " + std::to_string(c.step) + ": p" + std::to_string(c.policy) +
+           " := " + describe_policy(c.to) + " at " + std::to_string(c.at);
+  for (std::size_t i = 0; i < sc.t.steps.size() && i < got.size() && i < want.size(); ++i)
+    out += "\n  step " + std::to_string(i) + " " + conformance::show(sc.t.steps[i]) + ": redis " +
+           conformance::show(got[i].d.d) + " " + std::string(name_of(got[i].d.from)) + ", memory " +
+           conformance::show(want[i].d.d) + " " + std::string(name_of(want[i].d.from));
+  return out;
+}
+
+/// The memory store that decides exactly as one limiter per key (no purge).
+inline std::unique_ptr<memory_store> exact_memory_store() {
+  memory_store_options o;
+  o.keyed.auto_purge = false;
+  o.keyed.shards = 1;
+  o.keyed.hash_seed = 7;
+  o.max_policies = 1 << 16;
+  return std::make_unique<memory_store>(o);
+}
+
+/// Runs `sc` one call at a time; `define_at` redefines in the store under test.
+template <typename Store>
+std::vector<answer> run_one_by_one(Store& st, const scenario& sc, const std::string& prefix, std::string& err,
+                                   const std::string& key_prefix = {}, bool with_ids = false) {
+  const std::string& kp = key_prefix.empty() ? prefix : key_prefix;
+  const auto [ids, e] = conformance::define_all(st, sc.t, prefix);
+  if (!e.empty()) {
+    err = e;
+    return {};
+  }
+  std::vector<answer> out;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < sc.t.steps.size(); ++i) {
+    for (; next < sc.changes.size() && sc.changes[next].step == i; ++next) {
+      const change& c = sc.changes[next];
+      const auto r = st.define_at(prefix + sc.t.policies[c.policy].name, c.to, c.at);
+      if (!r) {
+        err = "define_at: " + r.err().what();
+        return {};
+      }
+    }
+    const auto& step = sc.t.steps[i];
+    std::vector<std::string> keys;
+    std::vector<check> checks;
+    for (const auto& c : step.checks) keys.push_back(kp + c.key);
+    for (std::size_t k = 0; k < step.checks.size(); ++k)
+      checks.push_back({ids[step.checks[k].policy], keys[k], step.checks[k].cost});
+    // With ids: every third step carries one (unique: a first decision, its
+    // record written in the same call or compare-and-set).
+    const std::string id = with_ids && i % 3 == 0 ? kp + "id" + std::to_string(i) : std::string();
+    answer a;
+    a.per_check.resize(checks.size());
+    a.d = st.decide_at({.checks = checks, .now = step.now, .cost = step.cost, .id = id}, a.per_check);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+inline std::vector<scenario> draw(algorithm a, std::size_t n, std::uint64_t seed0, bool pipelined) {
+  std::vector<scenario> out;
+  for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 20 * n; ++seed)
+    if (auto s = make_scenario(a, seed, pipelined)) out.push_back(std::move(*s));
+  return out;
+}
+
+}  // namespace sluice::redis_test::redefine
