@@ -1,0 +1,125 @@
+"""The README's examples print what the README shows.
+
+Every indented block of README.md with `$ ` lines is a transcript: each
+`$ cat FILE` and the lines under it make FILE, and every other command is
+run (with `sluice` the built binary, in a fresh folder) and must print
+exactly the lines under it, standard error included; a line `...` stands for
+any lines. The Redis example runs against a real redis-server on a free
+port, the curl example against a real `sluice serve` started as the README
+starts it. The explorer's session has its own test
+(Readme.ExplorerTranscriptIsTheRealSession). Environment: SLUICE_BINARY,
+SLUICE_SOURCE_DIR.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "serve"))
+from serve_support import BINARY, SOURCE, RedisServer, Server  # noqa: E402
+
+README = os.path.join(SOURCE, "README.md")
+
+
+def transcripts(text):
+    """The README's blocks of 4-space-indented lines that hold a `$ ` line,
+    each a list of (command, [expected lines])."""
+    blocks, block = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("    "):
+            block.append(line[4:])
+            continue
+        if line.strip() == "" and block:
+            block.append("")  # a blank line inside a block
+            continue
+        if any(b.startswith("$ ") for b in block):
+            blocks.append(block)
+        block = []
+    out = []
+    for b in blocks:
+        while b and b[-1] == "":
+            b.pop()
+        steps = []
+        for line in b:
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            elif steps:
+                steps[-1][1].append(line)
+        out.append(steps)
+    return out
+
+
+def matches(expected, actual):
+    """Whether `actual` is `expected` line for line, a `...` line standing
+    for any number of lines."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(matches(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and matches(expected[1:], actual[1:])
+
+
+class Examples(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-readme-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        bin_dir = os.path.join(self.dir, "bin")
+        os.mkdir(bin_dir)
+        os.symlink(os.path.abspath(BINARY), os.path.join(bin_dir, "sluice"))
+        self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+        with open(README) as f:
+            self.readme = f.read()
+
+    def run_shell(self, command):
+        p = subprocess.run(["sh", "-c", command + " 2>&1"], cwd=self.dir, env=self.env, capture_output=True,
+                           text=True, timeout=120)
+        lines = p.stdout.replace("\r\n", "\n").splitlines()
+        while lines and lines[-1] == "":
+            lines.pop()  # an HTTP response's closing blank line
+        return lines
+
+    def test_every_example_prints_what_the_readme_shows(self):
+        redis = None
+        serve = None
+        checked = 0
+        try:
+            for steps in transcripts(self.readme):
+                for command, expected in steps:
+                    if command == "sluice":
+                        continue  # the explorer: Readme.ExplorerTranscriptIsTheRealSession
+                    m = re.fullmatch(r"cat (\S+)", command)
+                    if m:
+                        with open(os.path.join(self.dir, m.group(1)), "w") as f:
+                            f.write("\n".join(expected) + "\n")
+                        continue
+                    if "redis://127.0.0.1:6379" in command:
+                        if redis is None:
+                            redis = RedisServer()
+                        command = command.replace("redis://127.0.0.1:6379", redis.url)
+                    if command.startswith("curl ") and "127.0.0.1:8080" in command:
+                        if serve is None:
+                            start = re.search(r"^    build/sluice serve (.+)$", self.readme, re.M)
+                            self.assertIsNotNone(start, "the README's way to start sluice serve")
+                            serve = Server(shlex.split(start.group(1)) + ["--listen", "127.0.0.1:0"])
+                        command = command.replace("127.0.0.1:8080", "127.0.0.1:%d" % serve.port)
+                    actual = self.run_shell(command)
+                    self.assertTrue(matches(expected, actual),
+                                    "README: $ %s\n--- shows:\n%s\n--- prints:\n%s" %
+                                    (command, "\n".join(expected), "\n".join(actual)))
+                    checked += 1
+        finally:
+            if serve is not None:
+                serve.stop()
+            if redis is not None:
+                redis.stop()
+        self.assertGreaterEqual(checked, 10)
+        print("README examples checked: %d" % checked)
+
+
+if __name__ == "__main__":
+    unittest.main()
