@@ -8,6 +8,7 @@ process is stopped by PID; every wait is bounded in time.
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -146,6 +147,52 @@ class FleetOnCluster(FleetOnRedis):
         for p in primaries:
             self.assertGreater(int(self.cluster.run_cli("-p", str(p), "dbsize").strip() or 0), 0, p)
 
+
+
+class ReloadOnRedis(RedisCase):
+    """A reload on the Redis store carries states over, as on the memory
+    store: a throttled client stays throttled, a raised limit keeps what was
+    consumed. A second process on the same Redis that has not reloaded meets
+    the carried states as another configuration's: errors, never admits,
+    until it reloads too."""
+
+    V1 = {"a": "fixed-window 3/1h", "b": "fixed-window 2/1h"}
+
+    def test_sighup_carries_states_over_and_a_stale_process_never_admits(self):
+        redis = self.redis()
+        prefix = fresh_prefix()
+        text = base_config(self.V1, server='admin = "127.0.0.1:0"\nthreads = 1\n') + store_section(redis, prefix)
+        s, path = self.start_config(text)
+        other = self.start("--config", path)  # the same file, read once
+        for _ in range(3):
+            self.assertEqual(s.decide([("a", "k")])[0], 200)
+        self.assertEqual(s.decide([("a", "k")])[0], 429)
+        st, _, b = s.decide([("b", "k")])
+        self.assertEqual((st, b["remaining"], b["source"]), (200, 1, "store"))
+        with open(path, "w") as f:
+            f.write(text.replace('"fixed-window 3/1h"', '"fixed-window 5/1h"').replace('"fixed-window 2/1h"',
+                                                                                      '"fixed-window 6/1h"'))
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("reloaded"), s.log())
+        self.assertIn("2 changed", s.log())
+        # a: 3 used of the new 5, 2 more; b: 1 used of the new 6.
+        st, _, b = s.decide([("a", "k")])
+        self.assertEqual((st, b["remaining"], b["source"]), (200, 1, "store"))
+        st, _, b = s.decide([("b", "k")])
+        self.assertEqual((st, b["remaining"]), (200, 4))
+        # The process still on the old configuration: an error answer (a
+        # 500 naming no limit), never an admit, nothing written.
+        for _ in range(3):
+            st, _, b = other.decide([("a", "k")])
+            self.assertEqual((st, b["allowed"], b["source"]), (500, False, "error"))
+        m = other.metrics()
+        self.assertEqual(metric(m, 'sluice_store_errors_total{kind="state"}'), 3)
+        # Reloaded too, it decides under the new configuration on the same states.
+        st, _, body = other.request("POST", "/admin/reload", admin=True)
+        self.assertEqual(st, 200, body)
+        st, _, b = other.decide([("a", "k")])
+        self.assertEqual((st, b["remaining"], b["source"]), (200, 0, "store"))
+        self.assertEqual(s.decide([("a", "k")])[0], 429)
 
 
 class ReplayParityOnRedis(ReplayParity):
