@@ -98,6 +98,20 @@ def headers_of(res):
     return {h.key: h.value for h in res.response_headers_to_add}
 
 
+def start_with_grpc(case, *args):
+    """A sluice serve with `args` and its gRPC listener, both stopped at the
+    end of `case`'s test: (server, the ShouldRateLimit call)."""
+    s = Server(list(args))
+    case.addCleanup(s.stop)
+    m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
+    case.assertIsNotNone(m, s.log())
+    ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
+    case.addCleanup(ch.close)
+    call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                          response_deserializer=rls.RateLimitResponse.FromString)
+    return s, call
+
+
 class EnvoyCase(unittest.TestCase):
     server = None
     grpc_port = None
@@ -331,14 +345,7 @@ class StoreFailures(unittest.TestCase):
                                                                                          on_failure)
         path = write_config(text)
         self.addCleanup(os.unlink, path)
-        s = Server(["--config", path])
-        self.addCleanup(s.stop)
-        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
-        self.assertIsNotNone(m, s.log())
-        ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
-        self.addCleanup(ch.close)
-        call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
-                              response_deserializer=rls.RateLimitResponse.FromString)
+        s, call = start_with_grpc(self, "--config", path)
         ask = lambda *d: call(rls.RateLimitRequest(domain="edge", descriptors=list(d)), timeout=5)
         return redis, s, ask, prefix
 
@@ -392,15 +399,7 @@ class Lifecycle(unittest.TestCase):
     """The listener from --grpc, reloads of [[envoy]] rules, and errors."""
 
     def start(self, *args):
-        s = Server(list(args))
-        self.addCleanup(s.stop)
-        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
-        self.assertIsNotNone(m, s.log())
-        ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
-        self.addCleanup(ch.close)
-        call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
-                              response_deserializer=rls.RateLimitResponse.FromString)
-        return s, call
+        return start_with_grpc(self, *args)
 
     def test_grpc_flag_without_a_file_has_no_envoy_rules(self):
         s, call = self.start("--policy", "gcra 10/1s", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0")
