@@ -143,11 +143,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   std::vector<std::string_view> views(strings.begin(), strings.end());
   const auto res = cli->fcall(redis::function_call{fns.cas, keys, views});
   const auto* rep = std::get_if<redis::reply>(&res);
-  if (rep == nullptr) {
-    const auto& err = std::get<redis::call_error>(res);
-    return err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
-                                                                                                     : outcome::failure;
-  }
+  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
   const auto* arr = rep->as_array();
   if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
   switch (*(*arr)[0].as_integer()) {

@@ -298,9 +298,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
       o = judge(r, es.data(), *rep, peek, out, per_check, stale);
     } else {
-      const auto& err = std::get<redis::call_error>(res);
-      o = err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
-                                                                                                    : outcome::failure;
+      o = redis::outcome_of(std::get<redis::call_error>(res));
     }
     if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check);
     if (o != outcome::conflict) break;
@@ -376,9 +374,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       if (c >= results.size()) {
         o = outcome::failure;
       } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
-        o = err->kind == redis::call_error::server && err->message.starts_with("sluice: corrupt state")
-                ? outcome::corrupt
-                : outcome::failure;
+        o = redis::outcome_of(*err);
       } else {
         o = judge(r, es[i].data(), std::get<redis::reply>(results[c]), false, d, pc, stale);
       }

@@ -23,7 +23,9 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b
       cluster(dynamic_cast<redis::cluster_client*>(cli.get())),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
-  if (opt.breaker_failures > 0) {
+  // In a cluster each node has its own breaker, in the router
+  // (cluster.hpp): one dead primary leaves the others' keys to the store.
+  if (opt.breaker_failures > 0 && cluster == nullptr) {
     redis::circuit_breaker_options bo;
     bo.consecutive_failures = opt.breaker_failures;
     bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.breaker_cool_down).count();
@@ -168,7 +170,7 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
 store_decision redis_store::impl::conclude(const store_request& r, const entry* const* es, outcome o,
                                            store_decision out, bool peek, std::span<decision> per_check) {
   count(decisions, peek);
-  if (breaker) {
+  if (breaker && o != outcome::not_sent) {
     if (o == outcome::failure)
       breaker->record_failure_now();
     else
@@ -203,6 +205,10 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       count(mismatches, peek);
       count(errors, peek);
       return error_decision(r, per_check);
+    case outcome::not_sent:  // a cluster node's breaker is open: no call was made
+      count(fallbacks, peek);
+      count(breaker_open, peek);
+      return failed(r, es, peek, per_check);
     default:
       break;
   }
@@ -258,8 +264,7 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
     return error{"deny_cache",
                  "not in server-clock mode: a cached denial holds until an instant of the client's clock, which the "
                  "server's need not follow"};
-  auto b = redis::open_backend(options.url, options.prefix, options.connect_timeout, options.command_timeout,
-                               options.pool_size);
+  auto b = redis::open_backend(options);
   if (!b) return b.err();
   if (options.server_clock && redis::is_cluster_url(options.url))
     return error{"server_clock",
@@ -380,6 +385,8 @@ redis_store_stats redis_store::redis_stats() const {
     s.asked = c.asked;
     s.cluster_retries = c.tryagain + c.clusterdown + c.refused;
     s.topology_refreshes = c.refreshes;
+    s.breaker_trips += c.breaker_trips;
+    s.breakers_open = c.breakers_open;
   }
   return s;
 }

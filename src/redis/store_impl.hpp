@@ -61,10 +61,19 @@ enum class outcome : std::uint8_t {
   unknown,   ///< a key holds a value of a configuration this store does not know
   mismatch,  ///< the script and the core disagree (or a state the library cannot hold)
   failure,   ///< no usable answer: the failure mode decides
+  not_sent,  ///< the call's node has its circuit breaker open (a cluster): the failure mode decides
   stale,     ///< a key holds an earlier configuration's value: carry it over
   skipped,   ///< not run (a pipeline stopped at a stale request): send again
   conflict,  ///< a compare-and-set found a key changed: read again
 };
+
+/// The outcome of a call that got no reply (or an error reply, from
+/// `fcall`): a key's corrupt value, a node whose breaker is open, or a
+/// failure.
+inline outcome outcome_of(const call_error& e) noexcept {
+  if (e.kind == call_error::server && e.message.starts_with("sluice: corrupt state")) return outcome::corrupt;
+  return e.kind == call_error::breaker ? outcome::not_sent : outcome::failure;
+}
 
 /// A call's bytes, built in a per-thread buffer: offsets of its keys and
 /// arguments, so that one buffer holds a whole pipeline.
