@@ -178,7 +178,8 @@ class redis_store final : public store {
   /// the store lives (values written for it may still be met).
   result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
 
-  store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                           std::span<std::optional<tick>> grows_after = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 

@@ -134,7 +134,7 @@ store_decision redis_store::impl::error_decision(const store_request& r, std::sp
 }
 
 store_decision redis_store::impl::failed(const store_request& r, const entry* const* es, bool peek,
-                                         std::span<decision> per_check) {
+                                         std::span<decision> per_check, std::span<std::optional<tick>> grows) {
   store_decision out;
   out.at = r.now;
   switch (opt.on_failure) {
@@ -154,7 +154,7 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
         mine[i] = check{es[i]->local_id, r.checks[i].key, r.checks[i].cost};
       store_request lr = r;
       lr.checks = std::span<const check>(mine.data(), r.checks.size());
-      out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check);
+      out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check, grows);
       out.from = out.from == source::store ? source::fallback : out.from;
       out.at = r.now;
       return out;
@@ -168,8 +168,11 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
 }
 
 store_decision redis_store::impl::conclude(const store_request& r, const entry* const* es, outcome o,
-                                           store_decision out, bool peek, std::span<decision> per_check) {
+                                           store_decision out, bool peek, std::span<decision> per_check,
+                                           std::span<std::optional<tick>> grows) {
   count(decisions, peek);
+  if (o != outcome::ok)  // no state behind the answer (the local fallback writes its own)
+    for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
   if (breaker && o != outcome::not_sent) {
     if (o == outcome::failure)
       breaker->record_failure_now();
@@ -208,17 +211,18 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
     case outcome::not_sent:  // a cluster node's breaker is open: no call was made
       count(fallbacks, peek);
       count(breaker_open, peek);
-      return failed(r, es, peek, per_check);
+      return failed(r, es, peek, per_check, grows);
     default:
       break;
   }
   count(failures, peek);
   count(fallbacks, peek);
-  return failed(r, es, peek, per_check);
+  return failed(r, es, peek, per_check, grows);
 }
 
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
-                                                              std::span<decision> per_check) {
+                                                              std::span<decision> per_check,
+                                                              std::span<std::optional<tick>> grows) {
   if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
@@ -226,6 +230,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
       const auto ra =
           denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
       if (!ra) continue;
+      if (i < grows.size()) grows[i] = *ra;  // the cached wait: `t` for a cost of 1, later for more
       if (!hit || *ra > out.d.retry_after) {
         out.d.retry_after = *ra;
         out.d.part = static_cast<std::int32_t>(i);
@@ -247,7 +252,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     count(decisions, peek);
     count(fallbacks, peek);
     count(breaker_open, peek);
-    return failed(r, es, peek, per_check);
+    return failed(r, es, peek, per_check, grows);
   }
   return std::nullopt;
 }
@@ -335,8 +340,9 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
   return id;
 }
 
-store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->one(r, false, per_check);
+store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check,
+                                     std::span<std::optional<tick>> grows_after) {
+  return impl_->one(r, false, per_check, grows_after);
 }
 
 store_decision redis_store::peek_at(const store_request& r, std::span<decision> per_check) {
