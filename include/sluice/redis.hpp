@@ -91,6 +91,9 @@ struct redis_store_options {
   /// The circuit breaker: after this many store failures in a row the store
   /// is not called for `breaker_cool_down` (the failure mode answers at
   /// once), then one probe call at a time until one succeeds. 0: no breaker.
+  /// In a cluster each node has a breaker of its own: the keys of a node
+  /// whose breaker is open go to the failure mode at once, and the other
+  /// nodes' keys are decided as usual (docs/redis.md, "Failure modes").
   std::uint32_t breaker_failures = 5;
   std::chrono::milliseconds breaker_cool_down{1000};
   /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
@@ -115,10 +118,12 @@ struct redis_store_options {
 /// Counts of the Redis store beyond `store_stats`.
 struct redis_store_stats {
   store_stats base;
-  std::uint64_t mismatches = 0;     ///< script and core disagreed (an error, counted in base.errors too)
-  std::uint64_t corrupt = 0;        ///< keys holding a value the store did not write
-  std::uint64_t breaker_open = 0;   ///< requests answered by the failure mode while the breaker was open
-  std::uint64_t breaker_trips = 0;  ///< times the breaker opened
+  std::uint64_t mismatches = 0;  ///< script and core disagreed (an error, counted in base.errors too)
+  std::uint64_t corrupt = 0;     ///< keys holding a value the store did not write
+  /// Requests answered by the failure mode, without a call, while the
+  /// breaker (in a cluster: their node's) was open.
+  std::uint64_t breaker_open = 0;
+  std::uint64_t breaker_trips = 0;  ///< times the breaker opened (a cluster: summed over its nodes)
   /// Requests that met a value of an earlier configuration of their policy
   /// and carried it over (decided by the client, written with a
   /// compare-and-set).
@@ -138,6 +143,7 @@ struct redis_store_stats {
   std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
   std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
+  std::uint64_t breakers_open = 0;       ///< cluster: nodes whose circuit breaker is open (or half-open) now
 };
 
 /// The Redis implementation of `store`.
@@ -172,7 +178,8 @@ class redis_store final : public store {
   /// the store lives (values written for it may still be met).
   result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
 
-  store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                           std::span<std::optional<tick>> grows_after = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 

@@ -10,7 +10,8 @@
 // its cost; a denied request charges no check.
 // Each check's own figures (`remaining`, `reset_after`, ...) are read on its
 // state after the decision, so a front end can answer with one RateLimit
-// list member per check.
+// list member per check — its `t` too (`grows_after`), computed by the
+// store from the state it decided on, without another call.
 //
 // Every store decides exactly as the core `decide` on each key's own state
 // (one conformance suite runs the same traces through every store). A store
@@ -25,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -94,6 +96,20 @@ struct store_request {
   return c.cost != 0 ? c.cost : r.cost;
 }
 
+/// When check `remaining` grows by one on `state` of `policy`, read at
+/// `now`: the `retry_after` of a request of cost `remaining + 1` on that
+/// state alone (semantics.md, "On the wire": the RateLimit field's `t`), in
+/// ticks from `now`; `never` when no such request will ever be admitted
+/// (`remaining + 1` past what the policy admits at once, a spent quota, a
+/// limit of 0, or a `remaining` already the largest cost). What a store
+/// writes to `decide_at`'s `grows_after` for a check, with the check's
+/// `remaining` and its state after the decision.
+[[nodiscard]] inline tick grows_after_of(const any_policy& policy, const any_state& state, tick now,
+                                         std::int64_t remaining) {
+  if (remaining < 0 || remaining == std::numeric_limits<std::int64_t>::max()) return never;
+  return peek(policy, state, now, remaining + 1).retry_after;
+}
+
 /// A store's answer to one request.
 struct store_decision {
   /// The request's decision: all_of over its checks (`allowed` iff every
@@ -149,7 +165,18 @@ class store {
   /// (policy, key) twice is a bad request (`source::error`). Never throws
   /// for a store failure: the failure mode answers (std::bad_alloc may
   /// still escape).
-  virtual store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+  ///
+  /// Writes to `grows_after[i]`, when it is not empty (it must then hold at
+  /// least `r.checks.size()` elements), when check i's `remaining` (as
+  /// written to `per_check[i]`) grows by one: `grows_after_of` on the
+  /// check's state after this decision, which the store holds (no further
+  /// call), `never` when it never will. nullopt when the answer comes from
+  /// no state: a failure mode's fail-open or fail-closed, an error, and a
+  /// deny-cache answer for a check the cache did not answer itself (for
+  /// those it did, the cached wait, exact for a cost of 1). A repeated
+  /// request id's answer holds the figures of its first decision.
+  virtual store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                                   std::span<std::optional<tick>> grows_after = {}) = 0;
 
   /// Decides `requests` in order, as that many `decide_at` calls would
   /// (a key repeated in the batch sees its earlier admits), writing
@@ -167,9 +194,10 @@ class store {
   [[nodiscard]] virtual tick now() const noexcept = 0;
 
   /// The clock-reading twin of `decide_at`: `r.now` is replaced by `now()`.
-  store_decision decide(store_request r, std::span<decision> per_check = {}) {
+  store_decision decide(store_request r, std::span<decision> per_check = {},
+                        std::span<std::optional<tick>> grows_after = {}) {
     r.now = now();
-    return decide_at(r, per_check);
+    return decide_at(r, per_check, grows_after);
   }
 
   /// The clock-reading twin of `peek_at`.

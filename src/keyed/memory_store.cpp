@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -302,6 +303,25 @@ struct memory_store::impl {
     }
   }
 
+  /// `decide` (a commit) that also writes each check's `grows_after`
+  /// (store.hpp): a peek of cost remaining + 1 on its state, right after.
+  store_decision decide_growing(const store_request& r, std::span<decision> per_check,
+                                std::span<std::optional<tick>> grows) {
+    const std::size_t n = r.checks.size();
+    decision local[max_checks];
+    if (per_check.empty() && n <= max_checks) per_check = std::span<decision>(local, n);
+    const store_decision d = decide(r, per_check, true);
+    for (std::size_t i = 0; i < std::min(n, grows.size()); ++i) {
+      grows[i].reset();
+      if (d.from == source::error) continue;  // no state was read
+      const std::int64_t remaining = per_check[i].remaining;
+      grows[i] = remaining == std::numeric_limits<std::int64_t>::max()
+                     ? never
+                     : decide_one(r.checks[i], r.now, remaining + 1, {}, false).d.retry_after;
+    }
+    return d;
+  }
+
   store_decision decide(const store_request& r, std::span<decision> per_check, bool commit) {
     const std::size_t n = r.checks.size();
     if (n == 1 && r.id.empty() && cost_of(r, r.checks[0]) >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
@@ -365,8 +385,10 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
   return im.redefine(*e, id, policy, at);
 }
 
-store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check) {
-  store_decision d = impl_->decide(r, per_check, true);
+store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,
+                                      std::span<std::optional<tick>> grows_after) {
+  store_decision d = grows_after.empty() ? impl_->decide(r, per_check, true)
+                                         : impl_->decide_growing(r, per_check, grows_after);
   d.at = r.now;
   return d;
 }

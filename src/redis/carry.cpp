@@ -53,7 +53,8 @@ bool get_int(std::string_view rec, std::size_t& pos, std::int64_t& v) {
 
 outcome redis_store::impl::decide_carried(const store_request& r, const entry* const* es,
                                           const std::vector<std::optional<std::string>>& values, bool peek,
-                                          store_decision& out, std::span<decision> per_check) {
+                                          store_decision& out, std::span<decision> per_check,
+                                          std::span<std::optional<tick>> grows) {
   std::vector<std::optional<std::string_view>> before;
   before.reserve(values.size());
   for (const auto& v : values) before.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
@@ -61,7 +62,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   std::vector<any_state> next;
   std::unique_ptr<bool[]> stale(new bool[before.size()]());
   const outcome o = decide_on(r, es, r.now, {}, before, {}, std::nullopt, peek, !peek, out, per_check, &read, &next,
-                              std::span<bool>(stale.get(), before.size()));
+                              std::span<bool>(stale.get(), before.size()), grows);
   if (o != outcome::ok) return o;
   if (peek) return outcome::ok;
   carried.fetch_add(1, std::memory_order_relaxed);
@@ -143,11 +144,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   std::vector<std::string_view> views(strings.begin(), strings.end());
   const auto res = cli->fcall(redis::function_call{fns.cas, keys, views});
   const auto* rep = std::get_if<redis::reply>(&res);
-  if (rep == nullptr) {
-    const auto& err = std::get<redis::call_error>(res);
-    return err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
-                                                                                                     : outcome::failure;
-  }
+  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
   const auto* arr = rep->as_array();
   if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
   switch (*(*arr)[0].as_integer()) {
@@ -157,14 +154,15 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
       return outcome::conflict;
     case 2:
       if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
-      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check);
+      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check, grows);
     default:
       return outcome::failure;
   }
 }
 
 outcome redis_store::impl::replay(const store_request& r, const entry* const* es, std::string_view rec, bool peek,
-                                  store_decision& out, std::span<decision> per_check) {
+                                  store_decision& out, std::span<decision> per_check,
+                                  std::span<std::optional<tick>> grows) {
   std::size_t pos = 0;
   std::int64_t h = 0;
   std::int64_t l = 0;
@@ -208,8 +206,8 @@ outcome redis_store::impl::replay(const store_request& r, const entry* const* es
     at += k;
   }
   if (at != tags.size()) return outcome::corrupt;
-  const outcome o =
-      decide_on(r, es, now, epoch_of, before, after, admitted == 1, peek, false, out, per_check, nullptr, nullptr);
+  const outcome o = decide_on(r, es, now, epoch_of, before, after, admitted == 1, peek, false, out, per_check, nullptr,
+                              nullptr, {}, grows);
   if (o == outcome::ok) out.from = source::replayed;
   return o;
 }

@@ -81,6 +81,8 @@ std::string_view call_error::name(kind_t k) noexcept {
       return "server";
     case protocol:
       return "protocol";
+    case breaker:
+      return "breaker";
   }
   return "?";
 }

@@ -140,6 +140,7 @@ struct call_error {
     auth,      ///< AUTH failed or the server wants one (WRONGPASS, NOAUTH)
     server,    ///< an error reply from Redis ("ERR ...", "OOM ...", "BUSY ..."), from `call`/`fcall`
     protocol,  ///< a reply that is not valid RESP, or not of the shape asked for
+    breaker,   ///< not sent: the circuit breaker of the node it was for is open (a cluster's router)
   };
   kind_t kind = io;
   /// Words a person can act on; for `server`, Redis's own error text.
@@ -152,7 +153,7 @@ struct call_error {
   /// script's business — sluice's scripts check before they write).
   bool maybe_applied = false;
 
-  /// "timeout", "io", "refused", "auth", "server", "protocol".
+  /// "timeout", "io", "refused", "auth", "server", "protocol", "breaker".
   [[nodiscard]] static std::string_view name(kind_t k) noexcept;
   /// "kind: message".
   [[nodiscard]] std::string what() const;

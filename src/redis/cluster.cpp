@@ -69,6 +69,14 @@ struct cluster_client::node {
   std::string host;
   std::uint16_t index = 0;  // in nodes_
   std::unique_ptr<client> cli;
+  std::unique_ptr<circuit_breaker> breaker;  // null: none
+
+  /// Whether a call may be sent to it now (a breaker that is half-open lets
+  /// this one through as its probe).
+  bool allow() const { return !breaker || breaker->allow_call_now(); }
+  /// Whether its breaker is open or half-open (no call is to be sent
+  /// without need).
+  bool tripped() const noexcept { return breaker && breaker->current() != circuit_breaker::state::closed; }
 };
 
 /// One call on its way: where it goes next and why it was sent again.
@@ -79,6 +87,31 @@ struct cluster_client::job {
   int redirects = 0;
   call_error last{};  // why it is being sent again (its answer if time runs out)
 };
+
+namespace {
+
+/// Whether a reply from a node is its failure, for its breaker: an error
+/// reply other than a redirection, TRYAGAIN, or the library's own
+/// (`sluice: ...`: about a key's value, not the node). CLUSTERDOWN is one.
+bool node_failed(const reply& rep) {
+  if (!rep.is_error()) return false;
+  const redirect d = classify(rep.str);
+  if (d.kind == redirect::moved || d.kind == redirect::ask || d.kind == redirect::tryagain) return false;
+  return !rep.str.starts_with("sluice:");
+}
+
+}  // namespace
+
+void cluster_client::record(node& n, bool failed, bool& success_told) {
+  if (!n.breaker) return;
+  if (failed) {
+    n.breaker->record_failure_now();
+    success_told = false;
+  } else if (!success_told) {
+    n.breaker->record_success_now();
+    success_told = true;
+  }
+}
 
 cluster_client::cluster_client(cluster_options options) : options_(std::move(options)) {}
 
@@ -130,6 +163,12 @@ cluster_client::node* cluster_client::node_at(std::string_view address, std::str
   n->host = host;
   n->index = static_cast<std::uint16_t>(nodes_.size());
   n->cli = std::make_unique<client>(std::move(co));
+  if (options_.breaker_failures > 0) {
+    circuit_breaker_options bo;
+    bo.consecutive_failures = options_.breaker_failures;
+    bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.breaker_cool_down).count();
+    n->breaker = std::make_unique<circuit_breaker>(bo);
+  }
   {
     std::lock_guard lib_lock(lib_mu_);
     if (!lib_name_.empty()) (void)n->cli->set_library(lib_name_, lib_code_);  // checked by set_library
@@ -214,6 +253,9 @@ bool cluster_client::refresh_locked() {
     for (const auto& n : nodes_)
       if (std::find(candidates.begin(), candidates.end(), n.get()) == candidates.end()) candidates.push_back(n.get());
   }
+  // A node whose breaker is open (hung, or down) is asked last: it would
+  // only make this refresh wait for its timeout.
+  std::stable_partition(candidates.begin(), candidates.end(), [](const node* n) { return !n->tripped(); });
   last_refresh_ns_.store(now_ns(), std::memory_order_relaxed);
   std::string why = "no seed node";
   for (node* n : candidates) {
@@ -304,15 +346,31 @@ void cluster_client::route(std::span<const function_call> calls, std::vector<job
       g->jobs.push_back(j);
       g->calls.push_back(calls[jb.index]);
     }
-    // Every node's pipeline is written before any is read.
-    for (group& g : groups) g.sent.emplace(g.target->cli->send_fcalls(g.calls, g.asking));
+    // Every node's pipeline is written before any is read; a node whose
+    // breaker is open gets none.
+    for (group& g : groups)
+      if (g.target->allow()) g.sent.emplace(g.target->cli->send_fcalls(g.calls, g.asking));
     for (group& g : groups) {
+      if (!g.sent) {
+        // Not sent: each call fails at once, and the slot map is read again
+        // soon (a failover may have given the node's slots to another).
+        breaker_rejected_.fetch_add(g.jobs.size(), std::memory_order_relaxed);
+        const call_error open{call_error::breaker,
+                              "not sent: the circuit breaker of " + g.target->address + " is open after " +
+                                  std::to_string(options_.breaker_failures) + " failed calls in a row",
+                              false};
+        for (std::size_t j : g.jobs) out[jobs[j].index] = open;
+        refresh_wanted_.store(true, std::memory_order_relaxed);
+        continue;
+      }
       auto r = g.target->cli->receive_fcalls(std::move(*g.sent));
+      bool success_told = false;
       if (auto* e = std::get_if<call_error>(&r)) {
         // Refused, or no connection before the connect timeout: nothing was
         // sent, so it may go again. Anything after sending may have run.
         const bool unsent = !e->maybe_applied && (e->kind == call_error::refused || e->kind == call_error::timeout);
         for (std::size_t j : g.jobs) {
+          record(*g.target, true, success_told);
           if (!unsent) {
             out[jobs[j].index] = *e;
             continue;
@@ -329,6 +387,7 @@ void cluster_client::route(std::span<const function_call> calls, std::vector<job
       for (std::size_t k = 0; k < g.jobs.size(); ++k) {
         job& jb = jobs[g.jobs[k]];
         reply& rep = replies[k];
+        record(*g.target, node_failed(rep), success_told);
         const redirect d = rep.is_error() ? classify(rep.str) : redirect{};
         if (d.kind == redirect::none) {
           out[jb.index] = std::move(rep);
@@ -403,7 +462,7 @@ std::optional<std::uint64_t> cluster_client::count_keys() {
       std::shared_lock lock(nodes_mu_);
       if (at <= nodes_.size()) n = nodes_[at - 1U].get();
     }
-    if (n == nullptr) return std::nullopt;
+    if (n == nullptr || n->tripped()) return std::nullopt;  // a hung node would make this wait its timeout
     const auto keys = n->cli->count_keys();
     if (!keys) return std::nullopt;
     total += *keys;
@@ -425,9 +484,15 @@ cluster_stats cluster_client::stats() const noexcept {
   s.refused = refused_.load(std::memory_order_relaxed);
   s.refreshes = refreshes_.load(std::memory_order_relaxed);
   s.refresh_failures = refresh_failures_.load(std::memory_order_relaxed);
+  s.breaker_rejected = breaker_rejected_.load(std::memory_order_relaxed);
   {
     std::shared_lock lock(nodes_mu_);
     s.nodes = nodes_.size();
+    for (const auto& n : nodes_) {
+      if (!n->breaker) continue;
+      s.breaker_trips += n->breaker->times_opened();
+      s.breakers_open += n->tripped() ? 1 : 0;
+    }
   }
   return s;
 }

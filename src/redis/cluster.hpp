@@ -21,6 +21,15 @@
 //   have run (and charged). It fails, and is never sent again.
 // - A batch is split per node; every node's pipeline is written before any
 //   is read, so the primaries work in parallel.
+// - Each node has its own circuit breaker (`breaker_failures` in a row):
+//   while a node's is open, its calls are not sent and fail at once
+//   (`call_error::breaker`), and the other nodes' go on; a refresh of the
+//   slot map is scheduled (a failover may have moved its slots) and asks
+//   the nodes whose breakers are closed first. After the cool-down one
+//   pipeline to the node is the probe. A failure is a call that got no
+//   reply, or an error reply other than a redirection, TRYAGAIN or the
+//   library's own (`sluice: ...`, about a key, not the node); CLUSTERDOWN
+//   counts as one.
 // - Refreshes are rate-limited (`refresh_interval`) and done by one thread
 //   at a time, in line with a call (no background thread).
 // - The FUNCTION library is set on every node's client, which loads it
@@ -37,13 +46,16 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
 #include "redis/slots.hpp"
+#include "sluice/redis.hpp"
 #include "sluice/result.hpp"
 
 namespace sluice::redis {
@@ -64,12 +76,12 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// its keys Redis hashes, and split one request's keys over several slots.
 [[nodiscard]] std::optional<error> cluster_name_error(std::string_view field, std::string_view text);
 
-/// The backend of a store URL: a `cluster_client` for `redis+cluster://`
-/// (refusing a `prefix` that holds a brace), else a `client` (`redis://`,
-/// `unix://`). Nothing is connected yet. Errors name the URL's part.
-result<std::unique_ptr<backend>> open_backend(std::string_view url_text, std::string_view prefix,
-                                              std::chrono::milliseconds connect_timeout,
-                                              std::chrono::milliseconds command_timeout, std::size_t pool_size);
+/// The backend of a store's options: for a `redis+cluster://` URL a
+/// `cluster_client` (refusing a `prefix` that holds a brace) with a circuit
+/// breaker per node (`breaker_failures`, `breaker_cool_down`), else a
+/// `client` (`redis://`, `unix://`; the store keeps its one breaker).
+/// Nothing is connected yet. Errors name the URL's part.
+result<std::unique_ptr<backend>> open_backend(const redis_store_options& options);
 
 /// How a `cluster_client` finds the cluster and how long it waits.
 struct cluster_options {
@@ -89,6 +101,11 @@ struct cluster_options {
   /// refused node; doubled each time up to 50 ms, and never past the call's
   /// command timeout.
   std::chrono::milliseconds retry_pause{2};
+  /// Each node's circuit breaker: open after this many failed calls in a
+  /// row, for `breaker_cool_down`, then one probe pipeline at a time. 0: no
+  /// breakers.
+  std::uint32_t breaker_failures = 0;
+  std::chrono::milliseconds breaker_cool_down{1000};
 };
 
 /// Counters of what the router did (monotone, relaxed reads).
@@ -101,6 +118,9 @@ struct cluster_stats {
   std::uint64_t refreshes = 0;         ///< slot maps read (CLUSTER SLOTS)
   std::uint64_t refresh_failures = 0;  ///< refreshes that no node answered
   std::uint64_t nodes = 0;             ///< nodes known (each with its own connections)
+  std::uint64_t breaker_trips = 0;     ///< times a node's circuit breaker opened (summed over nodes)
+  std::uint64_t breaker_rejected = 0;  ///< calls not sent because their node's breaker was open
+  std::uint64_t breakers_open = 0;     ///< nodes whose breaker is open or half-open now
 };
 
 /// The router: a `backend` over every primary of a Redis Cluster.
@@ -125,7 +145,8 @@ class cluster_client final : public backend {
   std::vector<call_result> fcall_each(std::span<const function_call> calls) override;
 
   /// The sum of DBSIZE over the primaries of the slot map; nullopt when one
-  /// of them does not answer (or no map has been read).
+  /// of them does not answer, when one's circuit breaker is open (then
+  /// nothing is sent), or when no map has been read.
   std::optional<std::uint64_t> count_keys() override;
 
   /// Reads the slot map now (rate limit aside); false when no node answered.
@@ -147,6 +168,9 @@ class cluster_client final : public backend {
   bool refresh_locked();  // requires refresh_mu_
   bool refresh_from(node& n, std::string& why);
   void route(std::span<const function_call> calls, std::vector<job>& jobs, std::vector<call_result>& out);
+  /// Tells `n`'s breaker how one call of a pipeline went. `success_told`
+  /// (false at the pipeline's start) makes a run of successes one report.
+  static void record(node& n, bool failed, bool& success_told);
 
   cluster_options options_;
 
@@ -165,7 +189,7 @@ class cluster_client final : public backend {
   std::string refresh_error_;  // why the last refresh failed; requires why_mu_
 
   std::atomic<std::uint64_t> moved_{0}, asked_{0}, tryagain_{0}, clusterdown_{0}, refused_{0}, refreshes_{0},
-      refresh_failures_{0};
+      refresh_failures_{0}, breaker_rejected_{0};
 };
 
 }  // namespace sluice::redis

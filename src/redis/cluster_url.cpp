@@ -67,24 +67,24 @@ std::optional<error> cluster_name_error(std::string_view field, std::string_view
                                        "\"): the store puts each key in braces to choose its hash slot"};
 }
 
-result<std::unique_ptr<backend>> open_backend(std::string_view url_text, std::string_view prefix,
-                                              std::chrono::milliseconds connect_timeout,
-                                              std::chrono::milliseconds command_timeout, std::size_t pool_size) {
+result<std::unique_ptr<backend>> open_backend(const redis_store_options& options) {
   auto timeouts = [&](auto& co) {
-    co.connect_timeout = connect_timeout;
-    co.command_timeout = command_timeout;
-    co.pool_size = pool_size;
+    co.connect_timeout = options.connect_timeout;
+    co.command_timeout = options.command_timeout;
+    co.pool_size = options.pool_size;
   };
-  if (is_cluster_url(url_text)) {
-    auto seeds = parse_cluster_url(url_text);
+  if (is_cluster_url(options.url)) {
+    auto seeds = parse_cluster_url(options.url);
     if (!seeds) return seeds.err();
-    if (auto e = cluster_name_error("prefix", prefix)) return *e;
+    if (auto e = cluster_name_error("prefix", options.prefix)) return *e;
     cluster_options co;
     co.seeds = std::move(seeds).value();
     timeouts(co);
+    co.breaker_failures = options.breaker_failures;
+    co.breaker_cool_down = options.breaker_cool_down;
     return std::unique_ptr<backend>(std::make_unique<cluster_client>(std::move(co)));
   }
-  auto where = parse_url(url_text);
+  auto where = parse_url(options.url);
   if (!where) return where.err();
   client_options co;
   co.where = std::move(where).value();

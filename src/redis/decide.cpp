@@ -101,7 +101,7 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
 
 outcome redis_store::impl::judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek,
                                  store_decision& out, std::span<decision> per_check,
-                                 std::vector<std::optional<std::string>>& stale) {
+                                 std::vector<std::optional<std::string>>& stale, std::span<std::optional<tick>> grows) {
   if (const auto msg = rep.as_error())
     return msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
   const auto* arr = rep.as_array();
@@ -121,7 +121,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
       return ok ? outcome::stale : outcome::failure;
     case 2:
       if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
-      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check);
+      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check, grows);
     case 0:
     case 1:
       break;
@@ -172,6 +172,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
       out.d.release_after = std::max<tick>(0, d.release_after);
     }
     if (!per_check.empty()) per_check[0] = d;
+    if (!grows.empty()) grows[0] = grows_after_of(pol, st, r.now, d.remaining);  // `st`: after the decision
     out.from = source::store;
     return outcome::ok;
   }
@@ -186,7 +187,8 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     after[k] = value_of((*arr)[2 + 2 * k], ok);
   }
   if (!ok) return outcome::failure;
-  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check);
+  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check, nullptr, nullptr, {},
+                   grows);
 }
 
 outcome redis_store::impl::decide_on(const store_request& r, const entry* const* es, tick now,
@@ -195,8 +197,11 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
                                      std::span<const std::optional<std::string_view>> after,
                                      std::optional<bool> admitted, bool peek, bool count_skew, store_decision& out,
                                      std::span<decision> per_check, std::vector<any_state>* read_states,
-                                     std::vector<any_state>* new_states, std::span<bool> stale) {
+                                     std::vector<any_state>* new_states, std::span<bool> stale,
+                                     std::span<std::optional<tick>> grows) {
   const std::size_t n = r.checks.size();
+  std::array<decision, max_checks> own{};  // each check's decision, for `grows`, when the caller wants none
+  if (!grows.empty() && per_check.size() < n) per_check = std::span(own.data(), n);
   std::vector<any_state> states;
   std::vector<const any_policy*> pols;
   std::vector<const redis::plan*> plans;
@@ -234,6 +239,10 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
   if (admitted && out.d.allowed != *admitted) return outcome::mismatch;
   out.from = source::store;
+  // `states`: every check's state after the decision (combine charged them
+  // on an admit).
+  for (std::size_t i = 0; i < grows.size() && i < n; ++i)
+    grows[i] = grows_after_of(*pols[i], states[i], now, per_check[i].remaining);
   if (read_states != nullptr) *read_states = read_leaves;
   if (new_states != nullptr || (!peek && admitted)) {
     // Every leaf's state after the decision, in request order.
@@ -269,23 +278,28 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   return outcome::ok;
 }
 
-store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check) {
+store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check,
+                                     std::span<std::optional<tick>> grows) {
   std::array<const entry*, max_checks> es{};
   store_request r = request;
+  if (peek) grows = {};
+  for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
   if (!entries_of(r, es.data())) {
     count(decisions, peek);
     count(errors, peek);
     return error_decision(r, per_check);
   }
   if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
-  if (auto cached = local_answer(r, es.data(), peek, per_check)) return *cached;
+  if (auto cached = local_answer(r, es.data(), peek, per_check, grows)) return *cached;
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
-    if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check);
+    if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check, grows);
     r.now = *t;
   }
-  std::array<decision, max_checks> mine{};  // per-check decisions for the deny cache when the caller wants none
-  if (denials && !peek && per_check.empty() && r.checks.size() > 1) per_check = std::span(mine.data(), r.checks.size());
+  // Per-check decisions for the deny cache or `grows` when the caller wants none.
+  std::array<decision, max_checks> mine{};
+  if (!peek && per_check.empty() && (!grows.empty() || (denials && r.checks.size() > 1)))
+    per_check = std::span(mine.data(), r.checks.size());
   store_decision out;
   std::vector<std::optional<std::string>> stale;
   outcome o = outcome::failure;
@@ -296,18 +310,16 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     seal(s);
     const auto res = cli->fcall(s.fcalls[0]);
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
-      o = judge(r, es.data(), *rep, peek, out, per_check, stale);
+      o = judge(r, es.data(), *rep, peek, out, per_check, stale, grows);
     } else {
-      const auto& err = std::get<redis::call_error>(res);
-      o = err.kind == redis::call_error::server && err.message.starts_with("sluice: corrupt state") ? outcome::corrupt
-                                                                                                    : outcome::failure;
+      o = redis::outcome_of(std::get<redis::call_error>(res));
     }
-    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check);
+    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check, grows);
     if (o != outcome::conflict) break;
     carry_conflicts.fetch_add(1, std::memory_order_relaxed);
     o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
   }
-  return conclude(r, es.data(), o, out, peek, per_check);
+  return conclude(r, es.data(), o, out, peek, per_check, grows);
 }
 
 void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {
@@ -376,9 +388,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       if (c >= results.size()) {
         o = outcome::failure;
       } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
-        o = err->kind == redis::call_error::server && err->message.starts_with("sluice: corrupt state")
-                ? outcome::corrupt
-                : outcome::failure;
+        o = redis::outcome_of(*err);
       } else {
         o = judge(r, es[i].data(), std::get<redis::reply>(results[c]), false, d, pc, stale);
       }

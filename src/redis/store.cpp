@@ -23,7 +23,9 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b
       cluster(dynamic_cast<redis::cluster_client*>(cli.get())),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
-  if (opt.breaker_failures > 0) {
+  // In a cluster each node has its own breaker, in the router
+  // (cluster.hpp): one dead primary leaves the others' keys to the store.
+  if (opt.breaker_failures > 0 && cluster == nullptr) {
     redis::circuit_breaker_options bo;
     bo.consecutive_failures = opt.breaker_failures;
     bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.breaker_cool_down).count();
@@ -132,7 +134,7 @@ store_decision redis_store::impl::error_decision(const store_request& r, std::sp
 }
 
 store_decision redis_store::impl::failed(const store_request& r, const entry* const* es, bool peek,
-                                         std::span<decision> per_check) {
+                                         std::span<decision> per_check, std::span<std::optional<tick>> grows) {
   store_decision out;
   out.at = r.now;
   switch (opt.on_failure) {
@@ -152,7 +154,7 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
         mine[i] = check{es[i]->local_id, r.checks[i].key, r.checks[i].cost};
       store_request lr = r;
       lr.checks = std::span<const check>(mine.data(), r.checks.size());
-      out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check);
+      out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check, grows);
       out.from = out.from == source::store ? source::fallback : out.from;
       out.at = r.now;
       return out;
@@ -166,9 +168,12 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
 }
 
 store_decision redis_store::impl::conclude(const store_request& r, const entry* const* es, outcome o,
-                                           store_decision out, bool peek, std::span<decision> per_check) {
+                                           store_decision out, bool peek, std::span<decision> per_check,
+                                           std::span<std::optional<tick>> grows) {
   count(decisions, peek);
-  if (breaker) {
+  if (o != outcome::ok)  // no state behind the answer (the local fallback writes its own)
+    for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+  if (breaker && o != outcome::not_sent) {
     if (o == outcome::failure)
       breaker->record_failure_now();
     else
@@ -203,16 +208,21 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       count(mismatches, peek);
       count(errors, peek);
       return error_decision(r, per_check);
+    case outcome::not_sent:  // a cluster node's breaker is open: no call was made
+      count(fallbacks, peek);
+      count(breaker_open, peek);
+      return failed(r, es, peek, per_check, grows);
     default:
       break;
   }
   count(failures, peek);
   count(fallbacks, peek);
-  return failed(r, es, peek, per_check);
+  return failed(r, es, peek, per_check, grows);
 }
 
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
-                                                              std::span<decision> per_check) {
+                                                              std::span<decision> per_check,
+                                                              std::span<std::optional<tick>> grows) {
   if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
@@ -220,6 +230,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
       const auto ra =
           denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
       if (!ra) continue;
+      if (i < grows.size()) grows[i] = *ra;  // the cached wait: `t` for a cost of 1, later for more
       if (!hit || *ra > out.d.retry_after) {
         out.d.retry_after = *ra;
         out.d.part = static_cast<std::int32_t>(i);
@@ -241,7 +252,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     count(decisions, peek);
     count(fallbacks, peek);
     count(breaker_open, peek);
-    return failed(r, es, peek, per_check);
+    return failed(r, es, peek, per_check, grows);
   }
   return std::nullopt;
 }
@@ -258,8 +269,7 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
     return error{"deny_cache",
                  "not in server-clock mode: a cached denial holds until an instant of the client's clock, which the "
                  "server's need not follow"};
-  auto b = redis::open_backend(options.url, options.prefix, options.connect_timeout, options.command_timeout,
-                               options.pool_size);
+  auto b = redis::open_backend(options);
   if (!b) return b.err();
   if (options.server_clock && redis::is_cluster_url(options.url))
     return error{"server_clock",
@@ -330,8 +340,9 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
   return id;
 }
 
-store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->one(r, false, per_check);
+store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check,
+                                     std::span<std::optional<tick>> grows_after) {
+  return impl_->one(r, false, per_check, grows_after);
 }
 
 store_decision redis_store::peek_at(const store_request& r, std::span<decision> per_check) {
@@ -380,6 +391,8 @@ redis_store_stats redis_store::redis_stats() const {
     s.asked = c.asked;
     s.cluster_retries = c.tryagain + c.clusterdown + c.refused;
     s.topology_refreshes = c.refreshes;
+    s.breaker_trips += c.breaker_trips;
+    s.breakers_open = c.breakers_open;
   }
   return s;
 }

@@ -61,10 +61,19 @@ enum class outcome : std::uint8_t {
   unknown,   ///< a key holds a value of a configuration this store does not know
   mismatch,  ///< the script and the core disagree (or a state the library cannot hold)
   failure,   ///< no usable answer: the failure mode decides
+  not_sent,  ///< the call's node has its circuit breaker open (a cluster): the failure mode decides
   stale,     ///< a key holds an earlier configuration's value: carry it over
   skipped,   ///< not run (a pipeline stopped at a stale request): send again
   conflict,  ///< a compare-and-set found a key changed: read again
 };
+
+/// The outcome of a call that got no reply (or an error reply, from
+/// `fcall`): a key's corrupt value, a node whose breaker is open, or a
+/// failure.
+inline outcome outcome_of(const call_error& e) noexcept {
+  if (e.kind == call_error::server && e.message.starts_with("sluice: corrupt state")) return outcome::corrupt;
+  return e.kind == call_error::breaker ? outcome::not_sent : outcome::failure;
+}
 
 /// A call's bytes, built in a per-thread buffer: offsets of its keys and
 /// arguments, so that one buffer holds a whole pipeline.
@@ -158,13 +167,18 @@ struct redis_store::impl {
   std::optional<tick> server_now();
 
   // ---- decide.cpp ----
-  store_decision one(const store_request& r, bool peek, std::span<decision> per_check);
+  /// Decides (or peeks) one request; `grows`: its checks' grows_after
+  /// (store.hpp), when not empty.
+  store_decision one(const store_request& r, bool peek, std::span<decision> per_check,
+                     std::span<std::optional<tick>> grows = {});
   void many(std::span<const store_request> requests, std::span<store_decision> out);
   /// Appends request `r`'s call to `s` (its keys and binary argument).
   void build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch, redis::scratch& s) const;
-  /// The outcome of a call's reply; `out` holds the decision when ok.
+  /// The outcome of a call's reply; `out` holds the decision when ok (and
+  /// `grows`, when not empty, each check's grows_after).
   outcome judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek, store_decision& out,
-                std::span<decision> per_check, std::vector<std::optional<std::string>>& stale);
+                std::span<decision> per_check, std::vector<std::optional<std::string>>& stale,
+                std::span<std::optional<tick>> grows = {});
 
   // ---- carry.cpp ----
   /// Decides `r` from the leaf values a status-3 reply (or a re-read)
@@ -172,10 +186,10 @@ struct redis_store::impl {
   /// and writes the result with a compare-and-set.
   outcome decide_carried(const store_request& r, const entry* const* es,
                          const std::vector<std::optional<std::string>>& values, bool peek, store_decision& out,
-                         std::span<decision> per_check);
+                         std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   /// Decides a repeated request id from its record (status 2).
   outcome replay(const store_request& r, const entry* const* es, std::string_view record, bool peek,
-                 store_decision& out, std::span<decision> per_check);
+                 store_decision& out, std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   /// Reads the leaves' values and decides with the core: the common part of
   /// judge, replay and decide_carried. `epoch_of[i]`: the configuration of
   /// check i that decided (empty: the current ones); `before` / `after`:
@@ -183,25 +197,30 @@ struct redis_store::impl {
   /// none to check); `admitted`: the script's (nullopt: none to check).
   /// `read_states` / `new_states` get every leaf's state before and after;
   /// `stale[k]` is set for each leaf whose value was an earlier
-  /// configuration's.
+  /// configuration's; `grows[i]` (when not empty) check i's grows_after,
+  /// on its state after the decision.
   outcome decide_on(const store_request& r, const entry* const* es, tick now, std::span<const std::size_t> epoch_of,
                     std::span<const std::optional<std::string_view>> before,
                     std::span<const std::optional<std::string_view>> after, std::optional<bool> admitted, bool peek,
                     bool count_skew, store_decision& out, std::span<decision> per_check,
                     std::vector<any_state>* read_states = nullptr, std::vector<any_state>* new_states = nullptr,
-                    std::span<bool> stale = {});
+                    std::span<bool> stale = {}, std::span<std::optional<tick>> grows = {});
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure
-  /// mode; `ok` inserts denials into the deny cache).
+  /// mode; `ok` inserts denials into the deny cache). `grows` holds what
+  /// an `ok` wrote; any other outcome clears it (the local fallback writes
+  /// its own).
   store_decision conclude(const store_request& r, const entry* const* es, outcome o, store_decision out, bool peek,
-                          std::span<decision> per_check);
-  store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check);
+                          std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
+  store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows = {});
   static store_decision error_decision(const store_request& r, std::span<decision> per_check);
   /// The answer without a call, if any: the deny cache's, or the failure
   /// mode's while the breaker is open.
   std::optional<store_decision> local_answer(const store_request& r, const entry* const* es, bool peek,
-                                             std::span<decision> per_check);
+                                             std::span<decision> per_check,
+                                             std::span<std::optional<tick>> grows = {});
   /// Adds one to `c` for a decision (peeks are not counted).
   static void count(std::atomic<std::uint64_t>& c, bool peek) {
     if (!peek) c.fetch_add(1, std::memory_order_relaxed);

@@ -66,6 +66,7 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
                 std::string_view id, outcome& out) {
   std::array<check, max_checks> req;
   std::array<decision, max_checks> req_out;
+  std::array<std::optional<tick>, max_checks> req_grows;
   out.enforced.clear();
   out.cost.clear();
   out.per.clear();
@@ -90,34 +91,22 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
     out.cost.push_back(c.cost);
   }
   if (n > 0) {
+    // t (when each check's `remaining` grows by one) comes with the
+    // decision: the store reads it on the state it decided on, no call more.
     const store_request r{std::span<const check>(req.data(), n), now, 1, id};
-    const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n));
+    const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n),
+                                           std::span<std::optional<tick>>(req_grows.data(), n));
     m.count_source(sd.from);
     out.any_enforced = true;
     out.from = sd.from;
     out.d = sd.d;
     out.per.assign(req_out.begin(), req_out.begin() + static_cast<std::ptrdiff_t>(n));
+    // Left out past what a RateLimit field carries (and, by
+    // ratelimit_member, when it never comes).
+    for (std::size_t k = 0; k < n; ++k)
+      out.t.push_back(req_out[k].remaining < sf_integer_max ? req_grows[k] : std::nullopt);
   }
   if (!out.any_enforced) out.d.remaining = 0;
-  // t: when `remaining` grows by one, i.e. the retry_after of a request of
-  // cost remaining + 1 on that check alone, read after the decision. Not
-  // asked when the store's state is unknown (a failure mode answered, or
-  // an error): the answer then carries no RateLimit field.
-  for (std::size_t k = 0; k < out.per.size() && figures_known(out.from); ++k) {
-    const decision& pd = out.per[k];
-    const planned_check& pc = checks[out.enforced[k]];
-    if (pd.remaining >= sf_integer_max) {
-      out.t.emplace_back(std::nullopt);
-      continue;
-    }
-    if (!pd.allowed && pd.remaining + 1 == out.cost[k]) {  // this very request: its own wait
-      out.t.emplace_back(pd.retry_after);
-      continue;
-    }
-    const check one{a.ids[pc.policy], pc.key};
-    const store_decision peek = st.peek_at(store_request{std::span<const check>(&one, 1), now, pd.remaining + 1, {}});
-    out.t.emplace_back(peek.d.retry_after);
-  }
   // Shadow checks: decided and counted, never part of the answer.
   out.shadow.assign(checks.size(), decision{});
   for (std::size_t i = 0; i < checks.size(); ++i) {

@@ -166,8 +166,9 @@ class wrong_store : public store {
 class one_by_one_store final : public wrong_store {
  public:
   using wrong_store::wrong_store;
-  store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
-    if (r.checks.size() == 1) return inner_.decide_at(r, per_check);
+  store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows) override {
+    if (r.checks.size() == 1) return inner_.decide_at(r, per_check, grows);
     store_decision out;
     out.d.allowed = true;
     for (std::size_t i = 0; i < r.checks.size(); ++i) {
@@ -185,12 +186,36 @@ class one_by_one_store final : public wrong_store {
 class one_cost_store final : public wrong_store {
  public:
   using wrong_store::wrong_store;
-  store_decision decide_at(const store_request& r, std::span<decision> per_check) override {
+  store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows) override {
     std::vector<check> same(r.checks.begin(), r.checks.end());
     for (check& c : same) c.cost = 0;
     store_request one = r;
     one.checks = same;
-    return inner_.decide_at(one, per_check);
+    return inner_.decide_at(one, per_check, grows);
+  }
+};
+
+/// Wrong in `grows_after` only: it reads each check's on its state before
+/// the decision (a peek of cost remaining + 1 first), not after.
+class early_grows_store final : public wrong_store {
+ public:
+  using wrong_store::wrong_store;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows) override {
+    std::vector<std::optional<tick>> early(r.checks.size());
+    std::vector<decision> before(r.checks.size());
+    (void)inner_.peek_at(r, before);
+    for (std::size_t i = 0; i < r.checks.size() && !grows.empty(); ++i) {
+      const check one{r.checks[i].policy, r.checks[i].key};
+      early[i] = before[i].remaining == std::numeric_limits<std::int64_t>::max()
+                     ? never
+                     : inner_.peek_at({.checks = {&one, 1}, .now = r.now, .cost = before[i].remaining + 1, .id = {}})
+                           .d.retry_after;
+    }
+    const store_decision d = inner_.decide_at(r, per_check);
+    for (std::size_t i = 0; i < grows.size() && i < early.size(); ++i) grows[i] = early[i];
+    return d;
   }
 };
 
@@ -214,6 +239,14 @@ TEST(ConformanceJudge, CatchesAStoreThatIgnoresTheChecksOwnCosts) {
   auto inner = exact_memory_store(4 * traces_per_algorithm);
   one_cost_store wrong(*inner);
   EXPECT_GT(caught(wrong, algorithm::gcra), 50U);
+}
+
+TEST(ConformanceJudge, CatchesAStoreThatReadsGrowsAfterBeforeTheDecision) {
+  for (const algorithm a : {algorithm::fixed_window, algorithm::leaky_queue}) {
+    auto inner = exact_memory_store(4 * traces_per_algorithm);
+    early_grows_store wrong(*inner);
+    EXPECT_GT(caught(wrong, a), 50U) << name_of(a);
+  }
 }
 
 TEST(ConformanceTraces, CoverEveryKindOfStep) {

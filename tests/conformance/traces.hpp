@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -111,6 +112,8 @@ struct trace {
 struct answer {
   store_decision d;
   std::vector<decision> per_check;
+  /// Each check's `grows_after` (store.hpp); empty: not asked.
+  std::vector<std::optional<tick>> grows;
 };
 
 namespace detail_ {
@@ -342,6 +345,15 @@ inline std::vector<answer> expected_answers(const trace& t) {
         d.reset_after = std::max(d.reset_after, c.reset_after);
       }
     }
+    // When each check's remaining grows by one: a peek of that cost on its
+    // state after the decision (the definition, semantics.md "On the wire").
+    a.grows.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t rem = a.per_check[i].remaining;
+      a.grows[i] = rem == std::numeric_limits<std::int64_t>::max()
+                       ? never
+                       : peek(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, rem + 1).retry_after;
+    }
     out.push_back(std::move(a));
   }
   return out;
@@ -385,6 +397,11 @@ inline std::string compare(const trace& t, std::span<const answer> got, std::spa
       if (!(got[i].per_check[k] == want[i].per_check[k]))
         return where + "check " + std::to_string(k) + ": got " + show(got[i].per_check[k]) + ", want " +
                show(want[i].per_check[k]);
+      if (got[i].grows.empty()) continue;  // not asked
+      if (k >= got[i].grows.size() || !got[i].grows[k] || *got[i].grows[k] != *want[i].grows[k])
+        return where + "check " + std::to_string(k) + ": grows_after " +
+               (k < got[i].grows.size() && got[i].grows[k] ? show(*got[i].grows[k]) : std::string("none")) +
+               ", want " + show(*want[i].grows[k]);
     }
   }
   return "";
@@ -419,7 +436,8 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
       checks.push_back({ids[st.checks[i].policy], keys[i], st.checks[i].cost});
     answer a;
     a.per_check.resize(checks.size());
-    a.d = s.decide_at({.checks = checks, .now = st.now, .cost = st.cost, .id = {}}, a.per_check);
+    a.grows.resize(checks.size());
+    a.d = s.decide_at({.checks = checks, .now = st.now, .cost = st.cost, .id = {}}, a.per_check, a.grows);
     out.push_back(std::move(a));
   }
   return out;
@@ -481,7 +499,7 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pol
     }
     out.assign(batch.size(), {});
     s.decide_many_at(batch, out);
-    for (std::size_t b = 0; b < batch.size(); ++b) got[owner[b]].push_back({out[b], {}});
+    for (std::size_t b = 0; b < batch.size(); ++b) got[owner[b]].push_back({out[b], {}, {}});
   }
   for (std::size_t j = 0; j < traces.size(); ++j) {
     const auto want = expected_answers(traces[j]);
@@ -515,7 +533,7 @@ inline std::string run_conformance_one_batch(store& s, const trace& t, std::stri
   std::vector<store_decision> out(batch.size());
   s.decide_many_at(batch, out);
   std::vector<answer> got;
-  for (const auto& d : out) got.push_back({d, {}});
+  for (const auto& d : out) got.push_back({d, {}, {}});
   return compare(t, got, expected_answers(t), false);
 }
 

@@ -426,6 +426,60 @@ class DenyCacheOnRedis(RedisCase):
         self.assertEqual(metric(m, 'sluice_store_decisions_total{source="store"}'), 600 - hits)
 
 
+class CallsPerRequestOnRedis(RedisCase):
+    """A request of several checks is one Redis call: the decision, and each
+    check's RateLimit `t` (read by the store on the states it decided on),
+    come from one FCALL, counted by Redis itself (INFO commandstats before
+    and after)."""
+
+    RULES = """
+[[rules]]
+policy = "api"
+key = "header:X-User"
+
+[[rules]]
+policy = "day"
+key = "header:X-User"
+
+[[rules]]
+policy = "burst"
+key = "literal:all"
+"""
+
+    @staticmethod
+    def calls(redis):
+        text = redis.command("INFO", "commandstats").decode()
+        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^cmdstat_([\w|]+):calls=(\d+)", text, re.M)}
+
+    def test_one_fcall_per_request(self):
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"api": "gcra 100/1s burst=50", "day": "fixed-window 10000/1d",
+                                     "burst": "sliding-log 1000/1m"}, self.RULES,
+                             server="threads = 1\nclient_time = true\n")
+        conn = s.conn()
+        n = 20
+        half_day = 43200 * 10**9
+        now = 86400 * 1000 * 10**9 + half_day  # noon: the day's window ends in 43,200 s
+        before = self.calls(redis)
+        for k in range(1, n + 1):
+            st, h, b = s.decide([("api", "alice"), ("day", "alice"), ("burst", "all")], now=now, conn=conn)
+            self.assertEqual((st, b["source"]), (200, "store"), k)
+            # t: one unit back 10 ms after (GCRA, 1 s rounded up), at the end
+            # of the day (fixed window), when the oldest admit leaves (log).
+            self.assertEqual(h["ratelimit"], '"api";r=%d;t=1, "day";r=%d;t=43200, "burst";r=%d;t=60'
+                             % (50 - k, 10000 - k, 1000 - k), k)
+        for k in range(n):
+            st, h, _ = s.request("GET", "/v1/authorize", headers={"X-User": "bob"}, conn=conn)
+            self.assertEqual(st, 204, k)
+            self.assertRegex(h["ratelimit"], r'^"api";r=\d+;t=\d+, "day";r=\d+;t=\d+, "burst";r=\d+;t=\d+$')
+        after = self.calls(redis)
+        conn.close()
+        used = {c: after.get(c, 0) - before.get(c, 0) for c in set(after) | set(before)}
+        used = {c: v for c, v in used.items() if v != 0 and c != "info"}
+        # Exactly one call per request: FCALL, nothing else (no peek, no read).
+        self.assertEqual(used, {"fcall": 2 * n})
+
+
 class MetricsOnRedis(RedisCase):
     """/metrics with a Redis store holds every family the issue lists, with
     values that match what was done: decisions by policy and result, shadow

@@ -83,8 +83,11 @@ class memory_store final : public store {
   /// `max_checks`, an unknown policy id, a check whose cost is below 1, a (policy, key)
   /// named twice, or a `per_check` shorter than its checks is answered as
   /// `source::error` (denied, `retry_after = never`), counted, and changes
-  /// nothing.
-  store_decision decide_at(const store_request& r, std::span<decision> per_check = {}) override;
+  /// nothing. `grows_after` (store.hpp) is read on each check's state right
+  /// after the decision, in process (a decision another thread makes on
+  /// that key in between is seen).
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                           std::span<std::optional<tick>> grows_after = {}) override;
 
   /// Decides `requests` in order (store.hpp).
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;

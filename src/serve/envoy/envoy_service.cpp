@@ -186,6 +186,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     p.check = k;
   }
   std::array<decision, max_checks> per{};
+  std::array<std::optional<tick>, max_checks> grows{};  // RateLimit t per check, read by the store
   store& st = svc.backing_store();
   const tick now = st.now();
   bool allowed = true;
@@ -193,7 +194,8 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   source from = source::store;
   if (n > 0) {
     const store_decision sd = st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
-                                           std::span<decision>(per.data(), n));
+                                           std::span<decision>(per.data(), n),
+                                           std::span<std::optional<tick>>(grows.data(), n));
     svc.stats().count_source(sd.from);
     allowed = sd.d.allowed;
     retry_after = allowed ? 0 : sd.d.retry_after;
@@ -209,8 +211,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
             "its checks); counted in sluice_store_errors_total"};
   }
   // A failure mode's answer (fail-open, fail-closed) comes from no state:
-  // no remaining, no reset, no RateLimit field, and no peek at the store
-  // that just failed.
+  // no remaining, no reset, no RateLimit field.
   const bool figures = figures_known(from);
 
   // The response: one status per descriptor, in order.
@@ -251,17 +252,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     const std::string& member = view->members[pol];
     if (member.empty()) continue;
     const decision& d = per[k];
-    std::optional<tick> t;
-    if (figures && d.remaining < sf_integer_max) {
-      if (!d.allowed && d.retry_after != 0 && d.remaining + 1 == checks[k].cost) {
-        t = d.retry_after;
-      } else {
-        const check one{checks[k].policy, checks[k].key};
-        const store_decision peek =
-            st.peek_at(store_request{std::span<const check>(&one, 1), now, d.remaining + 1, {}});
-        t = peek.d.retry_after;
-      }
-    }
+    const std::optional<tick> t = figures && d.remaining < sf_integer_max ? grows[k] : std::nullopt;
     if (!policy_field.empty()) {
       policy_field += ", ";
       rl_field += ", ";
