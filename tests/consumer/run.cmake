@@ -1,8 +1,9 @@
 # Builds the consumer project against sluice, then runs it. MODE
 # find_package: sluice configured as a library alone (no tools, no tests)
 # must configure; the tree that ctest runs in (BINARY, already built) is
-# installed into WORK/prefix, and the consumer finds it there. Compiling the
-# library again would check nothing more, and cost CI a minute and a half.
+# installed into WORK/prefix, and the consumer, compiled with that tree's
+# CXX_FLAGS (a sanitizer's, under `make test`), finds it there. Compiling
+# the library again would check nothing more, and cost CI a minute and a half.
 # MODE add_subdirectory: the consumer builds sluice from the source tree.
 file(REMOVE_RECURSE ${WORK})
 set(consumer_src ${SOURCE}/tests/consumer)
@@ -17,7 +18,8 @@ if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/sluice -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
       -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
   run(${CMAKE_COMMAND} --install ${BINARY} --prefix ${WORK}/prefix)
-  run(${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/consumer -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+  run(${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/consumer -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK}/prefix
+      "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 else()
   run(${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/consumer -G ${GENERATOR} -DSLUICE_SOURCE=${SOURCE}
       -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_TESTS=OFF)
