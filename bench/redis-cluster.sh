@@ -23,28 +23,11 @@ RUNS=${RUNS:-3}
 OPS=${OPS:-200000}
 THREADS=${THREADS:-2}
 DEPTH=${DEPTH:-64}
-do_build=1
-case "${1:-}" in
-  --no-build) do_build=0 ;;
-  "") ;;
-  -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
-  *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
-esac
-say() { echo "# $*" >&2; }
-for t in redis-server redis-cli python3; do
-  command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh)"; exit 1; }
-done
-
-if [ "$do_build" = 1 ]; then
-  say "configure + build redis_cluster_bench (Release) in $build"
-  mkdir -p "$build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
-    -DSLUICE_BUILD_TESTS=OFF >"$build/cluster-configure.log" 2>&1 || { cat "$build/cluster-configure.log" >&2; exit 1; }
-  cmake --build "$build" -j2 --target redis_cluster_bench >"$build/cluster-build.log" 2>&1 ||
-    { tail -30 "$build/cluster-build.log" >&2; exit 1; }
-fi
-bench_bin=$build/bench/redis_cluster_bench
-[ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }
+# shellcheck source=bench/redis_common.sh
+. "$here/redis_common.sh"
+parse_flags "$@"
+need redis-server redis-cli python3
+build_bench redis_cluster_bench
 
 # A free port whose cluster bus port (+10000) is free too.
 free_port() {

@@ -24,22 +24,9 @@ SCALE=${SCALE:-1}
 # shellcheck source=bench/redis_common.sh
 . "$here/redis_common.sh"
 parse_flags "$@"
-say() { echo "# $*" >&2; }
-for t in redis-server redis-benchmark redis-cli; do
-  command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh)"; exit 1; }
-done
+need redis-server redis-benchmark redis-cli
 [ -f "$script" ] || { say "ERROR: $script missing (the research's exact GCRA script)"; exit 1; }
-
-if [ "$do_build" = 1 ]; then
-  say "configure + build redis_bench (Release) in $build"
-  mkdir -p "$build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
-    -DSLUICE_BUILD_TESTS=OFF >"$build/redis-configure.log" 2>&1 || { cat "$build/redis-configure.log" >&2; exit 1; }
-  cmake --build "$build" -j2 --target redis_bench >"$build/redis-build.log" 2>&1 ||
-    { tail -30 "$build/redis-build.log" >&2; exit 1; }
-fi
-bench_bin=$build/bench/redis_bench
-[ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }
+build_bench redis_bench
 
 # ---- a private server on a free port, stopped by PID ------------------------------
 start_redis taskset -c 1

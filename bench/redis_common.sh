@@ -1,8 +1,14 @@
-# Sourced by bench/redis.sh and bench/redis_instr.sh: their flags, and a
-# private redis-server on a free 127.0.0.1 port (REDIS_PORT if set), without
-# persistence, stopped by its PID when the script exits.
+# Sourced by bench/redis.sh, bench/redis_instr.sh and bench/redis-cluster.sh:
+# their flags, their build, and a private redis-server on a free 127.0.0.1
+# port (REDIS_PORT if set), without persistence, stopped by its PID when the
+# script exits.
 #
 #   parse_flags "$@"           --no-build (sets do_build=0), --help, or nothing
+#   say TEXT...                a "# " line on stderr
+#   need TOOL...               fails, naming the first TOOL not installed
+#   build_bench TARGET         unless --no-build: configures $build (Release,
+#                              benchmarks on, tests off) and builds TARGET;
+#                              then sets bench_bin to it
 
 #   start_redis [WRAPPER...]   runs WRAPPER redis-server ... (e.g. taskset -c 1,
 #                              or valgrind --tool=callgrind ...); sets port,
@@ -18,6 +24,26 @@ parse_flags() {
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
+}
+
+say() { echo "# $*" >&2; }
+
+need() {
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh --bench)"; exit 1; }
+  done
+}
+
+build_bench() {
+  if [ "$do_build" = 1 ]; then
+    say "configure + build $1 (Release) in $build"
+    mkdir -p "$build"
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
+      -DSLUICE_BUILD_TESTS=OFF >"$build/$1-configure.log" 2>&1 || { cat "$build/$1-configure.log" >&2; exit 1; }
+    cmake --build "$build" -j2 --target "$1" >"$build/$1-build.log" 2>&1 || { tail -30 "$build/$1-build.log" >&2; exit 1; }
+  fi
+  bench_bin=$build/bench/$1
+  [ -x "$bench_bin" ] || { say "ERROR: $bench_bin missing"; exit 1; }
 }
 
 start_redis() {

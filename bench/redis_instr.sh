@@ -24,19 +24,9 @@ N=${N:-4000}
 # shellcheck source=bench/redis_common.sh
 . "$here/redis_common.sh"
 parse_flags "$@"
-say() { echo "# $*" >&2; }
-for t in redis-server redis-benchmark redis-cli valgrind callgrind_control; do
-  command -v $t >/dev/null || { say "ERROR: $t not installed (scripts/setup.sh --bench)"; exit 1; }
-done
+need redis-server redis-benchmark redis-cli valgrind callgrind_control
 [ -f "$script" ] || { say "ERROR: $script missing"; exit 1; }
-if [ "$do_build" = 1 ]; then
-  mkdir -p "$build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON \
-    -DSLUICE_BUILD_TESTS=OFF >"$build/redis-configure.log" 2>&1 || { cat "$build/redis-configure.log" >&2; exit 1; }
-  cmake --build "$build" -j2 --target redis_bench >"$build/redis-build.log" 2>&1 ||
-    { tail -30 "$build/redis-build.log" >&2; exit 1; }
-fi
-bench_bin=$build/bench/redis_bench
+build_bench redis_bench
 
 work=$(mktemp -d)
 on_exit() { rm -rf "$work"; }
