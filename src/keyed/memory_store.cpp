@@ -386,9 +386,9 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
 }
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,
-                                      std::span<std::optional<tick>> grows_after) {
-  store_decision d = grows_after.empty() ? impl_->decide(r, per_check, true)
-                                         : impl_->decide_growing(r, per_check, grows_after);
+                                       std::span<std::optional<tick>> grows_after) {
+  store_decision d =
+      grows_after.empty() ? impl_->decide(r, per_check, true) : impl_->decide_growing(r, per_check, grows_after);
   d.at = r.now;
   return d;
 }

@@ -187,8 +187,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     after[k] = value_of((*arr)[2 + 2 * k], ok);
   }
   if (!ok) return outcome::failure;
-  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check, nullptr, nullptr, {},
-                   grows);
+  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check, nullptr, nullptr, {}, grows);
 }
 
 outcome redis_store::impl::decide_on(const store_request& r, const entry* const* es, tick now,
@@ -279,7 +278,7 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
 }
 
 store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check,
-                                     std::span<std::optional<tick>> grows) {
+                                      std::span<std::optional<tick>> grows) {
   std::array<const entry*, max_checks> es{};
   store_request r = request;
   if (peek) grows = {};

@@ -341,7 +341,7 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
 }
 
 store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check,
-                                     std::span<std::optional<tick>> grows_after) {
+                                      std::span<std::optional<tick>> grows_after) {
   return impl_->one(r, false, per_check, grows_after);
 }
 

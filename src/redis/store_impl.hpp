@@ -219,8 +219,7 @@ struct redis_store::impl {
   /// The answer without a call, if any: the deny cache's, or the failure
   /// mode's while the breaker is open.
   std::optional<store_decision> local_answer(const store_request& r, const entry* const* es, bool peek,
-                                             std::span<decision> per_check,
-                                             std::span<std::optional<tick>> grows = {});
+                                             std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   /// Adds one to `c` for a decision (peeks are not counted).
   static void count(std::atomic<std::uint64_t>& c, bool peek) {
     if (!peek) c.fetch_add(1, std::memory_order_relaxed);

@@ -94,8 +94,8 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
     // t (when each check's `remaining` grows by one) comes with the
     // decision: the store reads it on the state it decided on, no call more.
     const store_request r{std::span<const check>(req.data(), n), now, 1, id};
-    const store_decision sd = st.decide_at(r, std::span<decision>(req_out.data(), n),
-                                           std::span<std::optional<tick>>(req_grows.data(), n));
+    const store_decision sd =
+        st.decide_at(r, std::span<decision>(req_out.data(), n), std::span<std::optional<tick>>(req_grows.data(), n));
     m.count_source(sd.from);
     out.any_enforced = true;
     out.from = sd.from;

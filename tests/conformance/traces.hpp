@@ -400,8 +400,8 @@ inline std::string compare(const trace& t, std::span<const answer> got, std::spa
       if (got[i].grows.empty()) continue;  // not asked
       if (k >= got[i].grows.size() || !got[i].grows[k] || *got[i].grows[k] != *want[i].grows[k])
         return where + "check " + std::to_string(k) + ": grows_after " +
-               (k < got[i].grows.size() && got[i].grows[k] ? show(*got[i].grows[k]) : std::string("none")) +
-               ", want " + show(*want[i].grows[k]);
+               (k < got[i].grows.size() && got[i].grows[k] ? show(*got[i].grows[k]) : std::string("none")) + ", want " +
+               show(*want[i].grows[k]);
     }
   }
   return "";

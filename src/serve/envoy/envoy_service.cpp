@@ -193,9 +193,9 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   tick retry_after = 0;
   source from = source::store;
   if (n > 0) {
-    const store_decision sd = st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
-                                           std::span<decision>(per.data(), n),
-                                           std::span<std::optional<tick>>(grows.data(), n));
+    const store_decision sd =
+        st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
+                     std::span<decision>(per.data(), n), std::span<std::optional<tick>>(grows.data(), n));
     svc.stats().count_source(sd.from);
     allowed = sd.d.allowed;
     retry_after = allowed ? 0 : sd.d.retry_after;
