@@ -28,7 +28,10 @@ TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
   o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
-  constexpr std::size_t n = 10'000;  // as many as the single-server run: the same traces
+  // The first 2,000 of the single-server run's 10,000 traces (the same
+  // draws): what the cluster adds is routing, which every trace exercises;
+  // 10,000 cost CI's ASan run two minutes.
+  constexpr std::size_t n = 2'000;
   std::size_t refused = 0;
   const auto traces = draw_traces(GetParam(), n, 1, refused, true);
   ASSERT_EQ(traces.size(), n);
