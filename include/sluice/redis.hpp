@@ -45,15 +45,6 @@
 
 namespace sluice {
 
-/// What the Redis store does when Redis does not answer in time, answers
-/// with an error (maxmemory, a busy script, ...), or the circuit breaker is
-/// open.
-enum class failure_mode : std::uint8_t {
-  fail_open,    ///< admit (source::fail_open)
-  fail_closed,  ///< deny, retry_after = the configured back-off (source::fail_closed)
-  local,        ///< decide in process, with the same policy (source::fallback)
-};
-
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
   /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;

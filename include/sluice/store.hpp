@@ -70,6 +70,16 @@ enum class source : std::uint8_t {
   error,        ///< a bad state at a key, or a bad request: denied, counted
 };
 
+/// What a remote store does when it cannot answer in time, answers with an
+/// error (maxmemory, a busy script, ...), or its circuit breaker is open
+/// (semantics.md, "Remote stores": Failures). The Redis store's option, and
+/// `sluice serve`'s `store.on_failure`.
+enum class failure_mode : std::uint8_t {
+  fail_open,    ///< admit (source::fail_open)
+  fail_closed,  ///< deny, retry_after = the configured back-off (source::fail_closed)
+  local,        ///< decide in process, with the same policy (source::fallback)
+};
+
 /// The name of a source, for logs, metrics and the command's output:
 /// "store", "deny-cache", "replayed", "fallback", "fail-open",
 /// "fail-closed", "error".

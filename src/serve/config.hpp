@@ -18,6 +18,7 @@
 
 #include "sluice/any.hpp"
 #include "sluice/result.hpp"
+#include "sluice/store.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice::serve {
@@ -32,14 +33,6 @@ struct listen_address {
 /// "127.0.0.1:8080", "[::1]:8080"; the host must be an IP literal (no name
 /// lookups), the port 0..65535 (0: any free port). The error names "listen".
 result<listen_address> parse_listen(std::string_view text);
-
-/// What a remote store does when it cannot answer in time (semantics.md,
-/// "Remote stores": Failures).
-enum class failure_mode : std::uint8_t {
-  fail_open,    ///< admit
-  fail_closed,  ///< deny, with retry_after = the configured back-off
-  local,        ///< decide with an in-process limiter of the same policy
-};
 
 /// The name of a failure mode: "fail-open", "fail-closed", "local".
 std::string_view name_of(failure_mode m) noexcept;

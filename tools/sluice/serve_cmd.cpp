@@ -37,17 +37,7 @@ result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsign
   o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
   o.pool_size = c.pool_size;
   o.tick_ns = 1;
-  switch (c.on_failure) {
-    case serve::failure_mode::fail_open:
-      o.on_failure = failure_mode::fail_open;
-      break;
-    case serve::failure_mode::fail_closed:
-      o.on_failure = failure_mode::fail_closed;
-      break;
-    case serve::failure_mode::local:
-      o.on_failure = failure_mode::local;
-      break;
-  }
+  o.on_failure = c.on_failure;
   o.fail_closed_retry_after = c.fail_closed_retry_after;
   o.deny_cache = c.deny_cache;
   auto r = redis_store::open(o);
