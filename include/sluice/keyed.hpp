@@ -252,6 +252,9 @@ class keyed_limiter {
 
   /// The implementation (src/keyed/keyed.cpp); not part of the API.
   struct impl;
+  /// The implementation, for the memory store's paths straight into it
+  /// (src/keyed/memory_store.cpp); not part of the API.
+  [[nodiscard]] impl& internals() noexcept { return *impl_; }
 
  private:
   std::unique_ptr<impl> impl_;

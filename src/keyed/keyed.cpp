@@ -37,7 +37,8 @@ void keyed_limiter::try_acquire_many_at(std::span<const keyed_request> requests,
   if (out.size() < requests.size())
     throw std::invalid_argument("sluice::keyed_limiter::try_acquire_many_at: out is shorter than requests");
   impl_->acquire_many(
-      requests.size(), [&](std::size_t i) -> const keyed_request& { return requests[i]; }, out.data());
+      requests.size(), [&](std::size_t i) -> const keyed_request& { return requests[i]; },
+      [&](std::size_t i, const decision& d) { out[i] = d; });
 }
 
 void keyed_limiter::try_acquire_many(std::span<const std::string_view> keys, std::span<decision> out,
@@ -52,7 +53,7 @@ void keyed_limiter::try_acquire_many(std::span<const std::string_view> keys, std
         r.key = keys[i];
         return r;
       },
-      out.data());
+      [&](std::size_t i, const decision& d) { out[i] = d; });
 }
 
 decision keyed_limiter::peek_at(std::string_view key, tick now, std::int64_t cost) const {

@@ -591,9 +591,10 @@ struct keyed_limiter::impl {
   /// decides, on lines that have had D steps to arrive. The prefetches are
   /// hints: every decision still looks its key up from scratch, so a key
   /// repeated in the batch, or a table that grows meanwhile, decides
-  /// exactly as one call after another. `at(i)` gives request i.
-  template <typename At>
-  void acquire_many(std::size_t n, At at, decision* out) {
+  /// exactly as one call after another. `at(i)` gives request i (a
+  /// keyed_request, or a reference to one); `put(i, d)` takes its decision.
+  template <typename At, typename Put>
+  void acquire_many(std::size_t n, At at, Put put) {
     constexpr std::size_t d = batch_distance;
     u64 hs[4 * d];  // ring of the hashes of requests i … i + 2D
     const std::size_t end = n + 2 * d;
@@ -607,7 +608,7 @@ struct keyed_limiter::impl {
       if (i >= 2 * d) {
         const std::size_t k = i - 2 * d;
         const keyed_request& r = at(k);
-        out[k] = acquire_hashed(hs[k % (4 * d)], r.key, r.cost, r.now);
+        put(k, acquire_hashed(hs[k % (4 * d)], r.key, r.cost, r.now));
       }
     }
   }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "keyed_impl.hpp"
 #include "reclaim.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
@@ -244,7 +245,10 @@ struct memory_store::impl {
     }
   }
 
-  /// One check, no id: the keyed store's own path.
+  /// One check, no id: the keyed store's own path (for GCRA and the token
+  /// bucket, its lock-free compare-and-swap), compiled in here rather than
+  /// called, so that nothing but the gate stands between this request's
+  /// cache misses and the next one's.
   store_decision decide_one(const check& c, tick now, std::int64_t cost, std::span<decision> per_check, bool commit) {
     policy_entry* e = entry_of(c.policy);
     for (;;) {
@@ -252,7 +256,7 @@ struct memory_store::impl {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
           keyed_limiter* k = e->current.load(std::memory_order_acquire);
-          decision d = commit ? k->try_acquire_at(c.key, now, cost) : k->peek_at(c.key, now, cost);
+          decision d = commit ? k->internals().acquire(c.key, cost, now) : k->peek_at(c.key, now, cost);
           if (commit) add(g.slot(), counter::from_store);
           if (!per_check.empty()) per_check[0] = d;
           d.part = 0;
@@ -270,23 +274,31 @@ struct memory_store::impl {
   }
 
   /// Decides `rs[from, to)`, plain single-check requests of one policy, in
-  /// one keyed batch (its lookups overlapped), through the policy's gate.
+  /// one keyed batch (its lookups overlapped), through the policy's gate:
+  /// the keyed batch reads each store request and writes each store
+  /// decision in place, with no copy between.
   void decide_run(std::span<const store_request> rs, std::size_t from, std::size_t to, store_decision* out) {
     policy_entry* e = entry_of(rs[from].checks[0].policy);
-    constexpr std::size_t chunk = 64;
-    keyed_request kr[chunk];
-    decision kd[chunk];
+    constexpr std::size_t chunk = 256;  // requests per read section: a redefinition waits for at most one
     while (from < to) {
       const std::size_t m = std::min(chunk, to - from);
-      for (std::size_t j = 0; j < m; ++j) {
-        const store_request& r = rs[from + j];
-        kr[j] = {r.checks[0].key, r.now, cost_of(r, r.checks[0])};
-      }
+      const store_request* r = rs.data() + from;
+      store_decision* o = out + from;
       bool done = false;
       {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) {
-          e->current.load(std::memory_order_acquire)->try_acquire_many_at({kr, m}, {kd, m});
+          e->current.load(std::memory_order_acquire)
+              ->internals()
+              .acquire_many(
+                  m,
+                  [r](std::size_t j) {
+                    return keyed_request{r[j].checks[0].key, r[j].now, cost_of(r[j], r[j].checks[0])};
+                  },
+                  [o](std::size_t j, const decision& d) {
+                    o[j] = {d, source::store};
+                    o[j].d.part = 0;
+                  });
           add(g.slot(), counter::from_store, m);
           done = true;
         }
@@ -294,10 +306,6 @@ struct memory_store::impl {
       if (!done) {
         wait_open(*e);
         continue;
-      }
-      for (std::size_t j = 0; j < m; ++j) {
-        out[from + j] = {kd[j], source::store};
-        out[from + j].d.part = 0;
       }
       from += m;
     }
