@@ -22,7 +22,9 @@
 # usage: bench/grpc.sh [BUILD_DIR]   (env: DUR=10 ROUNDS=3 CONNS=50 THREADS=1)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${1:-$ROOT/build}
+# Absolute: the research's build script runs in its own folder, so a relative
+# BUILD would put its output there.
+BUILD=$(cd "${1:-$ROOT/build}" && pwd) || { echo "$(basename "$0"): no build directory ${1:-$ROOT/build}" >&2; exit 1; }
 SLUICE=$BUILD/sluice
 LAB_SRC=${LAB_SRC:-$ROOT/../shared/research/http-lab/grpc}
 DUR=${DUR:-10}
