@@ -54,6 +54,7 @@ struct id_entry {
   tick at = 0;
   store_decision d;
   std::vector<decision> per_check;
+  std::vector<std::optional<tick>> grows;  // each check's grows_after, read right after the first decision
 };
 
 /// Ids in stripes by hash, each with its own lock; `order` for expiry.
@@ -182,7 +183,7 @@ struct memory_store::impl {
   id_stripe& stripe_of(std::string_view id) { return ids[std::hash<std::string_view>{}(id) % id_stripes]; }
 
   void remember(id_stripe& s, std::string_view id, tick now, const store_decision& d, std::span<decision> per_check,
-                std::size_t n) {
+                std::span<const std::optional<tick>> grows, std::size_t n) {
     while (!s.order.empty() && (s.map.size() >= std::max<std::size_t>(opt.max_ids / id_stripes, 1) ||
                                 expired(s.order.front().first, now, opt.idempotency_window))) {
       auto it = s.map.find(s.order.front().second);
@@ -194,14 +195,18 @@ struct memory_store::impl {
     e.d = d;
     e.d.from = source::replayed;
     if (!per_check.empty()) e.per_check.assign(per_check.begin(), per_check.begin() + static_cast<std::ptrdiff_t>(n));
+    e.grows.assign(grows.begin(), grows.end());
     std::string key(id);
     s.map.insert_or_assign(key, std::move(e));
     s.order.emplace_back(now, std::move(key));
   }
 
-  static store_decision replay(const id_entry& e, std::span<decision> per_check, std::size_t n) {
+  static store_decision replay(const id_entry& e, std::span<decision> per_check, std::span<std::optional<tick>> grows,
+                               std::size_t n) {
     for (std::size_t i = 0; i < std::min(n, per_check.size()); ++i)
       per_check[i] = i < e.per_check.size() ? e.per_check[i] : e.d.d;
+    for (std::size_t i = 0; i < std::min(n, grows.size()); ++i)
+      grows[i] = i < e.grows.size() ? e.grows[i] : std::nullopt;
     return e.d;
   }
 
@@ -311,49 +316,60 @@ struct memory_store::impl {
     }
   }
 
-  /// `decide` (a commit) that also writes each check's `grows_after`
-  /// (store.hpp): a peek of cost remaining + 1 on its state, right after.
-  store_decision decide_growing(const store_request& r, std::span<decision> per_check,
-                                std::span<std::optional<tick>> grows) {
-    const std::size_t n = r.checks.size();
-    decision local[max_checks];
-    if (per_check.empty() && n <= max_checks) per_check = std::span<decision>(local, n);
-    const store_decision d = decide(r, per_check, true);
-    for (std::size_t i = 0; i < std::min(n, grows.size()); ++i) {
+  /// Writes each check's `grows_after` (store.hpp) for the decision `d`
+  /// just made with per-check decisions `pc`: a peek of cost remaining + 1
+  /// on its state, right after; none after an error (no state was read).
+  void fill_grows(const store_request& r, const store_decision& d, std::span<const decision> pc,
+                  std::span<std::optional<tick>> grows) {
+    for (std::size_t i = 0; i < std::min(r.checks.size(), grows.size()); ++i) {
       grows[i].reset();
-      if (d.from == source::error) continue;  // no state was read
-      const std::int64_t remaining = per_check[i].remaining;
+      if (d.from == source::error) continue;
+      const std::int64_t remaining = pc[i].remaining;
       grows[i] = remaining == std::numeric_limits<std::int64_t>::max()
                      ? never
                      : decide_one(r.checks[i], r.now, remaining + 1, {}, false).d.retry_after;
     }
-    return d;
   }
 
-  store_decision decide(const store_request& r, std::span<decision> per_check, bool commit) {
+  /// Decides (`commit`) or peeks `r`; with `grows` (commit only), each
+  /// check's grows_after too. A request id's first decision keeps its
+  /// grows_after, so that a repeat answers with the first one's figures.
+  store_decision decide(const store_request& r, std::span<decision> per_check, bool commit,
+                        std::span<std::optional<tick>> grows = {}) {
     const std::size_t n = r.checks.size();
-    if (n == 1 && r.id.empty() && cost_of(r, r.checks[0]) >= 1 && entry_of(r.checks[0].policy) != nullptr) [[likely]]
+    if (grows.empty() && n == 1 && r.id.empty() && cost_of(r, r.checks[0]) >= 1 &&
+        entry_of(r.checks[0].policy) != nullptr) [[likely]]
       return decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit);
+    decision local[max_checks];  // per-check decisions the caller wants none of, for grows_after or an id
+    if (!grows.empty() && per_check.empty() && n <= max_checks) per_check = std::span<decision>(local, n);
     if (!valid(r, per_check)) {
       if (commit) add(counter::errors);
+      for (auto& g : grows) g.reset();
       return error_decision(per_check, n);
     }
-    if (r.id.empty() || opt.idempotency_window <= 0)
-      return n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
-                    : decide_checks(r, per_check, commit);
+    if (r.id.empty() || opt.idempotency_window <= 0) {
+      const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
+                                      : decide_checks(r, per_check, commit);
+      if (!grows.empty()) fill_grows(r, d, per_check, grows);
+      return d;
+    }
     id_stripe& s = stripe_of(r.id);
     std::lock_guard lock(s.mu);  // a repeat arriving meanwhile waits, then replays
     if (const id_entry* e = remembered(s, r.id, r.now, opt.idempotency_window); e != nullptr) {
       if (commit) add(counter::replayed);
-      return replay(*e, per_check, n);
+      return replay(*e, per_check, grows, n);
     }
-    // Keep the per-check decisions for a replay even when the caller asks
-    // for none.
-    decision local[max_checks];
+    // Keep the per-check decisions and grows_after for a replay even when
+    // the caller asks for none.
     const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
     const store_decision d =
         n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, commit) : decide_checks(r, pc, commit);
-    if (commit) remember(s, r.id, r.now, d, pc, n);
+    if (commit) {
+      std::optional<tick> mine[max_checks];
+      const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
+      fill_grows(r, d, pc, g);
+      remember(s, r.id, r.now, d, pc, g.first(n), n);
+    }
     return d;
   }
 };
@@ -395,8 +411,7 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,
                                        std::span<std::optional<tick>> grows_after) {
-  store_decision d =
-      grows_after.empty() ? impl_->decide(r, per_check, true) : impl_->decide_growing(r, per_check, grows_after);
+  store_decision d = impl_->decide(r, per_check, true, grows_after);
   d.at = r.now;
   return d;
 }

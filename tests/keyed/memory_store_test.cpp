@@ -3,6 +3,7 @@
 // replay, and a redefinition carries every state over.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -203,6 +204,33 @@ TEST(MemoryStore, ARepeatedIdReplaysTheFirstDecisionWithinTheWindow) {
   // A peek neither charges nor remembers.
   EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 100, .cost = 1, .id = "req-2"}).from, source::store);
   EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 100, .cost = 1, .id = "req-1"}).from, source::replayed);
+}
+
+TEST(MemoryStore, ARepeatedIdReplaysTheFirstDecisionsGrowsAfter) {
+  // store.hpp: a repeated id's answer holds the figures of its first
+  // decision, each check's RateLimit t (grows_after) too, not one read on
+  // the key's state now.
+  memory_store_options o;
+  o.idempotency_window = 100;
+  memory_store s(o);
+  const policy_id p = s.define("p", policy("fixed-window 3/1000ns")).value();
+  const check c{p, "k"};
+  decision per[1];
+  std::optional<tick> grows[1];
+  ASSERT_TRUE(s.decide_at({.checks = {&c, 1}, .now = 0, .cost = 1, .id = "req-1"}, per, grows).d.allowed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(grows[0], std::optional<tick>(1000));  // one more unit at the window's end
+  ASSERT_TRUE(s.decide_at({.checks = {&c, 1}, .now = 10, .cost = 2, .id = {}}, per, grows).d.allowed);
+  EXPECT_EQ(grows[0], std::optional<tick>(990));  // the window's end, from 10
+  const store_decision again = s.decide_at({.checks = {&c, 1}, .now = 20, .cost = 1, .id = "req-1"}, per, grows);
+  EXPECT_EQ(again.from, source::replayed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(grows[0], std::optional<tick>(1000));  // the first decision's, from 0 (read now: 980)
+  // An id first decided without grows_after asked still has them.
+  ASSERT_TRUE(s.decide_at({.checks = {&c, 1}, .now = 1000, .cost = 1, .id = "req-2"}).d.allowed);
+  ASSERT_TRUE(s.decide_at({.checks = {&c, 1}, .now = 1010, .cost = 2, .id = {}}).d.allowed);
+  EXPECT_EQ(s.decide_at({.checks = {&c, 1}, .now = 1020, .cost = 1, .id = "req-2"}, per, grows).from, source::replayed);
+  EXPECT_EQ(grows[0], std::optional<tick>(1000));  // read now: 980
 }
 
 TEST(MemoryStore, PeekChangesNothing) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,6 +229,28 @@ TEST(RedisStore, ARepeatedRequestIdGetsTheFirstDecisionAndPaysOnce) {
   const auto late = st->decide_at(one_check(ch, 70, 1, "req-3"));
   EXPECT_EQ(late.from, source::store);
   EXPECT_FALSE(late.d.allowed);
+}
+
+TEST(RedisStore, ARepeatedRequestIdReplaysTheFirstDecisionsGrowsAfter) {
+  // As the memory store (memory_store_test.cpp): a repeat's RateLimit t
+  // (grows_after) is its first decision's, not one read on the key now.
+  redis_store_options o;
+  o.idempotency_window = std::chrono::seconds(10);
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const auto id = st->define("w", any_policy{fixed_window::make(rate{3, 1000}).value()}).value();
+  const check ch{id, "k"};
+  decision per[1];
+  std::optional<tick> grows[1];
+  ASSERT_TRUE(st->decide_at(one_check(ch, 0, 1, "req-1"), per, grows).d.allowed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(grows[0], std::optional<tick>(1000));  // one more unit at the window's end
+  ASSERT_TRUE(st->decide_at(one_check(ch, 10, 2), per, grows).d.allowed);
+  EXPECT_EQ(grows[0], std::optional<tick>(990));  // the window's end, from 10
+  const auto again = st->decide_at(one_check(ch, 20, 1, "req-1"), per, grows);
+  EXPECT_EQ(again.from, source::replayed);
+  EXPECT_EQ(per[0].remaining, 2);
+  EXPECT_EQ(grows[0], std::optional<tick>(1000));  // the first decision's, from 0 (read now: 980)
 }
 
 // ---- clock skew ----
