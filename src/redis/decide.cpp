@@ -199,8 +199,8 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
                                      std::vector<any_state>* new_states, std::span<bool> stale,
                                      std::span<std::optional<tick>> grows) {
   const std::size_t n = r.checks.size();
-  std::array<decision, max_checks> own{};  // each check's decision, for `grows`, when the caller wants none
-  if (!grows.empty() && per_check.size() < n) per_check = std::span(own.data(), n);
+  // `grows`, when asked, comes with a `per_check` of n (one() gives its own
+  // when the caller wants none): its `remaining` is what grows_after reads.
   std::vector<any_state> states;
   std::vector<const any_policy*> pols;
   std::vector<const redis::plan*> plans;
