@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "config.hpp"
+#include "framing.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
 #include "service.hpp"
 #include "sluice/policy_expr.hpp"
+#include "target.hpp"
 #include "wire.hpp"
 
 namespace sluice::serve {
@@ -61,6 +63,140 @@ TEST(Rules, PathsAndQueries) {
   std::string k;
   append_key_part(k, "a:b%c");
   EXPECT_EQ(k, "a%3Ab%25c");
+}
+
+// The normalised path of `raw`, or "INVALID".
+std::string normal(std::string_view raw) {
+  std::string out;
+  switch (normalise_path(raw, out)) {
+    case path_form::normal:
+      return std::string(raw);
+    case path_form::rewritten:
+      return out;
+    case path_form::invalid:
+      break;
+  }
+  return "INVALID";
+}
+
+TEST(Target, PathsNormaliseAsNginxServesThem) {
+  // Each row checked against nginx 1.22's $uri (merge_slashes on) by hand.
+  const std::vector<std::pair<std::string_view, std::string_view>> rows{
+      {"/api/items", "/api/items"},
+      {"/", "/"},
+      {"//api/items", "/api/items"},
+      {"/api//items", "/api/items"},
+      {"/api/items/", "/api/items/"},
+      {"/api/items//", "/api/items/"},
+      {"/%61pi/items", "/api/items"},
+      {"/api/ite%6ds", "/api/items"},
+      {"/api/ite%6Ds", "/api/items"},
+      {"/api/%7e", "/api/~"},
+      {"/api/%25", "/api/%"},
+      {"/api/%c3%a9", "/api/\xc3\xa9"},
+      {"/api/a%20b", "/api/a b"},
+      {"/x/../api/", "/api/"},
+      {"/x/%2e%2e/api/", "/api/"},
+      {"/x/%2E%2E/api", "/api"},
+      {"/x/.%2e/api", "/api"},
+      {"/a//../api", "/api"},
+      {"/./api/./items", "/api/items"},
+      {"/api/.", "/api/"},
+      {"/api/..", "/"},
+      {"/api/items/..", "/api/"},
+      {"/.", "/"},
+      {"/..a/.b/...", "/..a/.b/..."},
+      {"/api/..;x", "INVALID"},
+      {"/api/.;x/", "INVALID"},
+      {"/api;x/a", "/api;x/a"},
+      {"/%2Fapi", "INVALID"},
+      {"/%2fapi", "INVALID"},
+      {"/..", "INVALID"},
+      {"/../api", "INVALID"},
+      {"/%2e%2e/x", "INVALID"},
+      {"/a/../../x", "INVALID"},
+      {"/api/%00x", "INVALID"},
+      {"/api/%0d%0a", "INVALID"},
+      {"/api/%7F", "INVALID"},
+      {"/api/%zz", "INVALID"},
+      {"/api/%2", "INVALID"},
+      {"/api/%", "INVALID"},
+      {"/api%5Citems", "INVALID"},
+      {"/api\\items", "INVALID"},
+      {"/api#frag", "INVALID"},
+      {"/api/\t", "INVALID"},
+      {"api", "INVALID"},
+      {"", "INVALID"},
+  };
+  for (const auto& [raw, want] : rows) EXPECT_EQ(normal(raw), want) << raw;
+}
+
+TEST(Target, NormalisingTwiceChangesNothing) {
+  // (Not for a path with an encoded '%': decoding it twice is not decoding it once.)
+  for (const std::string_view raw : {"//a/./b/../c//", "/%61/%2e/x/..", "/a/b/", "/a%20b/../c"}) {
+    const std::string once = normal(raw);
+    EXPECT_EQ(normal(once), once) << raw;
+    std::string out;
+    EXPECT_EQ(normalise_path(once, out), path_form::normal) << raw;
+  }
+}
+
+TEST(Target, FormsOfTheTarget) {
+  auto t = split_target("/a/b?x=1?y");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->path, "/a/b");
+  EXPECT_EQ(t->query, "x=1?y");
+  EXPECT_FALSE(t->authority);
+  t = split_target("HTTP://Example.com:80/v1/decide?k=v");
+  ASSERT_TRUE(t);
+  EXPECT_EQ((std::pair{t->path, t->query}), (std::pair{std::string_view("/v1/decide"), std::string_view("k=v")}));
+  EXPECT_EQ(t->authority, "Example.com:80");
+  t = split_target("https://h?q");
+  ASSERT_TRUE(t);
+  EXPECT_EQ((std::pair{t->path, t->query}), (std::pair{std::string_view("/"), std::string_view("q")}));
+  for (const std::string_view bad : {"", "*", "h:80", "a/b", "ftp://h/x", "http:///x", "http://u@h/x", "http://h#f"})
+    EXPECT_FALSE(split_target(bad)) << bad;
+}
+
+TEST(Target, QueryValuesAreDecodedAndAmbiguityIsInvalid) {
+  std::string v;
+  EXPECT_EQ(query_value("user=%61lice", "user", v), query_form::found);
+  EXPECT_EQ(v, "alice");
+  EXPECT_EQ(query_value("us%65r=a+b%20c", "user", v), query_form::found);
+  EXPECT_EQ(v, "a b c");
+  EXPECT_EQ(query_value("x=%zz&user=1", "user", v), query_form::found);  // another's bad escape
+  EXPECT_EQ(v, "1");
+  EXPECT_EQ(query_value("user=1&user=1", "user", v), query_form::invalid);
+  EXPECT_EQ(query_value("user=1&us%65r=2", "user", v), query_form::invalid);
+  EXPECT_EQ(query_value("user=%z", "user", v), query_form::invalid);
+  EXPECT_EQ(query_value("u%zz=1", "user", v), query_form::invalid);
+  EXPECT_EQ(query_value("user=1#x", "user", v), query_form::invalid);
+}
+
+TEST(Framing, WhatRfc9112Refuses) {
+  using H = std::vector<header_view>;
+  const auto err = [](H h, unsigned version = 11) { return framing_error(h, version).has_value(); };
+  EXPECT_FALSE(err({{"Host", "a"}}));
+  EXPECT_FALSE(err({{"Host", "a"}, {"Transfer-Encoding", "Chunked"}}));
+  EXPECT_FALSE(err({{"Host", "a"}, {"Content-Length", "12"}}));
+  EXPECT_FALSE(err({}, 10));
+  EXPECT_FALSE(err({{"Host", "[::1]:8080"}}));
+  EXPECT_FALSE(err({{"Host", ""}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", "chunked, identity"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", "gzip, chunked"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", "identity"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", ""}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", "chunked"}, {"transfer-encoding", "chunked"}}));
+  EXPECT_TRUE(err({{"Transfer-Encoding", "chunked"}}, 10));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Transfer-Encoding", "chunked"}, {"Content-Length", "1"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Content-Length", "1"}, {"Content-Length", "1"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Content-Length", "1, 1"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Content-Length", "-1"}}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"Content-Length", ""}}));
+  EXPECT_TRUE(err({}));
+  EXPECT_TRUE(err({{"Host", "a"}, {"host", "a"}}));
+  for (const std::string_view h : {"a b", "a/b", "a@b", "[::1", "[]", "h:x", "[::1]x"})
+    EXPECT_TRUE(err({{"Host", h}})) << h;
 }
 
 config rules_config(const std::string& extra) {
