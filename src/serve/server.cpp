@@ -22,6 +22,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "framing.hpp"
 #include "server.hpp"
 
 namespace sluice::serve {
@@ -66,6 +67,8 @@ struct server::impl {
     check_period = std::clamp<tick>(std::min(lim.idle_timeout, lim.request_timeout) / 8, 10'000'000, 1'000'000'000);
   }
   void accept(worker& w, tcp::acceptor& acc, listener_role role);
+  // Starts a session on an accepted socket (or closes it past max_connections).
+  void admit(worker& w, tcp::socket s, listener_role role);
   void begin_drain();
 };
 
@@ -95,10 +98,15 @@ class session : public std::enable_shared_from_this<session> {
     wait_for_request();
   }
 
-  // Draining: a connection waiting for its next request is closed now; one
-  // with a request in flight finishes it and closes after.
+  // Draining: a connection with nothing received is closed now; one with a
+  // request in flight, or whose next request's bytes have arrived (in our
+  // buffer or still in the socket's), has it answered with
+  // "Connection: close" (handle reads `draining`), then closes.
   void close_if_idle() {
-    if (!busy_) close();
+    if (busy_ || buf_.size() > 0) return;
+    beast::error_code ec;
+    if (socket_.available(ec) > 0 && !ec) return;  // the pending wait_read will read it
+    close();
   }
 
  private:
@@ -124,8 +132,14 @@ class session : public std::enable_shared_from_this<session> {
 
   void wait_for_request() {
     busy_ = false;
-    if (srv_.draining.load(std::memory_order_relaxed)) return close();
+    // A request already received (pipelined, or in the socket's buffer) is
+    // answered, even when draining; with nothing received, a draining
+    // connection closes.
     if (buf_.size() > 0) return read_request();
+    if (srv_.draining.load(std::memory_order_relaxed)) {
+      beast::error_code ec;
+      if (socket_.available(ec) == 0 || ec) return close();
+    }
     set_deadline(srv_.lim.idle_timeout);
     // Wait for readability, then read what is there: unlike async_read_some,
     // no speculative recv that fails with EAGAIN on every keep-alive turn.
@@ -164,6 +178,10 @@ class session : public std::enable_shared_from_this<session> {
     auto& req = parser_->get();
     headers_.clear();
     for (const auto& f : req) headers_.push_back(header_view{sv(f.name_string()), sv(f.value())});
+    // Framing Beast accepts but RFC 9112 does not (a coding list not ending
+    // in chunked reads as no body, so its body would be read as the next
+    // request): 400, and fail() closes the connection.
+    if (const auto why = framing_error(headers_, req.version())) return fail(400, *why);
     const http_request hr{sv(req.method_string()), sv(req.target()), headers_, req.body(), peer_};
     try {
       srv_.svc.handle(hr, out_, role_);
@@ -263,7 +281,13 @@ class session : public std::enable_shared_from_this<session> {
 
 void server::impl::accept(worker& w, tcp::acceptor& acc, listener_role role) {
   acc.async_accept([this, &w, &acc, role](beast::error_code ec, tcp::socket s) {
-    if (ec == net::error::operation_aborted || draining.load(std::memory_order_relaxed)) return;
+    if (ec == net::error::operation_aborted) return;
+    if (!ec && draining.load(std::memory_order_relaxed)) {
+      // Accepted before the acceptor closed: its request (if it sent one)
+      // is answered, then the session closes.
+      return admit(w, std::move(s), role);
+    }
+    if (draining.load(std::memory_order_relaxed)) return;
     if (ec) {
       // Out of descriptors (EMFILE) and the like: wait a little, then accept again.
       if (!w.retry_accept) w.retry_accept = std::make_unique<net::steady_timer>(w.ioc);
@@ -273,18 +297,21 @@ void server::impl::accept(worker& w, tcp::acceptor& acc, listener_role role) {
       });
       return;
     }
-    auto& m = svc.stats();
-    if (m.connections.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(lim.max_connections)) {
-      m.connections_refused.fetch_add(1, std::memory_order_relaxed);
-      beast::error_code ignored;
-      s.close(ignored);
-    } else {
-      beast::error_code ignored;
-      s.set_option(tcp::no_delay(true), ignored);
-      std::make_shared<session>(std::move(s), w, *this, role)->start();
-    }
+    admit(w, std::move(s), role);
     accept(w, acc, role);
   });
+}
+
+void server::impl::admit(worker& w, tcp::socket s, listener_role role) {
+  auto& m = svc.stats();
+  beast::error_code ignored;
+  if (m.connections.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(lim.max_connections)) {
+    m.connections_refused.fetch_add(1, std::memory_order_relaxed);
+    s.close(ignored);
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ignored);
+  std::make_shared<session>(std::move(s), w, *this, role)->start();
 }
 
 void server::impl::begin_drain() {
@@ -292,9 +319,18 @@ void server::impl::begin_drain() {
   svc.set_draining();
   for (auto& wp : workers) {
     worker* w = wp.get();
-    net::post(w->ioc, [w] {
+    net::post(w->ioc, [this, w] {
       for (auto& [acc, role] : w->acceptors) {
+        // Connections the kernel has accepted (in the listen queue) may have
+        // sent their request: take them and answer it, instead of letting
+        // the close reset them.
         beast::error_code ec;
+        acc->non_blocking(true, ec);
+        while (!ec) {
+          tcp::socket s(w->ioc);
+          acc->accept(s, ec);
+          if (!ec) admit(*w, std::move(s), role);
+        }
         acc->close(ec);
       }
       if (w->retry_accept) w->retry_accept->cancel();
