@@ -14,6 +14,7 @@
 
 #include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
+#include "target.hpp"
 
 namespace sluice::serve {
 
@@ -341,6 +342,18 @@ std::optional<error> read_rule(const std::string& file, const toml::table& t, st
   SLUICE_TRY(r.str("path_prefix", ru.match.path_prefix));
   if (r.get("path_prefix") != nullptr && (ru.match.path_prefix.empty() || ru.match.path_prefix[0] != '/'))
     return r.wrong(*r.get("path_prefix"), "path_prefix", "must start with '/'");
+  if (!ru.match.path_prefix.empty()) {
+    // Rules match the normalised path (semantics.md): a prefix that is not
+    // normalised itself would never match.
+    std::string normal;
+    const path_form f = normalise_path(ru.match.path_prefix, normal);
+    if (f == path_form::invalid)
+      return r.wrong(*r.get("path_prefix"), "path_prefix",
+                     "is no path a request can have (see semantics.md, On the wire)");
+    if (f == path_form::rewritten)
+      return r.wrong(*r.get("path_prefix"), "path_prefix",
+                     "rules match the normalised path: write it as '" + normal + "'");
+  }
   SLUICE_TRY(r.str("host", ru.match.host));
   ru.match.host = lower(ru.match.host);
   if (const toml::node* hn = r.get("header")) {

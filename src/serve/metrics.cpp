@@ -92,13 +92,16 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
       out += "sluice_decisions_total{policy=\"" + l + "\",result=\"denied\"} " + std::to_string(r(p.denied)) + "\n";
     }
     family(out, "sluice_shadow_decisions_total", "counter",
-           "Checks of shadow rules (decided and counted, never denied), by policy and what they would have done.");
+           "Checks of shadow rules (decided and counted, never denied), by policy and what they would have done "
+           "(invalid: the rule could not read the request, so it was not decided).");
     for (const auto& p : policies_) {
       const std::string l = label_value(p.name);
       out += "sluice_shadow_decisions_total{policy=\"" + l + "\",result=\"allowed\"} " +
              std::to_string(r(p.shadow_allowed)) + "\n";
       out += "sluice_shadow_decisions_total{policy=\"" + l + "\",result=\"denied\"} " +
              std::to_string(r(p.shadow_denied)) + "\n";
+      out += "sluice_shadow_decisions_total{policy=\"" + l + "\",result=\"invalid\"} " +
+             std::to_string(r(p.shadow_invalid)) + "\n";
     }
     family(out, "sluice_shadow_denials_total", "counter", "Shadow checks that would have denied, by policy.");
     for (const auto& p : policies_)

@@ -25,6 +25,7 @@ struct policy_counters {
   std::atomic<std::uint64_t> denied{0};          ///< checks of denied requests
   std::atomic<std::uint64_t> shadow_allowed{0};  ///< shadow checks that admitted
   std::atomic<std::uint64_t> shadow_denied{0};   ///< shadow checks that would have denied
+  std::atomic<std::uint64_t> shadow_invalid{0};  ///< shadow checks whose rule could not read the request
 };
 
 /// Every metric of one service. Thread-safe.

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "sluice/store.hpp"
+#include "target.hpp"
 
 namespace sluice::serve {
 
@@ -64,23 +65,6 @@ std::string_view path_of(std::string_view target) noexcept {
   return q == std::string_view::npos ? target : target.substr(0, q);
 }
 
-std::optional<std::string_view> query_param(std::string_view target, std::string_view name) noexcept {
-  const auto q = target.find('?');
-  if (q == std::string_view::npos) return std::nullopt;
-  std::string_view rest = target.substr(q + 1);
-  const auto hash = rest.find('#');
-  if (hash != std::string_view::npos) rest = rest.substr(0, hash);
-  while (!rest.empty()) {
-    const auto amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    const auto eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-    if (amp == std::string_view::npos) break;
-    rest.remove_prefix(amp + 1);
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string_view> path_segment(std::string_view path, std::size_t n) noexcept {
   std::size_t seen = 0;
   while (!path.empty()) {
@@ -127,95 +111,174 @@ std::string_view rule_set::client_of(const request_view& r) const noexcept {
 
 std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_check>& out) const {
   out.clear();
-  const std::string_view path = path_of(r.target);
-  std::optional<std::string_view> host;
-  bool host_read = false;
-  const auto get_host = [&]() -> std::optional<std::string_view> {
-    if (!host_read) {
-      host_read = true;
-      if (auto h = r.header("Host")) host = host_only(*h);
+  // Each part of the request is worked out once, when a rule first reads it.
+  enum class got : unsigned char { unread, ok, invalid };
+  const std::optional<target_parts> parts = split_target(r.target);
+  got path_state = got::unread;
+  std::string path_buf;
+  std::string_view path;
+  const auto read_path = [&]() -> bool {
+    if (path_state == got::unread) {
+      path_state = got::invalid;
+      if (parts) {
+        switch (normalise_path(parts->path, path_buf)) {
+          case path_form::normal:
+            path = parts->path;
+            path_state = got::ok;
+            break;
+          case path_form::rewritten:
+            path = path_buf;
+            path_state = got::ok;
+            break;
+          case path_form::invalid:
+            break;
+        }
+      }
     }
-    return host;
+    return path_state == got::ok;
   };
+  // A header a rule reads must be there at most once: servers disagree about
+  // which of two counts.
+  enum class hdr : unsigned char { absent, one, twice };
+  const auto read_header = [&](std::string_view name, std::string_view& value) -> hdr {
+    std::size_t n = 0;
+    for (const auto& h : r.headers) {
+      if (!iequals(h.name, name)) continue;
+      if (++n > 1) return hdr::twice;
+      value = h.value;
+    }
+    return n == 0 ? hdr::absent : hdr::one;
+  };
+  std::string_view host;
+  got host_state = got::unread;
+  bool has_host = false;
+  const auto read_host = [&]() -> bool {
+    if (host_state == got::unread) {
+      host_state = got::ok;
+      if (parts && parts->authority) {
+        host = host_only(*parts->authority);
+        has_host = true;
+      } else {
+        std::string_view h;
+        const hdr n = read_header("Host", h);
+        if (n == hdr::twice) host_state = got::invalid;
+        if (n == hdr::one) {
+          host = host_only(h);
+          has_host = true;
+        }
+      }
+    }
+    return host_state == got::ok;
+  };
+  std::string query_buf;
+  std::size_t enforced = 0;
   for (std::size_t ri = 0; ri < rules_.size(); ++ri) {
     const compiled_rule& ru = rules_[ri];
     const match_spec& m = ru.match;
-    if (!m.methods.empty() && std::find(m.methods.begin(), m.methods.end(), r.method) == m.methods.end()) continue;
-    if (!m.path_prefix.empty() && path.substr(0, m.path_prefix.size()) != m.path_prefix) continue;
-    if (!m.host.empty()) {
-      const auto h = get_host();
-      if (!h || !iequals_host(*h, m.host)) continue;
-    }
-    bool headers_match = true;
-    for (const auto& [name, value] : m.headers) {
-      const auto h = r.header(name);
-      if (!h || (value && *h != *value)) {
-        headers_match = false;
-        break;
-      }
-    }
-    if (!headers_match) continue;
-
+    // Whether the rule applies; on an unreadable request, `bad` says why.
+    std::optional<error> bad;
+    const auto invalid = [&](std::string_view field, std::string message) {
+      bad = error{std::string(field), "rule '" + ru.name + "': " + std::move(message)};
+      return false;
+    };
     std::string key;
-    bool complete = true;
-    for (std::size_t pi = 0; pi < ru.key.size() && complete; ++pi) {
-      if (pi > 0) key += ':';
-      const key_part& part = ru.key[pi];
-      std::optional<std::string_view> v;
-      switch (part.from) {
-        case key_source::client:
-          v = client_of(r);
-          break;
-        case key_source::header:
-          v = r.header(part.arg);
-          break;
-        case key_source::path:
-          v = path_segment(path, part.segment);
-          break;
-        case key_source::query:
-          v = query_param(r.target, part.arg);
-          break;
-        case key_source::literal:
-          v = part.arg;
-          break;
-        case key_source::method:
-          v = r.method;
-          break;
-        case key_source::host:
-          v = get_host();
-          break;
-      }
-      if (!v) {
-        complete = false;
-        break;
-      }
-      if (part.from == key_source::host) {
-        std::string lowered(*v);
-        for (char& c : lowered) c = lower_ascii(c);
-        append_key_part(key, lowered);
-      } else {
-        append_key_part(key, *v);
-      }
-      if (key.size() > key_bytes_)
-        return error{"key",
-                     "the key of rule '" + ru.name + "' is longer than " + std::to_string(key_bytes_) + " bytes"};
-    }
-    if (!complete) continue;
-
     std::int64_t cost = ru.cost.fixed;
-    if (!ru.cost.header.empty()) {
-      if (const auto h = r.header(ru.cost.header)) {
-        const std::string_view t = trim(*h);
-        std::int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-        if (t.empty() || ec != std::errc{} || ptr != t.data() + t.size() || v < 1)
-          return error{"cost", "header " + ru.cost.header + " must be a whole number of at least 1"};
-        cost = v;
+    const auto applies = [&]() -> bool {
+      if (!m.methods.empty() && std::find(m.methods.begin(), m.methods.end(), r.method) == m.methods.end())
+        return false;
+      if (!m.path_prefix.empty()) {
+        if (!read_path()) return invalid("path", "the path cannot be normalised safely");
+        if (path.substr(0, m.path_prefix.size()) != m.path_prefix) return false;
       }
+      if (!m.host.empty()) {
+        if (!read_host()) return invalid("header", "more than one Host");
+        if (!has_host || !iequals_host(host, m.host)) return false;
+      }
+      for (const auto& [name, value] : m.headers) {
+        std::string_view h;
+        const hdr n = read_header(name, h);
+        if (n == hdr::twice) return invalid("header", "more than one " + name);
+        if (n == hdr::absent || (value && h != *value)) return false;
+      }
+      for (std::size_t pi = 0; pi < ru.key.size(); ++pi) {
+        if (pi > 0) key += ':';
+        const key_part& part = ru.key[pi];
+        std::string_view v;
+        switch (part.from) {
+          case key_source::client:
+            v = client_of(r);
+            break;
+          case key_source::header: {
+            const hdr n = read_header(part.arg, v);
+            if (n == hdr::twice) return invalid("header", "more than one " + part.arg);
+            if (n == hdr::absent) return false;
+            break;
+          }
+          case key_source::path: {
+            if (!read_path()) return invalid("path", "the path cannot be normalised safely");
+            const auto seg = path_segment(path, part.segment);
+            if (!seg) return false;
+            v = *seg;
+            break;
+          }
+          case key_source::query: {
+            if (!parts) return invalid("path", "the target is neither origin-form nor absolute-form");
+            const query_form q = query_value(parts->query, part.arg, query_buf);
+            if (q == query_form::invalid)
+              return invalid("query", "parameter " + part.arg + " is given twice or badly escaped");
+            if (q == query_form::absent) return false;
+            v = query_buf;
+            break;
+          }
+          case key_source::literal:
+            v = part.arg;
+            break;
+          case key_source::method:
+            v = r.method;
+            break;
+          case key_source::host:
+            if (!read_host()) return invalid("header", "more than one Host");
+            if (!has_host) return false;
+            v = host;
+            break;
+        }
+        if (part.from == key_source::host) {
+          std::string lowered(v);
+          for (char& c : lowered) c = lower_ascii(c);
+          append_key_part(key, lowered);
+        } else {
+          append_key_part(key, v);
+        }
+        if (key.size() > key_bytes_)
+          return invalid("key", "the key is longer than " + std::to_string(key_bytes_) + " bytes");
+      }
+      if (!ru.cost.header.empty()) {
+        std::string_view h;
+        const hdr n = read_header(ru.cost.header, h);
+        if (n == hdr::twice) return invalid("cost", "more than one " + ru.cost.header);
+        if (n == hdr::one) {
+          const std::string_view t = trim(h);
+          std::int64_t v = 0;
+          const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+          if (t.empty() || ec != std::errc{} || ptr != t.data() + t.size() || v < 1)
+            return invalid("cost", "header " + ru.cost.header + " must be a whole number of at least 1");
+          cost = v;
+        }
+      }
+      return true;
+    };
+    const bool ok = applies();
+    if (!ok && !bad) continue;
+    if (ru.shadow) {
+      // A shadow rule never fails the request: its check is counted as invalid.
+      out.push_back(planned_check{ru.policy, bad ? std::string() : std::move(key), cost, true, ri, bad.has_value()});
+      continue;
     }
-    if (out.size() == max_checks)
+    if (bad) return bad;
+    if (enforced == max_checks)
       return error{"checks", "the request matches more than " + std::to_string(max_checks) + " rules"};
-    out.push_back(planned_check{ru.policy, std::move(key), cost, ru.shadow, ri});
+    ++enforced;
+    out.push_back(planned_check{ru.policy, std::move(key), cost, false, ri, false});
   }
   return std::nullopt;
 }

@@ -44,6 +44,10 @@ struct planned_check {
   std::int64_t cost = 1;
   bool shadow = false;
   std::size_t rule = 0;  ///< index into the configuration's rules
+  /// A shadow check whose rule could not read the request safely (a key
+  /// too long, a bad cost, an invalid path, query or header): counted as
+  /// invalid, not decided. Never set on an enforced check.
+  bool invalid = false;
 };
 
 /// The rules of one configuration, ready to match requests. Immutable once
@@ -55,11 +59,17 @@ class rule_set {
   explicit rule_set(const config& c);
 
   /// Writes to `out` (cleared first) one check per rule that matches `r`, in
-  /// the rules' order. A rule whose key names something the request lacks
-  /// (a header, a path segment, a query parameter) does not apply. The error
-  /// names what is wrong with the request: a key longer than the limit
-  /// ("key"), a cost header that is not a whole number ≥ 1 ("cost"), more
-  /// than max_checks checks ("checks").
+  /// the rules' order. The rules read the target as semantics.md says ("The
+  /// request the rules see"): the normalised path, decoded query values, an
+  /// absolute-form target's host. A rule whose key names something the
+  /// request lacks (a header, a path segment, a query parameter) does not
+  /// apply. The error names what an enforced rule could not read: a key
+  /// longer than the limit ("key"), a cost header that is not a whole
+  /// number ≥ 1 ("cost"), an invalid target or path ("path"), an invalid
+  /// query ("query"), a header given twice ("header"), more than max_checks
+  /// enforced checks ("checks"). A shadow rule never gives an error: its
+  /// check is marked `invalid` instead, and shadow checks do not count
+  /// toward max_checks.
   std::optional<error> plan(const request_view& r, std::vector<planned_check>& out) const;
 
   /// The value key part "client" has for `r`: `r.peer`, or the trusted
@@ -86,10 +96,8 @@ class rule_set {
 /// parts are joined without ambiguity).
 void append_key_part(std::string& key, std::string_view value);
 
-/// The path of a target (before '?'), and the raw value of query parameter
-/// `name` (the first one), if present.
+/// The path of a target (before '?'), as sent.
 std::string_view path_of(std::string_view target) noexcept;
-std::optional<std::string_view> query_param(std::string_view target, std::string_view name) noexcept;
 
 /// The N-th (1-based) non-empty segment of a path, if present.
 std::optional<std::string_view> path_segment(std::string_view path, std::size_t n) noexcept;

@@ -6,6 +6,7 @@
 
 #include "sluice/snapshot.hpp"
 #include "stores.hpp"
+#include "target.hpp"
 #include "wire.hpp"
 
 namespace sluice::serve {
@@ -55,6 +56,11 @@ void bad_request(http_response& res, unsigned status, std::string_view field, st
   res.content_type = "application/json";
   res.body = error_body(field, message);
 }
+
+// The prefix of a shadow check's key in the store: no key a rule builds
+// begins with '%' followed by anything but "25" or "3A" (append_key_part),
+// so no enforced check of a rule reaches a shadow state.
+constexpr std::string_view shadow_key_prefix = "%shadow:";
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
@@ -107,15 +113,36 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
       out.t.push_back(req_out[k].remaining < sf_integer_max ? req_grows[k] : std::nullopt);
   }
   if (!out.any_enforced) out.d.remaining = 0;
-  // Shadow checks: decided and counted, never part of the answer.
+  // Shadow checks: decided and counted, never part of the answer, each on a
+  // state of its own (shadow_key): a shadow rule consumes nothing an
+  // enforced check reads. Two shadow rules giving one (policy, key) are one
+  // check, at the larger of their costs; one that could not read the
+  // request is counted as invalid, not decided.
   out.shadow.assign(checks.size(), decision{});
+  std::string key;
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (!checks[i].shadow) continue;
-    const check one{a.ids[checks[i].policy], checks[i].key};
-    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, checks[i].cost, {}});
+    const planned_check& sc = checks[i];
+    if (!sc.shadow) continue;
+    policy_counters* pc = a.counters[sc.policy];
+    if (sc.invalid) {
+      pc->shadow_invalid.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    std::int64_t cost = sc.cost;
+    bool seen = false;
+    for (std::size_t j = 0; j < checks.size() && !seen; ++j) {
+      const planned_check& o = checks[j];
+      if (j == i || !o.shadow || o.invalid || o.policy != sc.policy || o.key != sc.key) continue;
+      if (j < i) seen = true;  // decided with the first of them
+      cost = std::max(cost, o.cost);
+    }
+    if (seen) continue;
+    key.assign(shadow_key_prefix);
+    key += sc.key;
+    const check one{a.ids[sc.policy], key};
+    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, cost, {}});
     m.count_source(sd.from);
     out.shadow[i] = sd.d;
-    policy_counters* pc = a.counters[checks[i].policy];
     (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
   }
   for (std::size_t k = 0; k < out.enforced.size(); ++k) {
@@ -275,10 +302,36 @@ bool service::ready() {
 
 void service::handle(const http_request& req, http_response& res, listener_role role) {
   res.clear();
-  const std::string_view path = path_of(req.target);
+  // Routed by the normalised path, as the rules read paths: an absolute-form
+  // target by its path, "//v1/decide" as "/v1/decide".
+  const auto parts = split_target(req.target);
+  std::string normal;
+  std::string_view path;
+  if (parts) {
+    switch (normalise_path(parts->path, normal)) {
+      case path_form::normal:
+        path = parts->path;
+        break;
+      case path_form::rewritten:
+        path = normal;
+        break;
+      case path_form::invalid:
+        break;
+    }
+  }
   const auto a = active_.load();
-  if (path == "/v1/authorize" && role == listener_role::decision) {
-    authorize(*a, req, res);
+  if (path.empty()) {
+    bad_request(res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
+  } else if (path == "/v1/authorize" && role == listener_role::decision) {
+    if (!token_ok(*a->cfg, req)) {
+      // No body: nginx passes a 401 of the subrequest on to its client.
+      res.status = 401;
+      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+      res.fields.push_back({"X-Sluice-Decision", "unauthorized"});
+      res.fields.push_back({"Cache-Control", "no-store"});
+    } else {
+      authorize(*a, req, res);
+    }
   } else if (path == "/v1/decide" && role == listener_role::decision) {
     if (req.method != "POST") {
       bad_request(res, 405, "method", "POST /v1/decide with a JSON body");
@@ -301,7 +354,7 @@ void service::handle(const http_request& req, http_response& res, listener_role 
     res.content_type = "text/plain";
     res.body = ok ? "ready\n" : "not ready\n";
   } else if (role == listener_role::admin && path.substr(0, 7) == "/admin/") {
-    admin(req, res);
+    admin(path, req, res);
   } else {
     bad_request(res, 404, "path", "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
   }
@@ -311,15 +364,22 @@ void service::handle(const http_request& req, http_response& res, listener_role 
 
 void service::authorize(const active& a, const http_request& req, http_response& res) {
   // Behind nginx the original request comes in headers; called directly,
-  // the request itself is the one to decide.
+  // the request itself is the one to decide. Each header at most once.
   request_view v{req.method, req.target, req.headers, req.peer};
+  std::size_t uris = 0, methods = 0;
   for (const auto& h : req.headers) {
-    if (iequals(h.name, "X-Original-URI")) v.target = h.value;
-    if (iequals(h.name, "X-Original-Method")) v.method = h.value;
+    if (iequals(h.name, "X-Original-URI")) {
+      v.target = h.value;
+      ++uris;
+    }
+    if (iequals(h.name, "X-Original-Method")) {
+      v.method = h.value;
+      ++methods;
+    }
   }
   thread_local std::vector<planned_check> checks;
   thread_local outcome o;
-  if (auto e = a.rules.plan(v, checks)) {
+  if (uris > 1 || methods > 1 || a.rules.plan(v, checks)) {
     // nginx turns anything but 2xx/401/403 into a 500: a bad request is a 403.
     res.status = 403;
     res.fields.push_back({"X-Sluice-Decision", "invalid"});
@@ -512,8 +572,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   write_rate_fields(a, checks, o, res);
 }
 
-void service::admin(const http_request& req, http_response& res) {
-  const std::string_view path = path_of(req.target);
+void service::admin(std::string_view path, const http_request& req, http_response& res) {
   if (path == "/admin/reload") {
     if (req.method != "POST") {
       bad_request(res, 405, "method", "POST /admin/reload");

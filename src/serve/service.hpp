@@ -123,7 +123,7 @@ class service {
 
   void decide_json(const active& a, const http_request& req, http_response& res);
   void authorize(const active& a, const http_request& req, http_response& res);
-  void admin(const http_request& req, http_response& res);
+  void admin(std::string_view path, const http_request& req, http_response& res);
 
   std::unique_ptr<store> store_;
   serve::metrics metrics_;

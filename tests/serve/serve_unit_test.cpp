@@ -56,10 +56,12 @@ TEST(Rules, PathsAndQueries) {
   EXPECT_EQ(path_of("/a/b?x=1"), "/a/b");
   EXPECT_EQ(path_segment("/a//b/c", 2), "b");
   EXPECT_EQ(path_segment("/a/b", 3), std::nullopt);
-  EXPECT_EQ(query_param("/p?x=1&user=bob&x=2", "user"), "bob");
-  EXPECT_EQ(query_param("/p?x=1&user=bob&x=2", "x"), "1");
-  EXPECT_EQ(query_param("/p?flag&y=", "flag"), "");
-  EXPECT_EQ(query_param("/p?a=1", "b"), std::nullopt);
+  std::string v;
+  EXPECT_EQ(query_value("x=1&user=bob&y=2", "user", v), query_form::found);
+  EXPECT_EQ(v, "bob");
+  EXPECT_EQ(query_value("flag&y=", "flag", v), query_form::found);
+  EXPECT_EQ(v, "");
+  EXPECT_EQ(query_value("a=1", "b", v), query_form::absent);
   std::string k;
   append_key_part(k, "a:b%c");
   EXPECT_EQ(k, "a%3Ab%25c");
@@ -207,6 +209,45 @@ config rules_config(const std::string& extra) {
       "t.toml");
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.err().what());
   return c.ok() ? std::move(c).value() : config{};
+}
+
+TEST(Rules, EverySpellingOfAPathIsOneKeyAndTheInvalidOnesAreErrors) {
+  const config c = rules_config("[[rules]]\npolicy = \"p\"\npath_prefix = \"/api/\"\nkey = \"path:2\"\n");
+  const rule_set rs(c);
+  std::vector<planned_check> out;
+  for (const std::string_view t :
+       {"/api/items", "//api//items", "/%61pi/it%65ms?x", "/x/../api/./items/", "http://h/api/items"}) {
+    ASSERT_FALSE(rs.plan(request_view{"GET", t, {}, "p"}, out)) << t;
+    ASSERT_EQ(out.size(), 1u) << t;
+    EXPECT_EQ(out[0].key, "items") << t;
+  }
+  for (const std::string_view t : {"/api%2Fitems", "/../api/items", "/api/%zz", "*"}) {
+    const auto e = rs.plan(request_view{"GET", t, {}, "p"}, out);
+    ASSERT_TRUE(e) << t;
+    EXPECT_EQ(e->field, "path") << t;
+  }
+}
+
+TEST(Rules, AShadowRuleNeverGivesAnError) {
+  const config c = rules_config(
+      "[[rules]]\npolicy = \"p\"\npath_prefix = \"/api/\"\nkey = \"header:X-K\"\ncost = \"header:X-Cost\"\n"
+      "shadow = true\n");
+  const rule_set rs(c);
+  std::vector<planned_check> out;
+  const std::string long_key(c.lim.key_bytes + 1, 'k');
+  const std::vector<std::pair<std::string_view, std::vector<header_view>>> bad{
+      {"/api/x", {{"X-K", "a"}, {"X-Cost", "lots"}}},
+      {"/api/x", {{"X-K", "a"}, {"X-Cost", "0"}}},
+      {"/api/x", {{"X-K", "a"}, {"X-K", "b"}}},
+      {"/api/x", {{"X-K", long_key}}},
+      {"/api%2Fx", {{"X-K", "a"}}},
+      {"/../x", {{"X-K", "a"}}},
+  };
+  for (const auto& [target, h] : bad) {
+    ASSERT_FALSE(rs.plan(request_view{"GET", target, h, "p"}, out)) << target;
+    ASSERT_EQ(out.size(), 1u) << target;
+    EXPECT_TRUE(out[0].invalid && out[0].shadow) << target;
+  }
 }
 
 TEST(Rules, KeysFromEveryPart) {
