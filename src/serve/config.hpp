@@ -69,8 +69,8 @@ struct store_config {
 enum class key_source : std::uint8_t {
   client,   ///< the client's address (or a trusted proxy's forwarded header)
   header,   ///< a request header's value
-  path,     ///< the N-th segment of the path (1-based)
-  query,    ///< a query parameter's value (raw, not percent-decoded)
+  path,     ///< the N-th segment of the normalised path (1-based)
+  query,    ///< a query parameter's value (percent-decoded, target.hpp query_value)
   literal,  ///< a fixed text
   method,   ///< the request method
   host,     ///< the Host header (lower-cased)
@@ -104,7 +104,7 @@ struct cost_spec {
 /// When a rule applies: every given condition must hold.
 struct match_spec {
   std::vector<std::string> methods;  ///< any of these (upper case); empty: any method
-  std::string path_prefix;           ///< the path starts with it; empty: any path
+  std::string path_prefix;           ///< the normalised path starts with it; empty: any path
   std::string host;                  ///< the host equals it (lower case, port stripped); empty: any
   /// Headers that must be present (nullopt) or have exactly this value.
   std::vector<std::pair<std::string, std::optional<std::string>>> headers;
@@ -171,7 +171,7 @@ struct config {
   /// Event loops (threads); 0: one per core.
   unsigned threads = 0;
   limits lim;
-  /// A bearer token required on POST /v1/decide (empty: none).
+  /// A bearer token required on POST /v1/decide and /v1/authorize (empty: none).
   std::string token;
   /// Lets POST /v1/decide give the instant ("now", in the store's ticks):
   /// for replays and tests; off by default (a client could pick its time).
