@@ -1,7 +1,10 @@
 // Fuzz target: a request, any bytes, through the service (rules, keys, the
 // JSON API, the auth endpoint) never crashes, answers a status the endpoint
 // may give, never lets a CR or LF into a response header, and writes valid
-// JSON for every JSON answer.
+// JSON for every JSON answer. Its framing fields pass framing_error only when
+// RFC 9112 allows them (at most one Transfer-Encoding, exactly "chunked", not
+// beside Content-Length; at most one Content-Length, all digits; one Host on
+// HTTP/1.1), and its path normalises to a path with no empty or dot segment.
 //
 // Input: the method on the first line, the target on the second, then
 // "Name: value" header lines up to an empty line, then the body.
@@ -13,8 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "framing.hpp"
 #include "rules.hpp"
 #include "service.hpp"
+#include "target.hpp"
 
 namespace {
 
@@ -62,6 +67,54 @@ sluice::serve::service& the_service() {
   return *s;
 }
 
+bool ieq(std::string_view a, std::string_view b) { return sluice::serve::iequals(a, b); }
+
+std::string_view ows_trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// framing_error's verdict against RFC 9112's rules, counted directly.
+void check_framing(const std::vector<sluice::serve::header_view>& headers) {
+  std::size_t te = 0, cl = 0, host = 0;
+  bool te_chunked = true, cl_digits = true;
+  for (const auto& h : headers) {
+    if (ieq(h.name, "Transfer-Encoding")) {
+      ++te;
+      te_chunked = te_chunked && ieq(ows_trimmed(h.value), "chunked");
+    } else if (ieq(h.name, "Content-Length")) {
+      ++cl;
+      const auto v = ows_trimmed(h.value);
+      cl_digits = cl_digits && !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
+    } else if (ieq(h.name, "Host")) {
+      ++host;
+    }
+  }
+  for (const unsigned version : {10u, 11u}) {
+    const bool ok = !sluice::serve::framing_error(headers, version).has_value();
+    const bool framing_ok = (te == 0 || (te == 1 && te_chunked && cl == 0 && version == 11)) && cl <= 1 && cl_digits;
+    const bool host_ok = host <= 1 && (host == 1 || version == 10);
+    if (ok && !(framing_ok && host_ok)) std::abort();             // let through what RFC 9112 refuses
+    if (!ok && framing_ok && host_ok && host == 0) std::abort();  // refused a request with nothing wrong
+  }
+}
+
+// A normalised path has no empty (but a last) or dot segment and starts with '/'.
+void check_path(std::string_view target) {
+  const auto parts = sluice::serve::split_target(target);
+  if (!parts) return;
+  std::string out;
+  const auto form = sluice::serve::normalise_path(parts->path, out);
+  if (form == sluice::serve::path_form::invalid) return;
+  const std::string_view p = form == sluice::serve::path_form::normal ? parts->path : std::string_view(out);
+  if (p.empty() || p.front() != '/') std::abort();
+  if (p.find("//") != std::string_view::npos) std::abort();
+  for (const std::string_view dot : {"/./", "/../"})
+    if (p.find(dot) != std::string_view::npos) std::abort();
+  if (p.ends_with("/.") || p.ends_with("/..")) std::abort();
+}
+
 std::string_view next_line(std::string_view& rest) {
   const auto nl = rest.find('\n');
   const std::string_view line = rest.substr(0, nl);
@@ -88,6 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   req.headers = headers;
   req.body = rest;
+  check_framing(headers);
+  check_path(req.target);
   req.peer = "127.0.0.1";
   sluice::serve::http_response res;
   the_service().handle(req, res, sluice::serve::listener_role::decision);
