@@ -202,7 +202,7 @@ shadow = true
                        "--threads", "1")
         st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
         self.assertEqual(st, 204)
-        self.assertEqual(h["ratelimit-policy"], '"default";q=100;w=60')
+        self.assertEqual(h["ratelimit-policy"], '"default";q=20;w=12')
         self.assertEqual(h["ratelimit"], '"default";r=19;t=1')
         for _ in range(19):
             s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
