@@ -18,9 +18,10 @@
 
 namespace sluice::serve {
 
-/// Reads `[grpc]` and `[[envoy]]` of `doc` into `c` (envoy_rules.cpp); the
-/// policies must be read already.
-std::optional<error> read_envoy_sections(const std::string& file, const toml::table& doc, config& c);
+/// Reads `[grpc]` and `[[envoy]]` of `doc` into `c` (envoy_rules.cpp), each
+/// error into `errs` (an [[envoy]] rule's first); the policies must be read
+/// already.
+void read_envoy_sections(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs);
 
 namespace {
 
@@ -67,18 +68,17 @@ class reader {
  public:
   reader(const std::string& file, const toml::table& t, std::string_view where) : file_(file), t_(t), where_(where) {}
 
-  // Every key of the table must be one of `known`.
-  [[nodiscard]] std::optional<error> only(std::initializer_list<std::string_view> known) const {
+  // Every key of the table must be one of `known`: one error per other key.
+  void only(std::initializer_list<std::string_view> known, std::vector<error>& errs) const {
     for (auto&& [k, v] : t_) {
       if (std::find(known.begin(), known.end(), k.str()) == known.end()) {
         std::string list;
         for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
-        return at_place(
+        errs.push_back(at_place(
             file_, k.source().begin,
-            "unknown key '" + std::string(k.str()) + "' in " + std::string(where_) + " (known: " + list + ")");
+            "unknown key '" + std::string(k.str()) + "' in " + std::string(where_) + " (known: " + list + ")"));
       }
     }
-    return std::nullopt;
   }
 
   [[nodiscard]] const toml::node* get(std::string_view key) const { return t_.get(key); }
@@ -165,6 +165,13 @@ class reader {
     if (auto sluice_e_ = (expr)) return *sluice_e_; \
   } while (false)
 
+// Reading goes on past an error, so that `serve --check` reports them all:
+// each is added to `errs` (a variable of the function using it).
+#define SLUICE_NOTE(expr)                                    \
+  do {                                                       \
+    if (auto sluice_e_ = (expr)) errs.push_back(*sluice_e_); \
+  } while (false)
+
 std::optional<error> read_listen(const reader& r, std::string_view key, std::vector<listen_address>& out) {
   std::vector<std::string> texts;
   SLUICE_TRY(r.strings(key, texts));
@@ -179,76 +186,86 @@ std::optional<error> read_listen(const reader& r, std::string_view key, std::vec
   return std::nullopt;
 }
 
-std::optional<error> read_server(const std::string& file, const toml::table& t, config& c) {
+void read_server(const std::string& file, const toml::table& t, config& c, std::vector<error>& errs) {
   const reader r(file, t, "server");
-  SLUICE_TRY(r.only({"listen", "admin", "threads", "token", "token_file", "client_time", "trusted_proxies",
-                     "forwarded_header", "max_header_bytes", "max_body_bytes", "max_key_bytes", "max_connections",
-                     "idle_timeout", "request_timeout", "drain_timeout"}));
-  SLUICE_TRY(read_listen(r, "listen", c.listen));
+  r.only({"listen", "admin", "threads", "token", "token_file", "client_time", "trusted_proxies", "forwarded_header",
+          "max_header_bytes", "max_body_bytes", "max_key_bytes", "max_connections", "idle_timeout", "request_timeout",
+          "drain_timeout"},
+         errs);
+  SLUICE_NOTE(read_listen(r, "listen", c.listen));
   if (const toml::node* n = r.get("admin")) {
     std::string text;
-    SLUICE_TRY(r.str("admin", text));
-    auto a = parse_listen(text);
-    if (!a) return r.wrong(*n, "admin", a.err().message);
-    c.admin = *a;
+    if (auto e = r.str("admin", text)) {
+      errs.push_back(*e);
+    } else if (auto a = parse_listen(text); !a) {
+      errs.push_back(r.wrong(*n, "admin", a.err().message));
+    } else {
+      c.admin = *a;
+    }
   }
-  SLUICE_TRY(r.integer("threads", c.threads, 0, 1024));
-  SLUICE_TRY(r.str("token", c.token));
+  SLUICE_NOTE(r.integer("threads", c.threads, 0, 1024));
+  SLUICE_NOTE(r.str("token", c.token));
   std::string token_file;
-  SLUICE_TRY(r.str("token_file", token_file));
+  SLUICE_NOTE(r.str("token_file", token_file));
   if (!token_file.empty()) {
-    if (!c.token.empty()) return r.wrong(*r.get("token_file"), "token_file", "give token or token_file, not both");
-    std::ifstream in(token_file, std::ios::binary);
-    if (!in) return r.wrong(*r.get("token_file"), "token_file", "cannot read '" + token_file + "'");
-    std::ostringstream s;
-    s << in.rdbuf();
-    c.token = s.str();
-    while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
-    if (c.token.empty()) return r.wrong(*r.get("token_file"), "token_file", "'" + token_file + "' is empty");
+    if (!c.token.empty()) {
+      errs.push_back(r.wrong(*r.get("token_file"), "token_file", "give token or token_file, not both"));
+    } else if (std::ifstream in(token_file, std::ios::binary); !in) {
+      errs.push_back(r.wrong(*r.get("token_file"), "token_file", "cannot read '" + token_file + "'"));
+    } else {
+      std::ostringstream s;
+      s << in.rdbuf();
+      c.token = s.str();
+      while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+      if (c.token.empty()) errs.push_back(r.wrong(*r.get("token_file"), "token_file", "'" + token_file + "' is empty"));
+    }
   }
-  if (const toml::node* n = r.get("token"); n != nullptr && c.token.empty())
-    return r.wrong(*n, "token", "must not be empty (leave it out for no token)");
-  SLUICE_TRY(r.boolean("client_time", c.client_time));
-  SLUICE_TRY(r.strings("trusted_proxies", c.trusted_proxies));
+  if (const toml::node* n = r.get("token"); n != nullptr && n->is_string() && c.token.empty())
+    errs.push_back(r.wrong(*n, "token", "must not be empty (leave it out for no token)"));
+  SLUICE_NOTE(r.boolean("client_time", c.client_time));
+  SLUICE_NOTE(r.strings("trusted_proxies", c.trusted_proxies));
   for (const auto& p : c.trusted_proxies) {
     unsigned char buf[16];
     if (inet_pton(AF_INET, p.c_str(), buf) != 1 && inet_pton(AF_INET6, p.c_str(), buf) != 1)
-      return r.wrong(*r.get("trusted_proxies"), "trusted_proxies", "'" + p + "' is not an IP address");
+      errs.push_back(r.wrong(*r.get("trusted_proxies"), "trusted_proxies", "'" + p + "' is not an IP address"));
   }
-  SLUICE_TRY(r.str("forwarded_header", c.forwarded_header));
-  if (const toml::node* n = r.get("forwarded_header"); n != nullptr && !valid_token(c.forwarded_header))
-    return r.wrong(*n, "forwarded_header", "must be a header name");
-  SLUICE_TRY(r.integer("max_header_bytes", c.lim.header_bytes, 256, 1 << 20));
-  SLUICE_TRY(r.integer("max_body_bytes", c.lim.body_bytes, 0, 64 << 20));
-  SLUICE_TRY(r.integer("max_key_bytes", c.lim.key_bytes, 1, 64 * 1024));
-  SLUICE_TRY(r.integer("max_connections", c.lim.max_connections, 1, 1'000'000));
-  SLUICE_TRY(r.duration("idle_timeout", c.lim.idle_timeout));
-  SLUICE_TRY(r.duration("request_timeout", c.lim.request_timeout));
-  SLUICE_TRY(r.duration("drain_timeout", c.lim.drain_timeout));
-  return std::nullopt;
+  if (auto e = r.str("forwarded_header", c.forwarded_header)) {
+    errs.push_back(*e);
+  } else if (const toml::node* n = r.get("forwarded_header"); n != nullptr && !valid_token(c.forwarded_header)) {
+    errs.push_back(r.wrong(*n, "forwarded_header", "must be a header name"));
+  }
+  SLUICE_NOTE(r.integer("max_header_bytes", c.lim.header_bytes, 256, 1 << 20));
+  SLUICE_NOTE(r.integer("max_body_bytes", c.lim.body_bytes, 0, 64 << 20));
+  SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, 64 * 1024));
+  SLUICE_NOTE(r.integer("max_connections", c.lim.max_connections, 1, 1'000'000));
+  SLUICE_NOTE(r.duration("idle_timeout", c.lim.idle_timeout));
+  SLUICE_NOTE(r.duration("request_timeout", c.lim.request_timeout));
+  SLUICE_NOTE(r.duration("drain_timeout", c.lim.drain_timeout));
 }
 
-std::optional<error> read_store(const std::string& file, const toml::table& t, store_config& s) {
+void read_store(const std::string& file, const toml::table& t, store_config& s, std::vector<error>& errs) {
   const reader r(file, t, "store");
-  SLUICE_TRY(r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-                     "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix"}));
-  SLUICE_TRY(r.str("url", s.url));
+  r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size", "on_failure",
+          "fail_closed_retry_after", "deny_cache", "key_prefix"},
+         errs);
+  SLUICE_NOTE(r.str("url", s.url));
   const bool remote = s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 ||
                       s.url.rfind("unix://", 0) == 0 || s.url.rfind("redis+cluster://", 0) == 0;
   if (!s.is_memory() && !remote)
-    return r.wrong(*r.get("url"), "url",
-                   "must be \"memory\", a redis://host:port[/db] or unix:///path URL, or "
-                   "redis+cluster://host:port[,host:port...] (got '" +
-                       s.url + "')");
-  SLUICE_TRY(r.str("snapshot", s.snapshot));
-  SLUICE_TRY(r.duration("snapshot_interval", s.snapshot_interval, true));
+    errs.push_back(r.wrong(*r.get("url"), "url",
+                           "must be \"memory\", a redis://host:port[/db] or unix:///path URL, or "
+                           "redis+cluster://host:port[,host:port...] (got '" +
+                               s.url + "')"));
+  SLUICE_NOTE(r.str("snapshot", s.snapshot));
+  SLUICE_NOTE(r.duration("snapshot_interval", s.snapshot_interval, true));
   if (remote && r.get("snapshot") != nullptr)
-    return r.wrong(*r.get("snapshot"), "snapshot", "only the memory store keeps a snapshot (Redis persists itself)");
-  SLUICE_TRY(r.duration("connect_timeout", s.connect_timeout));
-  SLUICE_TRY(r.duration("command_timeout", s.command_timeout));
-  SLUICE_TRY(r.integer("pool_size", s.pool_size, 0, 4096));
+    errs.push_back(
+        r.wrong(*r.get("snapshot"), "snapshot", "only the memory store keeps a snapshot (Redis persists itself)"));
+  SLUICE_NOTE(r.duration("connect_timeout", s.connect_timeout));
+  SLUICE_NOTE(r.duration("command_timeout", s.command_timeout));
+  SLUICE_NOTE(r.integer("pool_size", s.pool_size, 0, 4096));
   std::string mode;
-  SLUICE_TRY(r.str("on_failure", mode));
+  SLUICE_NOTE(r.str("on_failure", mode));
   if (!mode.empty()) {
     if (mode == "fail-open") {
       s.on_failure = failure_mode::fail_open;
@@ -257,14 +274,13 @@ std::optional<error> read_store(const std::string& file, const toml::table& t, s
     } else if (mode == "local") {
       s.on_failure = failure_mode::local;
     } else {
-      return r.wrong(*r.get("on_failure"), "on_failure",
-                     "must be \"fail-open\", \"fail-closed\" or \"local\" (got '" + mode + "')");
+      errs.push_back(r.wrong(*r.get("on_failure"), "on_failure",
+                             "must be \"fail-open\", \"fail-closed\" or \"local\" (got '" + mode + "')"));
     }
   }
-  SLUICE_TRY(r.duration("fail_closed_retry_after", s.fail_closed_retry_after));
-  SLUICE_TRY(r.boolean("deny_cache", s.deny_cache));
-  SLUICE_TRY(r.str("key_prefix", s.key_prefix));
-  return std::nullopt;
+  SLUICE_NOTE(r.duration("fail_closed_retry_after", s.fail_closed_retry_after));
+  SLUICE_NOTE(r.boolean("deny_cache", s.deny_cache));
+  SLUICE_NOTE(r.str("key_prefix", s.key_prefix));
 }
 
 // The column of a policy expression's error inside the file: the string's
@@ -282,132 +298,176 @@ toml::source_position error_column(const toml::node& n, std::string_view message
   return p;
 }
 
-std::optional<error> read_policies(const std::string& file, const toml::table& t, config& c) {
+// A policy with an error still gets a name in `c` (always-allow in its
+// place), so that the rules naming it are not also reported; the errors
+// keep the configuration from ever being used.
+void read_policies(const std::string& file, const toml::table& t, config& c, std::vector<error>& errs) {
   for (auto&& [k, v] : t) {
     const std::string name(k.str());
-    if (!valid_policy_name(name))
-      return at_place(file, k.source().begin,
-                      "policy name '" + name + "' must be 1 to 64 of the characters A-Z a-z 0-9 _ . -");
+    if (!valid_policy_name(name)) {
+      errs.push_back(at_place(file, k.source().begin,
+                              "policy name '" + name + "' must be 1 to 64 of the characters A-Z a-z 0-9 _ . -"));
+      continue;
+    }
     const auto* s = v.as_string();
-    if (s == nullptr)
-      return at_place(file, v.source().begin, "policies." + name + ": must be a policy expression string");
+    if (s == nullptr) {
+      errs.push_back(at_place(file, v.source().begin, "policies." + name + ": must be a policy expression string"));
+      c.policies.push_back(named_policy{name, "", always_allow{}});
+      continue;
+    }
     auto p = parse_policy(s->get());
-    if (!p) return at_place(file, error_column(v, p.err().message), "policies." + name + ": " + p.err().message);
+    if (!p) {
+      errs.push_back(at_place(file, error_column(v, p.err().message), "policies." + name + ": " + p.err().message));
+      c.policies.push_back(named_policy{name, s->get(), always_allow{}});
+      continue;
+    }
     c.policies.push_back(named_policy{name, s->get(), *p});
   }
-  return std::nullopt;
 }
 
-std::optional<error> read_rule(const std::string& file, const toml::table& t, std::size_t index, config& c) {
+// One rule; every bad key of it is an error. It joins `c.rules` only when
+// it has none.
+void read_rule(const std::string& file, const toml::table& t, std::size_t index, config& c, std::vector<error>& errs) {
+  const std::size_t before = errs.size();
   rule ru;
   ru.name = "rule " + std::to_string(index + 1);
   const std::string where = "rules[" + std::to_string(index) + "]";
   const reader r(file, t, where);
-  SLUICE_TRY(r.only({"name", "policy", "key", "cost", "shadow", "method", "path_prefix", "host", "header"}));
-  SLUICE_TRY(r.str("name", ru.name));
-  const toml::node* pn = r.get("policy");
-  if (pn == nullptr) return at_place(file, t.source().begin, where + ": every rule needs a policy");
-  SLUICE_TRY(r.str("policy", ru.policy));
-  if (c.find_policy(ru.policy) == nullptr) {
+  r.only({"name", "policy", "key", "cost", "shadow", "method", "path_prefix", "host", "header"}, errs);
+  SLUICE_NOTE(r.str("name", ru.name));
+  if (const toml::node* pn = r.get("policy"); pn == nullptr) {
+    errs.push_back(at_place(file, t.source().begin, where + ": every rule needs a policy"));
+  } else if (auto e = r.str("policy", ru.policy)) {
+    errs.push_back(*e);
+  } else if (c.find_policy(ru.policy) == nullptr) {
     std::string known;
     for (const auto& p : c.policies) known += (known.empty() ? "" : ", ") + p.name;
-    return r.wrong(*pn, "policy",
-                   "unknown policy '" + ru.policy + "' (defined: " + (known.empty() ? "none" : known) + ")");
+    errs.push_back(r.wrong(*pn, "policy",
+                           "unknown policy '" + ru.policy + "' (defined: " + (known.empty() ? "none" : known) + ")"));
   }
   std::string key_text = "client";
-  SLUICE_TRY(r.str("key", key_text));
-  auto key = parse_key(key_text);
-  if (!key) return r.wrong(r.get("key") != nullptr ? *r.get("key") : t, "key", key.err().message);
-  ru.key = std::move(*key);
+  if (auto e = r.str("key", key_text)) {
+    errs.push_back(*e);
+  } else if (auto key = parse_key(key_text); !key) {
+    errs.push_back(r.wrong(r.get("key") != nullptr ? *r.get("key") : t, "key", key.err().message));
+  } else {
+    ru.key = std::move(*key);
+  }
   if (const toml::node* cn = r.get("cost")) {
     if (const auto* i = cn->as_integer()) {
-      if (i->get() < 1) return r.wrong(*cn, "cost", "must be at least 1 (got " + std::to_string(i->get()) + ")");
+      if (i->get() < 1)
+        errs.push_back(r.wrong(*cn, "cost", "must be at least 1 (got " + std::to_string(i->get()) + ")"));
       ru.cost.fixed = i->get();
     } else if (const auto* s = cn->as_string()) {
       const std::string& text = s->get();
       if (text.rfind("header:", 0) != 0 || !valid_token(std::string_view(text).substr(7)))
-        return r.wrong(*cn, "cost", "must be a whole number or \"header:NAME\" (got '" + text + "')");
-      ru.cost.header = text.substr(7);
+        errs.push_back(r.wrong(*cn, "cost", "must be a whole number or \"header:NAME\" (got '" + text + "')"));
+      else
+        ru.cost.header = text.substr(7);
     } else {
-      return r.wrong(*cn, "cost", "must be a whole number or \"header:NAME\"");
+      errs.push_back(r.wrong(*cn, "cost", "must be a whole number or \"header:NAME\""));
     }
   }
-  SLUICE_TRY(r.boolean("shadow", ru.shadow));
+  SLUICE_NOTE(r.boolean("shadow", ru.shadow));
   std::vector<std::string> methods;
-  SLUICE_TRY(r.strings("method", methods));
+  SLUICE_NOTE(r.strings("method", methods));
   for (auto& m : methods) {
-    if (!valid_token(m)) return r.wrong(*r.get("method"), "method", "'" + m + "' is not a method name");
+    if (!valid_token(m)) errs.push_back(r.wrong(*r.get("method"), "method", "'" + m + "' is not a method name"));
     ru.match.methods.push_back(upper(m));
   }
-  SLUICE_TRY(r.str("path_prefix", ru.match.path_prefix));
-  if (r.get("path_prefix") != nullptr && (ru.match.path_prefix.empty() || ru.match.path_prefix[0] != '/'))
-    return r.wrong(*r.get("path_prefix"), "path_prefix", "must start with '/'");
-  if (!ru.match.path_prefix.empty()) {
-    // Rules match the normalised path (semantics.md): a prefix that is not
-    // normalised itself would never match.
-    std::string normal;
-    const path_form f = normalise_path(ru.match.path_prefix, normal);
-    if (f == path_form::invalid)
-      return r.wrong(*r.get("path_prefix"), "path_prefix",
-                     "is no path a request can have (see semantics.md, On the wire)");
-    if (f == path_form::rewritten)
-      return r.wrong(*r.get("path_prefix"), "path_prefix",
-                     "rules match the normalised path: write it as '" + normal + "'");
+  SLUICE_NOTE(r.str("path_prefix", ru.match.path_prefix));
+  if (r.get("path_prefix") != nullptr && r.get("path_prefix")->is_string()) {
+    if (ru.match.path_prefix.empty() || ru.match.path_prefix[0] != '/') {
+      errs.push_back(r.wrong(*r.get("path_prefix"), "path_prefix", "must start with '/'"));
+    } else {
+      // Rules match the normalised path (semantics.md): a prefix that is not
+      // normalised itself would never match.
+      std::string normal;
+      const path_form f = normalise_path(ru.match.path_prefix, normal);
+      if (f == path_form::invalid)
+        errs.push_back(r.wrong(*r.get("path_prefix"), "path_prefix",
+                               "is no path a request can have (see semantics.md, On the wire)"));
+      else if (f == path_form::rewritten)
+        errs.push_back(r.wrong(*r.get("path_prefix"), "path_prefix",
+                               "rules match the normalised path: write it as '" + normal + "'"));
+    }
   }
-  SLUICE_TRY(r.str("host", ru.match.host));
+  SLUICE_NOTE(r.str("host", ru.match.host));
   ru.match.host = lower(ru.match.host);
   if (const toml::node* hn = r.get("header")) {
-    const auto* ht = hn->as_table();
-    if (ht == nullptr)
-      return r.wrong(*hn, "header", "must be a table of NAME = \"value\" (exact) or NAME = true (present)");
-    for (auto&& [hk, hv] : *ht) {
-      if (!valid_token(hk.str())) return at_place(file, hk.source().begin, where + ".header: not a header name");
-      if (const auto* s = hv.as_string()) {
-        ru.match.headers.emplace_back(std::string(hk.str()), s->get());
-      } else if (const auto* b = hv.as_boolean(); b != nullptr && b->get()) {
-        ru.match.headers.emplace_back(std::string(hk.str()), std::nullopt);
-      } else {
-        return at_place(
-            file, hv.source().begin,
-            where + ".header." + std::string(hk.str()) + ": must be a string (exact value) or true (present)");
+    if (const auto* ht = hn->as_table(); ht == nullptr) {
+      errs.push_back(r.wrong(*hn, "header", "must be a table of NAME = \"value\" (exact) or NAME = true (present)"));
+    } else {
+      for (auto&& [hk, hv] : *ht) {
+        if (!valid_token(hk.str())) {
+          errs.push_back(at_place(file, hk.source().begin, where + ".header: not a header name"));
+        } else if (const auto* s = hv.as_string()) {
+          ru.match.headers.emplace_back(std::string(hk.str()), s->get());
+        } else if (const auto* b = hv.as_boolean(); b != nullptr && b->get()) {
+          ru.match.headers.emplace_back(std::string(hk.str()), std::nullopt);
+        } else {
+          errs.push_back(at_place(
+              file, hv.source().begin,
+              where + ".header." + std::string(hk.str()) + ": must be a string (exact value) or true (present)"));
+        }
       }
     }
   }
-  c.rules.push_back(std::move(ru));
-  return std::nullopt;
+  if (errs.size() == before) c.rules.push_back(std::move(ru));
 }
 
-std::optional<error> read_document(const std::string& file, const toml::table& doc, config& c) {
+void read_document(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
   for (auto&& [k, v] : doc) {
     const std::string_view key = k.str();
     if (key != "server" && key != "store" && key != "policies" && key != "rules" && key != "grpc" && key != "envoy")
-      return at_place(
-          file, k.source().begin,
-          "unknown section '" + std::string(key) + "' (known: server, store, policies, rules, grpc, envoy)");
+      errs.push_back(
+          at_place(file, k.source().begin,
+                   "unknown section '" + std::string(key) + "' (known: server, store, policies, rules, grpc, envoy)"));
   }
   if (const toml::node* n = doc.get("server")) {
-    if (!n->is_table()) return at_place(file, n->source().begin, "server must be a table ([server])");
-    SLUICE_TRY(read_server(file, *n->as_table(), c));
+    if (!n->is_table())
+      errs.push_back(at_place(file, n->source().begin, "server must be a table ([server])"));
+    else
+      read_server(file, *n->as_table(), c, errs);
   }
   if (const toml::node* n = doc.get("store")) {
-    if (!n->is_table()) return at_place(file, n->source().begin, "store must be a table ([store])");
-    SLUICE_TRY(read_store(file, *n->as_table(), c.store));
+    if (!n->is_table())
+      errs.push_back(at_place(file, n->source().begin, "store must be a table ([store])"));
+    else
+      read_store(file, *n->as_table(), c.store, errs);
   }
+  const std::size_t before = errs.size();
   if (const toml::node* n = doc.get("policies")) {
-    if (!n->is_table()) return at_place(file, n->source().begin, "policies must be a table ([policies])");
-    SLUICE_TRY(read_policies(file, *n->as_table(), c));
+    if (!n->is_table())
+      errs.push_back(at_place(file, n->source().begin, "policies must be a table ([policies])"));
+    else
+      read_policies(file, *n->as_table(), c, errs);
   }
-  if (c.policies.empty())
-    return at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\"");
+  if (c.policies.empty() && errs.size() == before)
+    errs.push_back(at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\""));
   if (const toml::node* n = doc.get("rules")) {
     const auto* a = n->as_array();
-    if (a == nullptr || !a->is_array_of_tables())
-      return at_place(file, n->source().begin, "rules must be an array of tables ([[rules]])");
-    std::size_t i = 0;
-    for (const toml::node& e : *a) SLUICE_TRY(read_rule(file, *e.as_table(), i++, c));
+    if (a == nullptr || !a->is_array_of_tables()) {
+      errs.push_back(at_place(file, n->source().begin, "rules must be an array of tables ([[rules]])"));
+    } else {
+      std::size_t i = 0;
+      for (const toml::node& e : *a) read_rule(file, *e.as_table(), i++, c, errs);
+    }
   }
-  SLUICE_TRY(read_envoy_sections(file, doc, c));
-  return std::nullopt;
+  read_envoy_sections(file, doc, c, errs);
+}
+
+// The line and column of an error's "FILE:LINE:COLUMN" field, to put the
+// errors in the file's order.
+std::pair<std::int64_t, std::int64_t> place_of(const error& e) {
+  const auto last = e.field.rfind(':');
+  const auto mid = last == std::string::npos || last == 0 ? std::string::npos : e.field.rfind(':', last - 1);
+  std::int64_t line = 0;
+  std::int64_t column = 0;
+  if (mid == std::string::npos || !parse_int(std::string_view(e.field).substr(mid + 1, last - mid - 1), line) ||
+      !parse_int(std::string_view(e.field).substr(last + 1), column))
+    return {0, 0};
+  return {line, column};
 }
 
 }  // namespace
@@ -519,25 +579,36 @@ result<std::vector<key_part>> parse_key(std::string_view text) {
   return parts;
 }
 
-result<config> parse_config(std::string_view text, const std::string& name) {
+result<config> parse_config(std::string_view text, const std::string& name, std::vector<error>* all) {
   toml::table doc;
   try {
     doc = toml::parse(text, name);
   } catch (const toml::parse_error& e) {
-    return at_place(name, e.source().begin, std::string(e.description()));
+    error first = at_place(name, e.source().begin, std::string(e.description()));
+    if (all != nullptr) *all = {first};
+    return first;
   }
   config c;
   c.file = name;
-  if (auto e = read_document(name, doc, c)) return *e;
-  return c;
+  std::vector<error> errs;
+  read_document(name, doc, c, errs);
+  if (errs.empty()) return c;
+  std::stable_sort(errs.begin(), errs.end(), [](const error& a, const error& b) { return place_of(a) < place_of(b); });
+  error first = errs.front();
+  if (all != nullptr) *all = std::move(errs);
+  return first;
 }
 
-result<config> load_config(const std::string& path) {
+result<config> load_config(const std::string& path, std::vector<error>* all) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return error{path, "cannot read the configuration file"};
+  if (!in) {
+    error e{path, "cannot read the configuration file"};
+    if (all != nullptr) *all = {e};
+    return e;
+  }
   std::ostringstream s;
   s << in.rdbuf();
-  return parse_config(s.str(), path);
+  return parse_config(s.str(), path, all);
 }
 
 result<config> simple_config(std::string_view policy, std::string_view key) {

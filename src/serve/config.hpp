@@ -194,11 +194,15 @@ struct config {
 };
 
 /// Parses a TOML configuration; `name` stands for the file in messages.
-/// The error's field is "NAME:LINE:COLUMN".
-result<config> parse_config(std::string_view text, const std::string& name);
+/// The error's field is "NAME:LINE:COLUMN". Reading goes on past an error:
+/// the result is the first in the file's order, and `all`, when given,
+/// receives every one (each bad key of a table, each bad policy, each
+/// rule's bad keys, each [[envoy]] rule's first). A TOML syntax error is
+/// the only one: the TOML parser stops there.
+result<config> parse_config(std::string_view text, const std::string& name, std::vector<error>* all = nullptr);
 
 /// Reads and parses a file; a file that cannot be read is an error naming it.
-result<config> load_config(const std::string& path);
+result<config> load_config(const std::string& path, std::vector<error>* all = nullptr);
 
 /// The configuration the command line builds without a file: one policy
 /// "default" and one rule keyed by `key` (parse_key), on 127.0.0.1:8080.

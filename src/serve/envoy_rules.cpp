@@ -116,28 +116,33 @@ std::optional<error> read_envoy_rule(const std::string& file, const toml::table&
 
 }  // namespace
 
-std::optional<error> read_envoy_sections(const std::string& file, const toml::table& doc, config& c) {
+void read_envoy_sections(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
   if (const toml::node* n = doc.get("grpc")) {
     const auto* t = n->as_table();
-    if (t == nullptr) return at_node(file, *n, "grpc must be a table ([grpc])");
-    if (auto e = only(file, *t, "grpc", {"listen"})) return e;
-    if (const toml::node* ln = t->get("listen")) {
-      const auto* s = ln->as_string();
-      if (s == nullptr) return at_node(file, *ln, "grpc.listen: must be a string, e.g. \"127.0.0.1:8081\"");
-      auto a = parse_listen(s->get());
-      if (!a) return at_node(file, *ln, "grpc.listen: " + a.err().message);
-      c.grpc = *a;
+    if (t == nullptr) {
+      errs.push_back(at_node(file, *n, "grpc must be a table ([grpc])"));
+    } else if (auto e = only(file, *t, "grpc", {"listen"})) {
+      errs.push_back(*e);
+    } else if (const toml::node* ln = t->get("listen")) {
+      if (const auto* s = ln->as_string(); s == nullptr) {
+        errs.push_back(at_node(file, *ln, "grpc.listen: must be a string, e.g. \"127.0.0.1:8081\""));
+      } else if (auto a = parse_listen(s->get()); !a) {
+        errs.push_back(at_node(file, *ln, "grpc.listen: " + a.err().message));
+      } else {
+        c.grpc = *a;
+      }
     }
   }
   if (const toml::node* n = doc.get("envoy")) {
     const auto* a = n->as_array();
-    if (a == nullptr || !a->is_array_of_tables())
-      return at_node(file, *n, "envoy must be an array of tables ([[envoy]])");
+    if (a == nullptr || !a->is_array_of_tables()) {
+      errs.push_back(at_node(file, *n, "envoy must be an array of tables ([[envoy]])"));
+      return;
+    }
     std::size_t i = 0;
     for (const toml::node& e : *a)
-      if (auto err = read_envoy_rule(file, *e.as_table(), i++, c)) return err;
+      if (auto err = read_envoy_rule(file, *e.as_table(), i++, c)) errs.push_back(*err);
   }
-  return std::nullopt;
 }
 
 std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries) {

@@ -2,8 +2,11 @@
 #include "wire.hpp"
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 #include <variant>
+
+#include "sluice/detail/arith.hpp"
 
 namespace sluice::serve {
 
@@ -13,35 +16,122 @@ std::int64_t ceil_seconds(tick ns) noexcept {
   return ns / second + (ns % second != 0 ? 1 : 0);
 }
 
+std::optional<current_limit> current_limit_of(const any_policy& p) {
+  return std::visit(
+      [](const auto& pol) -> std::optional<current_limit> {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          return pol.parts().empty() ? std::nullopt : current_limit_of(pol.parts().front());
+        } else if constexpr (std::is_same_v<P, quota>) {
+          return current_limit{pol.units(), std::nullopt};
+        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+          return std::nullopt;
+        } else {
+          return current_limit{pol.limit().limit, pol.limit().window};
+        }
+      },
+      p);
+}
+
+namespace {
+
+using detail::u128;
+
+constexpr u128 ns_per_second = 1'000'000'000;
+constexpr auto sf_max = static_cast<u128>(sf_integer_max);
+
+u128 gcd(u128 a, u128 b) noexcept {
+  while (b != 0) {
+    const u128 r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+std::int64_t capped(u128 v) noexcept { return static_cast<std::int64_t>(v < sf_max ? v : sf_max); }
+
+// The item of a limiter of rate L per W ns and capacity C (semantics.md):
+// with L·10⁹ / W = a / b reduced, the pair (k·a, k·b) for the smallest k
+// with k·a ≥ C; past an SF Integer, w = ceil(C·W / (L·10⁹)) and
+// q = floor(w·a / b), each capped. Every quantity fits 128 bits: L, W and
+// C are at most 2^62, so a < 2^92, b ≤ 2^62 and k·a < C + a.
+advertised rate_item(rate r, std::int64_t capacity) noexcept {
+  const auto w_ns = static_cast<u128>(r.window);
+  if (r.limit <= 0) return {0, capped(std::max<u128>(1, (w_ns + ns_per_second - 1) / ns_per_second))};
+  const u128 l_ns = static_cast<u128>(r.limit) * ns_per_second;
+  const auto c = static_cast<u128>(std::max<std::int64_t>(capacity, 1));
+  const u128 g = gcd(l_ns, w_ns);
+  const u128 a = l_ns / g;
+  const u128 b = w_ns / g;
+  const u128 k = (c + a - 1) / a;
+  if (k * a <= sf_max && k * b <= sf_max) return {static_cast<std::int64_t>(k * a), static_cast<std::int64_t>(k * b)};
+  const u128 w = std::clamp<u128>((c * w_ns + l_ns - 1) / l_ns, 1, sf_max);
+  // floor(w·a / b) = w·floor(a / b) + floor(w·(a mod b) / b), saturating.
+  const u128 whole = a / b;
+  if (whole != 0 && whole > sf_max / w) return {sf_integer_max, static_cast<std::int64_t>(w)};
+  return {capped(w * whole + w * (a % b) / b), static_cast<std::int64_t>(w)};
+}
+
+void append_item(std::string& out, std::string_view name, const advertised& a) {
+  if (!out.empty()) out += ", ";
+  out += '"';
+  out += name;
+  out += "\";q=";
+  out += std::to_string(a.quota);
+  if (a.window) {
+    out += ";w=";
+    out += std::to_string(*a.window);
+  }
+}
+
+void append_items(std::string& out, std::string& name, const any_policy& p) {
+  const auto parts = [&](const auto& pol) {
+    const std::size_t at = name.size();
+    for (std::size_t i = 0; i < pol.parts().size(); ++i) {
+      name.resize(at);
+      name += '/';
+      name += std::to_string(i + 1);
+      append_items(out, name, pol.parts()[i]);
+    }
+    name.resize(at);
+  };
+  if (const auto* all = std::get_if<all_of>(&p)) {
+    parts(*all);
+  } else if (const auto* any = std::get_if<any_of>(&p)) {
+    parts(*any);
+  } else if (const auto a = advertised_of(p)) {
+    append_item(out, name, *a);
+  }
+}
+
+}  // namespace
+
 std::optional<advertised> advertised_of(const any_policy& p) {
   return std::visit(
       [](const auto& pol) -> std::optional<advertised> {
         using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          return pol.parts().empty() ? std::nullopt : advertised_of(pol.parts().front());
-        } else if constexpr (std::is_same_v<P, quota>) {
-          return advertised{pol.units(), std::nullopt};
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of> || std::is_same_v<P, always_allow>) {
           return std::nullopt;
+        } else if constexpr (std::is_same_v<P, always_deny>) {
+          return advertised{0, std::nullopt};
+        } else if constexpr (std::is_same_v<P, quota>) {
+          return advertised{std::min(pol.units(), sf_integer_max), std::nullopt};
+        } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) {
+          return rate_item(pol.limit(), pol.burst());
+        } else if constexpr (std::is_same_v<P, leaky_queue>) {
+          return rate_item(pol.limit(), pol.queue());
         } else {
-          return advertised{pol.limit().limit, pol.limit().window};
+          return rate_item(pol.limit(), pol.limit().limit);
         }
       },
       p);
 }
 
 std::string policy_member(std::string_view name, const any_policy& p) {
-  const auto a = advertised_of(p);
-  if (!a) return {};
   std::string out;
-  out += '"';
-  out += name;
-  out += "\";q=";
-  out += std::to_string(std::min(a->quota, sf_integer_max));
-  if (a->window) {
-    out += ";w=";
-    out += std::to_string(std::min(std::max<std::int64_t>(ceil_seconds(*a->window), 1), sf_integer_max));
-  }
+  std::string path(name);
+  append_items(out, path, p);
   return out;
 }
 

@@ -22,18 +22,35 @@ std::int64_t ceil_seconds(tick ns) noexcept;
 /// larger values are written as this.
 inline constexpr std::int64_t sf_integer_max = 999'999'999'999'999;
 
-/// The quota and window a policy advertises: `q` = L and `w` = W (ns) for a
-/// rate-based limiter, `q` = N and no window for a quota; a composite
-/// advertises its first part's. Nothing for always-allow / always-deny.
-struct advertised {
+/// One limit as Envoy's `current_limit` holds it: L per W (ns) for a
+/// rate-based limiter, a quota's N with no window; a composite's first
+/// part's (one limit is all that message holds). Nothing for always-allow /
+/// always-deny.
+struct current_limit {
   std::int64_t quota = 0;
   std::optional<tick> window;
 };
+std::optional<current_limit> current_limit_of(const any_policy& p);
+
+/// One RateLimit-Policy item (semantics.md, "On the wire (HTTP)"): `q`
+/// units in `w` seconds, `w` absent when nothing is given back. A
+/// rate-based limiter's q / w is its L / W exactly and q is at least its
+/// capacity (L, the burst S or the queue Q), or, when the exact pair would
+/// pass an SF Integer, the rate rounded down.
+struct advertised {
+  std::int64_t quota = 0;              ///< q, 0 to sf_integer_max
+  std::optional<std::int64_t> window;  ///< w in seconds, 1 to sf_integer_max
+  friend bool operator==(const advertised&, const advertised&) = default;
+};
+/// The item of a plain limiter: nothing for always-allow, and for a
+/// composite (whose parts advertise, see policy_member).
 std::optional<advertised> advertised_of(const any_policy& p);
 
-/// One RateLimit-Policy list member: "NAME";q=Q;w=W (w rounded up to
-/// seconds, at least 1). Empty when the policy advertises nothing. The name
-/// must be valid_policy_name (no escaping needed).
+/// The RateLimit-Policy items of a check of policy `name`, joined by ", ":
+/// `"NAME";q=Q;w=W` for a plain limiter; for a composite every part's item,
+/// depth first, named `NAME/i` for its i-th part (1-based, `NAME/i/j` for a
+/// part of a part). Empty when nothing is advertised. The name must be
+/// valid_policy_name (no escaping needed).
 std::string policy_member(std::string_view name, const any_policy& p);
 
 /// One RateLimit list member: "NAME";r=R;t=T, with t left out when nothing

@@ -13,6 +13,7 @@
 #include "redis/client.hpp"
 #include "redis/store_support.hpp"
 #include "redis/trace_gen.hpp"
+#include "sluice/policy_expr.hpp"
 #include "sluice/snapshot.hpp"
 
 namespace sluice::redis_test {
@@ -169,6 +170,44 @@ TEST(RedisStore, AQuotaNeverExpiresAndUnknownTicksGetTheLongTtl) {
   const std::int64_t left = pttl(c, o.prefix + "s:g:{a}");
   EXPECT_GT(left, 5 * 3'600'000 - 10'000);
   EXPECT_LE(left, 5 * 3'600'000);
+}
+
+// The contract (semantics.md, "Remote stores", Expiry): a quota's state
+// never becomes fresh, so its key has no TTL, whatever the tick length and
+// wherever it sits in a composite: an expiry would hand the quota out
+// again. Every other leaf's key of the same check does expire.
+TEST(RedisStore, AQuotaPartOfACompositeNeverExpiresAndItsOtherPartsDo) {
+  redis_store_options o;  // tick_ns = 1: the realtime clock's ns
+  o.prefix = fresh_prefix("qttl");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  auto c = raw_client();
+  const auto id =
+      st->define("c", parse_policy("all(gcra 1/1s burst=3, quota 5, any(quota 3, fixed-window 2/1m))").value()).value();
+  const check ch{id, "a"};
+  tick now = st->now();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(st->decide_at(one_check(ch, now + i)).d.allowed);
+  const auto r = c.call({"KEYS", o.prefix + "*"});
+  const auto* rep = std::get_if<redis::reply>(&r);
+  ASSERT_TRUE(rep && rep->as_array());
+  std::size_t quotas = 0;
+  std::size_t others = 0;
+  for (const redis::reply& k : *rep->as_array()) {
+    const std::string key(*k.as_string());
+    const std::string value = get(c, key);
+    const std::int64_t left = pttl(c, key);
+    if (value.rfind('u', 0) == 0) {  // a quota leaf's tag starts with 'u'
+      EXPECT_EQ(left, -1) << key;
+      ++quotas;
+    } else {
+      EXPECT_GT(left, 0) << key;
+      ++others;
+    }
+  }
+  // quota 5 and the any's quota 3 (which admitted all three, so its
+  // fixed window was never written), and the GCRA.
+  EXPECT_EQ(quotas, 2u);
+  EXPECT_EQ(others, 1u);
 }
 
 // ---- denials and peeks write nothing ----

@@ -202,7 +202,7 @@ shadow = true
                        "--threads", "1")
         st, h, _ = s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
         self.assertEqual(st, 204)
-        self.assertEqual(h["ratelimit-policy"], '"default";q=100;w=60')
+        self.assertEqual(h["ratelimit-policy"], '"default";q=20;w=12')
         self.assertEqual(h["ratelimit"], '"default";r=19;t=1')
         for _ in range(19):
             s.request("GET", "/v1/authorize", headers={"X-Api-Key": "alice"})
@@ -422,6 +422,31 @@ class Check(ServeCase):
             rc, out, path = self.run_check(text)
             self.assertEqual(rc, 2, text)
             self.assertIn(path + want, out, text)
+
+    def test_every_error_is_reported(self):
+        # Stopped at the first error: one line for a file with twelve.
+        text = ('[server]\nthreds = 2\nmax_body_bytes = "x"\n'
+                '[store]\nurl = "mysql://x"\non_failure = "maybe"\n'
+                '[policies]\napi = "gcra 1/1x"\nok = "quota 3"\n"a b" = "quota 1"\nlast = "all(gcra 1/1s, quot 3)"\n'
+                '[[rules]]\npolicy = "nope"\nkey = "heder:X"\n'
+                '[[rules]]\npolicy = "api"\ncost = 0\npath_prefix = "x"\n'
+                '[[envoy]]\ndomain = "d"\ndescriptor = ["k"]\npolicy = "missing"\n')
+        want = [":2:1: unknown key 'threds' in server", ":3:18: server.max_body_bytes:", ":5:7: store.url:",
+                ":6:14: store.on_failure:", ":8:16: policies.api: unknown unit 'x'", ":10:1: policy name 'a b'",
+                ":11:24: policies.last: unknown algorithm 'quot'", ":13:10: rules[0].policy: unknown policy 'nope'",
+                ":14:7: rules[0].key:", ":17:8: rules[1].cost:", ":18:15: rules[1].path_prefix:",
+                ":22:10: envoy[0].policy: unknown policy 'missing'"]
+        rc, out, path = self.run_check(text)
+        self.assertEqual(rc, 2, out)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), len(want), out)
+        for line, w in zip(lines, want):  # in the file's order, one a line
+            self.assertTrue(line.startswith("sluice: " + path + w), "%r does not start with %r" % (line, w))
+        # A rule naming a policy that has an error is not reported again.
+        self.assertNotIn("unknown policy 'api'", out)
+        # The same at start: every error, exit 2.
+        r = subprocess.run([BINARY, "serve", "--config", path], capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stderr.splitlines()), (2, lines))
 
 
 RELOAD_V1 = """

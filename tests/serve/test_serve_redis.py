@@ -545,5 +545,82 @@ shadow = true
             self.assertTrue(re.search(r"^# TYPE %s " % fam, m, re.M), fam)
 
 
+class AclOnRedis(RedisCase):
+    """The ACL user docs/redis.md gives ("An ACL user for sluice"), on a real
+    redis-server whose default user is off: decisions, readiness, reloads
+    and metrics work; a user missing one permission, or with a key pattern
+    that misses the prefix, is never admitted silently and shows in the
+    store-error counters."""
+
+    LINE = re.compile(r"^    ACL SETUSER sluice (.+)$", re.M)
+
+    def documented(self):
+        with open(os.path.join(os.environ.get("SLUICE_SOURCE_DIR", "."), "docs", "redis.md")) as f:
+            lines = self.LINE.findall(f.read())
+        self.assertEqual(len(lines), 1, "docs/redis.md's ACL SETUSER line")
+        return lines[0].split()
+
+    def serve_as(self, rules, prefix="sluice:acl:"):
+        redis = self.redis()
+        args = [r.replace("PASSWORD", "s3cret").replace("~sluice:*", "~" + prefix + "*") for r in rules]
+        self.assertEqual(redis.command("ACL", "SETUSER", "sluice", *args), b"+OK")
+        self.assertEqual(redis.command("ACL", "SETUSER", "default", "off"), b"+OK")
+        self.assertTrue(redis.command("PING").startswith(b"-NOAUTH"), "the default user is off")
+        url = redis.url.replace("redis://", "redis://sluice:s3cret@")
+        text = base_config({"api": "gcra 10/1s", "day": "fixed-window 100/1d"}, server="threads = 1\nadmin = \"127.0.0.1:0\"\n")
+        text += '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (url, prefix)
+        s, path = self.start_config(text)
+        return s, path
+
+    def test_the_documented_user_decides(self):
+        rules = self.documented()
+        self.assertIn("~sluice:*", rules)
+        s, path = self.serve_as(rules)
+        for i in range(3):
+            st, h, b = s.decide([("api", "alice"), ("day", "alice")])
+            self.assertEqual((st, b["source"]), (200, "store"), b)
+        self.assertEqual(s.request("GET", "/readyz")[0], 200)
+        m = s.metrics()
+        self.assertEqual(metric(m, "sluice_keys"), 2)  # +dbsize
+        self.assertEqual(metric(m, 'sluice_store_errors_total{kind="call"}'), 0)
+        self.assertEqual(metric(m, 'sluice_store_errors_total{kind="state"}'), 0)
+        # A redefinition carries the states over (the cas function: GET, SET, DEL).
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"gcra 10/1s"', '"gcra 20/1s"'))
+        st, _, body = s.request("POST", "/admin/reload", admin=True)
+        self.assertEqual(st, 200, body)
+        st, _, b = s.decide([("api", "alice")])
+        self.assertEqual((st, b["source"]), (200, "store"), b)
+
+    def test_the_script_form_needs_evalsha_and_script_load_instead(self):
+        rules = [{"+fcall": "+evalsha", "+function|load": "+script|load"}.get(r, r) for r in self.documented()]
+        s, _ = self.serve_as(rules)
+        st, _, b = s.decide([("api", "alice")])
+        self.assertEqual((st, b["source"]), (200, "store"), b)
+
+    def test_a_missing_permission_is_never_a_silent_admit(self):
+        rules = self.documented()
+        cases = {  # what is taken away: (status, source, kind of store error counted, /readyz)
+            "+fcall": (429, "fail-closed", "call", 503),
+            "+function|load": (429, "fail-closed", "call", 503),
+            "+get": (500, "error", "state", 503),
+            "+set": (429, "fail-closed", "call", 200),
+            "~sluice:*": (429, "fail-closed", "call", 503),
+        }
+        for missing, (status, source, kind, ready) in cases.items():
+            with self.subTest(missing=missing):
+                taken = [r for r in rules if r != missing]
+                if missing.startswith("~"):
+                    taken.append("~other:*")
+                s, _ = self.serve_as(taken)
+                st, _, b = s.decide([("api", "alice")])
+                self.assertEqual((st, b["source"]), (status, source), b)
+                self.assertEqual(s.request("GET", "/readyz")[0], ready)
+                self.assertGreaterEqual(metric(s.metrics(), 'sluice_store_errors_total{kind="%s"}' % kind), 1)
+                s.stop()
+
+
 if __name__ == "__main__":
     unittest.main()

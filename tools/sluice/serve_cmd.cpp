@@ -73,9 +73,15 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     err << "sluice: " << msg << "\n";
     return exit_usage;
   };
+  // Every error of a file, one a line, each naming FILE:LINE:COLUMN.
+  const auto every = [&](const std::vector<sluice::error>& all) {
+    for (const auto& e : all) err << "sluice: " << e.what() << "\n";
+    return exit_usage;
+  };
+  std::vector<sluice::error> all;
   if (!f.check.empty()) {
-    auto c = load_config(f.check);
-    if (!c) return usage(c.err().what());
+    auto c = load_config(f.check, &all);
+    if (!c) return every(all);
     out << f.check << ": ok (" << c->policies.size() << (c->policies.size() == 1 ? " policy, " : " policies, ")
         << c->rules.size() << (c->rules.size() == 1 ? " rule)" : " rules)") << "\n";
     return exit_ok;
@@ -83,7 +89,8 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   result<config> c = error{"", ""};
   if (!f.config.empty()) {
     if (!f.policy.empty()) return usage("serve: give --config or --policy, not both");
-    c = load_config(f.config);
+    c = load_config(f.config, &all);
+    if (!c) return every(all);
   } else if (!f.policy.empty()) {
     c = simple_config(f.policy, f.key);
   } else {

@@ -100,7 +100,7 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
     for (const auto& p : next->cfg->policies) {
       next->counters.push_back(&svc.stats().for_policy(p.name));
       next->members.push_back(policy_member(p.name, p.policy));
-      const auto a = advertised_of(p.policy);
+      const auto a = current_limit_of(p.policy);
       next->advertises.push_back(a.has_value());
       next->requests_per_unit.push_back(a ? clamp_u32(a->quota) : 0);
       next->units.push_back(a ? unit_of(a->window) : rls::RateLimitResponse::RateLimit::UNKNOWN);
