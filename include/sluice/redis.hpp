@@ -51,6 +51,11 @@ struct redis_store_options {
   /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
   /// (seed nodes; docs/redis.md, "Redis Cluster").
   std::string url = "redis://127.0.0.1:6379";
+  /// The password, when the URL gives none (read from a file or the
+  /// environment, so that the secret need not sit in the URL; the URL's
+  /// user, if any, logs in with it). A URL that gives one too is an error
+  /// ("password"): a secret is given in one place. Never printed.
+  std::string password;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 #include "stores.hpp"
 #include "wire.hpp"
@@ -545,7 +546,7 @@ void service::admin(const http_request& req, http_response& res) {
 result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads) {
   if (c.is_memory()) return make_memory_store(c);
   if (g_remote_factory == nullptr)
-    return error{"store.url", "'" + c.url + "': this sluice has no Redis store built in (use \"memory\")"};
+    return error{"store.url", "'" + redact_url(c.url) + "': this sluice has no Redis store built in (use \"memory\")"};
   return g_remote_factory(c, threads);
 }
 

@@ -32,6 +32,7 @@ result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsign
 #ifdef SLUICE_HAVE_REDIS
   redis_store_options o;
   o.url = c.url;
+  o.password = c.password;
   o.prefix = c.key_prefix;
   o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
   o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
@@ -41,7 +42,11 @@ result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsign
   o.fail_closed_retry_after = c.fail_closed_retry_after;
   o.deny_cache = c.deny_cache;
   auto r = redis_store::open(o);
-  if (!r) return error{"store.url", r.err().what()};
+  if (!r) {
+    // Placed at the URL in the file, as every other configuration error.
+    if (c.url_place.empty()) return error{"store.url", r.err().what()};
+    return error{c.url_place, "store.url: " + r.err().what()};
+  }
   return std::unique_ptr<store>(std::move(r).value());
 #else
   return error{"store.url", "this sluice was built without the Redis store (libhiredis-dev)"};
@@ -76,6 +81,12 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   if (!f.check.empty()) {
     auto c = load_config(f.check);
     if (!c) return usage(c.err().what());
+    if (!c->store.is_memory()) {
+      // The store URL checked as the service would open it (no connection
+      // is made): scheme, host, port, db, query, the password's sources.
+      serve::set_remote_store_factory(&remote_store);
+      if (auto st = serve::make_store(c->store, c->threads); !st) return usage(st.err().what());
+    }
     out << f.check << ": ok (" << c->policies.size() << (c->policies.size() == 1 ? " policy, " : " policies, ")
         << c->rules.size() << (c->rules.size() == 1 ? " rule)" : " rules)") << "\n";
     return exit_ok;
