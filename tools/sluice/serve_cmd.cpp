@@ -8,6 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <iostream>
+#include <mutex>
+#include <optional>
 #include <ostream>
 
 #include "cli.hpp"
@@ -25,6 +28,31 @@ namespace sluice::cli {
 
 namespace {
 
+#ifdef SLUICE_HAVE_REDIS
+// One line per change of the store's health (redis_store_options::
+// on_health_change), from whichever thread saw it.
+void log_health(std::string_view line) {
+  static std::mutex mu;
+  const std::lock_guard lock(mu);
+  std::cerr << "sluice serve: " << line << std::endl;
+}
+
+// The Redis store's figures for /metrics.
+std::optional<serve::store_figures> redis_figures(store& st) {
+  auto* r = dynamic_cast<redis_store*>(&st);
+  if (r == nullptr) return std::nullopt;
+  const redis_store_stats s = r->redis_stats();
+  serve::store_figures f;
+  f.latency_bounds = redis_store_stats::call_latency_bounds;
+  f.latency_buckets.assign(s.call_latency_buckets.begin(), s.call_latency_buckets.end());
+  f.latency_sum_ns = s.call_latency_sum_ns;
+  for (std::size_t i = 0; i < s.call_failures.size(); ++i)
+    f.failures.emplace_back(redis_store_stats::failure_reasons[i], s.call_failures[i]);
+  for (const auto& b : s.breakers) f.breakers.emplace_back(b.node, b.state);
+  return f;
+}
+#endif
+
 // A remote store URL (redis://, unix://, redis+cluster://): the Redis store
 // on real time (ns since 1970, which the machines of a fleet share), with the
 // configuration's timeouts, pool, failure mode and deny cache.
@@ -41,6 +69,7 @@ result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsign
   o.on_failure = c.on_failure;
   o.fail_closed_retry_after = c.fail_closed_retry_after;
   o.deny_cache = c.deny_cache;
+  o.on_health_change = &log_health;
   auto r = redis_store::open(o);
   if (!r) {
     // Placed at the URL in the file, as every other configuration error.
@@ -138,6 +167,9 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   serve::set_remote_store_factory(&remote_store);
+#ifdef SLUICE_HAVE_REDIS
+  serve::set_store_figures_source(&redis_figures);
+#endif
   auto st = serve::make_store(cfg.store, cfg.threads);
   if (!st) {
     err << "sluice: " << st.err().what() << "\n";
