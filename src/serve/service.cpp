@@ -239,7 +239,8 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     const config& oc = *old->cfg;
     if (oc.listen != cfg->listen || oc.admin != cfg->admin) report.notes.push_back("listeners change at restart only");
     if (oc.threads != cfg->threads) report.notes.push_back("threads change at restart only");
-    if (oc.store.url != cfg->store.url || oc.store.snapshot != cfg->store.snapshot)
+    if (oc.store.url != cfg->store.url || oc.store.password != cfg->store.password ||
+        oc.store.snapshot != cfg->store.snapshot)
       report.notes.push_back("the store changes at restart only");
   }
   return std::shared_ptr<const active>(std::move(a));
