@@ -21,7 +21,11 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Starts the P096 explorer; see `$(BUILD)/sluice --help` for the other commands.
-run: build
+# Builds only the command it runs (the tests and benchmarks wait for `make
+# build`, `make test-plain` or `make test`), so a newcomer's first command
+# compiles what it starts and nothing more.
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target sluice
 	$(BUILD)/sluice
 
 # Every test, on a build with AddressSanitizer + UndefinedBehaviorSanitizer

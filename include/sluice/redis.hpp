@@ -29,14 +29,17 @@
 // Thread safety: every member may be called from any number of threads.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/any.hpp"
 #include "sluice/result.hpp"
@@ -51,6 +54,11 @@ struct redis_store_options {
   /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
   /// (seed nodes; docs/redis.md, "Redis Cluster").
   std::string url = "redis://127.0.0.1:6379";
+  /// The password, when the URL gives none (read from a file or the
+  /// environment, so that the secret need not sit in the URL; the URL's
+  /// user, if any, logs in with it). A URL that gives one too is an error
+  /// ("password"): a secret is given in one place. Never printed.
+  std::string password;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";
@@ -87,6 +95,13 @@ struct redis_store_options {
   /// nodes' keys are decided as usual (docs/redis.md, "Failure modes").
   std::uint32_t breaker_failures = 5;
   std::chrono::milliseconds breaker_cool_down{1000};
+  /// Called once per change of the store's health, never per request: when
+  /// a breaker opens (the store, or a cluster node, turned unhealthy) and
+  /// when it closes again (a probe succeeded), with one line that says so
+  /// (the node, never a password; the reason of the last failure). Called
+  /// on the deciding thread; it must be quick and thread-safe. Needs the
+  /// breaker (`breaker_failures` > 0).
+  std::function<void(std::string_view line)> on_health_change;
   /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
   /// check denied until `now + retry_after` denies the requests of the same
   /// or larger cost on it until then without a call. Exact in `allowed` on
@@ -135,6 +150,34 @@ struct redis_store_stats {
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
   std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
   std::uint64_t breakers_open = 0;       ///< cluster: nodes whose circuit breaker is open (or half-open) now
+
+  /// The bounds of the call-latency histogram, in nanoseconds (integers:
+  /// no floating point decides a bucket).
+  static constexpr std::array<std::int64_t, 14> call_latency_bounds{
+      50'000,     100'000,    250'000,    500'000,     1'000'000,   2'500'000,     5'000'000,
+      10'000'000, 25'000'000, 50'000'000, 100'000'000, 250'000'000, 1'000'000'000, 5'000'000'000};
+  /// Round trips to Redis the store waited for (one FCALL, or one
+  /// pipeline), by duration: `[i]` counts those of at most
+  /// `call_latency_bounds[i]` ns and above the bound before (not
+  /// cumulative); the last, those above every bound.
+  std::array<std::uint64_t, call_latency_bounds.size() + 1> call_latency_buckets{};
+  std::uint64_t call_latency_sum_ns = 0;  ///< their total duration
+  /// The names of the reasons a call fails, in the order of `call_failures`.
+  static constexpr std::array<std::string_view, 10> failure_reasons{
+      "timeout", "refused", "io", "auth", "oom", "noperm", "cluster-down", "busy", "server", "protocol"};
+  /// Calls that failed, by reason (docs/redis.md, "What an operator sees"):
+  /// each request's call counts once. A call the breaker kept back, and the
+  /// library's verdict on a key's value (corrupt state), are not failures.
+  std::array<std::uint64_t, failure_reasons.size()> call_failures{};
+  /// One circuit breaker: the node it guards ("host:port", or the socket
+  /// path; never a password) and its state ("closed", "open", "half-open").
+  struct breaker_view {
+    std::string node;
+    std::string_view state;
+  };
+  /// Every breaker: one on one server, one per node known in a cluster;
+  /// none when `breaker_failures` is 0.
+  std::vector<breaker_view> breakers;
 };
 
 /// The Redis implementation of `store`.

@@ -142,7 +142,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
     strings.push_back(std::to_string(px[k]));
   }
   std::vector<std::string_view> views(strings.begin(), strings.end());
-  const auto res = cli->fcall(redis::function_call{fns.cas, keys, views});
+  const auto res = call_one(redis::function_call{fns.cas, keys, views});
   const auto* rep = std::get_if<redis::reply>(&res);
   if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
   const auto* arr = rep->as_array();

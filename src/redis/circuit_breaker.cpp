@@ -69,34 +69,36 @@ void circuit_breaker::open(std::int64_t now) {
   recorded_ = 0;
 }
 
-void circuit_breaker::record_success(std::int64_t now) {
+bool circuit_breaker::record_success(std::int64_t now) {
   (void)now;
   std::lock_guard lock(mu_);
   failures_in_row_ = 0;
   history_ <<= 1;
   recorded_ = std::min(recorded_ + 1, options_.rate_window);
-  if (state_.load(std::memory_order_relaxed) != state::closed) {
-    state_.store(state::closed, std::memory_order_release);
-    history_ = 0;
-    recorded_ = 0;
-  }
+  if (state_.load(std::memory_order_relaxed) == state::closed) return false;
+  state_.store(state::closed, std::memory_order_release);
+  history_ = 0;
+  recorded_ = 0;
+  return true;
 }
 
-void circuit_breaker::record_failure(std::int64_t now) {
+bool circuit_breaker::record_failure(std::int64_t now) {
   std::lock_guard lock(mu_);
   switch (state_.load(std::memory_order_relaxed)) {
     case state::half_open:
       open(now);
-      return;
+      return false;
     case state::open:
-      return;  // a call let through before it opened
+      return false;  // a call let through before it opened
     case state::closed:
       break;
   }
   ++failures_in_row_;
   history_ = (history_ << 1) | 1;
   recorded_ = std::min(recorded_ + 1, options_.rate_window);
-  if (failures_in_row_ >= options_.consecutive_failures || rate_trips()) open(now);
+  if (failures_in_row_ < options_.consecutive_failures && !rate_trips()) return false;
+  open(now);
+  return true;
 }
 
 }  // namespace sluice::redis

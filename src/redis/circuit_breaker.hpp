@@ -52,10 +52,13 @@ class circuit_breaker {
   /// probe (yes). Half-open: no while the probe is out (yes again for a new
   /// probe once a cool-down passed without its outcome).
   [[nodiscard]] bool allow_call(std::int64_t now);
-  /// The call succeeded: resets the failure count; a successful probe closes.
-  void record_success(std::int64_t now);
-  /// The call failed: may open (closed), or reopens (half-open).
-  void record_failure(std::int64_t now);
+  /// The call succeeded: resets the failure count; a successful probe
+  /// closes. True when this call closed it (open or half-open -> closed).
+  bool record_success(std::int64_t now);
+  /// The call failed: may open (closed), or reopens (half-open). True when
+  /// this call opened a closed breaker (a half-open one reopening is no
+  /// change of health: it was not closed).
+  bool record_failure(std::int64_t now);
 
   /// The state now (open turns half-open only through allow_call).
   [[nodiscard]] state current() const noexcept { return state_.load(std::memory_order_acquire); }
@@ -64,8 +67,8 @@ class circuit_breaker {
 
   /// The twins that read steady_clock (nanoseconds).
   [[nodiscard]] bool allow_call_now() { return allow_call(steady_ns()); }
-  void record_success_now() { record_success(steady_ns()); }
-  void record_failure_now() { record_failure(steady_ns()); }
+  bool record_success_now() { return record_success(steady_ns()); }
+  bool record_failure_now() { return record_failure(steady_ns()); }
 
   /// "closed", "open", "half-open".
   [[nodiscard]] static std::string_view name(state s) noexcept;

@@ -102,15 +102,25 @@ bool node_failed(const reply& rep) {
 
 }  // namespace
 
-void cluster_client::record(node& n, bool failed, bool& success_told) {
+void cluster_client::record(node& n, bool failed, bool& success_told, std::optional<failure_reason> why) const {
   if (!n.breaker) return;
   if (failed) {
-    n.breaker->record_failure_now();
+    if (n.breaker->record_failure_now() && options_.on_breaker_change)
+      options_.on_breaker_change(n.address, false, why);
     success_told = false;
   } else if (!success_told) {
-    n.breaker->record_success_now();
+    if (n.breaker->record_success_now() && options_.on_breaker_change)
+      options_.on_breaker_change(n.address, true, std::nullopt);
     success_told = true;
   }
+}
+
+std::vector<std::pair<std::string, circuit_breaker::state>> cluster_client::breaker_states() const {
+  std::vector<std::pair<std::string, circuit_breaker::state>> out;
+  std::shared_lock lock(nodes_mu_);
+  for (const auto& n : nodes_)
+    if (n->breaker) out.emplace_back(n->address, n->breaker->current());
+  return out;
 }
 
 cluster_client::cluster_client(cluster_options options) : options_(std::move(options)) {}
@@ -370,7 +380,7 @@ void cluster_client::route(std::span<const function_call> calls, std::vector<job
         // sent, so it may go again. Anything after sending may have run.
         const bool unsent = !e->maybe_applied && (e->kind == call_error::refused || e->kind == call_error::timeout);
         for (std::size_t j : g.jobs) {
-          record(*g.target, true, success_told);
+          record(*g.target, true, success_told, reason_of(*e));
           if (!unsent) {
             out[jobs[j].index] = *e;
             continue;
@@ -387,7 +397,8 @@ void cluster_client::route(std::span<const function_call> calls, std::vector<job
       for (std::size_t k = 0; k < g.jobs.size(); ++k) {
         job& jb = jobs[g.jobs[k]];
         reply& rep = replies[k];
-        record(*g.target, node_failed(rep), success_told);
+        const bool failed = node_failed(rep);
+        record(*g.target, failed, success_told, failed ? reason_of_reply(rep.str) : std::nullopt);
         const redirect d = rep.is_error() ? classify(rep.str) : redirect{};
         if (d.kind == redirect::none) {
           out[jb.index] = std::move(rep);

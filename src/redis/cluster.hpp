@@ -42,6 +42,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +55,7 @@
 
 #include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
+#include "redis/figures.hpp"
 #include "redis/slots.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/result.hpp"
@@ -106,6 +108,10 @@ struct cluster_options {
   /// breakers.
   std::uint32_t breaker_failures = 0;
   std::chrono::milliseconds breaker_cool_down{1000};
+  /// Called when a node's breaker opens (`healthy` false; `why`: the reason
+  /// of the failure that opened it) or closes again (true), once per
+  /// change; may be empty.
+  std::function<void(const std::string& node, bool healthy, std::optional<failure_reason> why)> on_breaker_change;
 };
 
 /// Counters of what the router did (monotone, relaxed reads).
@@ -159,6 +165,16 @@ class cluster_client final : public backend {
   /// What the router has done so far.
   [[nodiscard]] cluster_stats stats() const noexcept;
 
+  /// Sets `cluster_options::on_breaker_change`; before the first call only.
+  void set_on_breaker_change(
+      std::function<void(const std::string& node, bool healthy, std::optional<failure_reason> why)> f) {
+    options_.on_breaker_change = std::move(f);
+  }
+
+  /// Every known node's address and the state of its breaker (none: no
+  /// breakers).
+  [[nodiscard]] std::vector<std::pair<std::string, circuit_breaker::state>> breaker_states() const;
+
  private:
   struct node;
   struct job;
@@ -170,7 +186,7 @@ class cluster_client final : public backend {
   void route(std::span<const function_call> calls, std::vector<job>& jobs, std::vector<call_result>& out);
   /// Tells `n`'s breaker how one call of a pipeline went. `success_told`
   /// (false at the pipeline's start) makes a run of successes one report.
-  static void record(node& n, bool failed, bool& success_told);
+  void record(node& n, bool failed, bool& success_told, std::optional<failure_reason> why = std::nullopt) const;
 
   cluster_options options_;
 

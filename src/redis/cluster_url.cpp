@@ -21,20 +21,20 @@ bool is_cluster_url(std::string_view text) noexcept { return text.starts_with(cl
 result<std::vector<url>> parse_cluster_url(std::string_view text) {
   if (!is_cluster_url(text)) return error{"scheme", "must be redis+cluster:// for a Redis Cluster"};
   std::string_view rest = text.substr(cluster_scheme.size());
-  std::string_view authority = rest;
+  // The userinfo ends at the last '@' (a password may hold an unescaped
+  // '@', '/' or ','), so nothing before it is ever echoed in an error.
+  std::string_view userinfo;
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    userinfo = rest.substr(0, at + 1);
+    rest = rest.substr(at + 1);
+  }
+  std::string_view hosts = rest;
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    authority = rest.substr(0, slash);
+    hosts = rest.substr(0, slash);
     const std::string_view db = rest.substr(slash + 1);
     if (!db.empty() && db != "0")
       return error{"db",
-                   "must be 0 or left out, not \"" + std::string(db) + "\" (a Redis Cluster has only database 0)"};
-  }
-  // The userinfo ends at the last '@' (a password may hold an unescaped one).
-  std::string_view userinfo;
-  std::string_view hosts = authority;
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    userinfo = authority.substr(0, at + 1);
-    hosts = authority.substr(at + 1);
+                   "must be 0 or left out, not \"" + escape_bytes(db) + "\" (a Redis Cluster has only database 0)"};
   }
   if (hosts.empty()) return error{"seed", "none given (redis+cluster://host:port[,host:port...])"};
   std::vector<url> seeds;
@@ -67,6 +67,20 @@ std::optional<error> cluster_name_error(std::string_view field, std::string_view
                                        "\"): the store puts each key in braces to choose its hash slot"};
 }
 
+std::optional<error> apply_password(url& u, const std::string& password) {
+  if (!password.empty()) {
+    if (!u.password.empty())
+      return error{"password",
+                   "is given twice, in the URL and apart from it (store.password_file or SLUICE_REDIS_PASSWORD): "
+                   "give it in one place"};
+    u.password = password;
+  }
+  if (!u.user.empty() && u.password.empty())
+    return error{"password", "is missing for user \"" + escape_bytes(u.user) +
+                                 "\" (redis://user:password@host, store.password_file or SLUICE_REDIS_PASSWORD)"};
+  return std::nullopt;
+}
+
 result<std::unique_ptr<backend>> open_backend(const redis_store_options& options) {
   auto timeouts = [&](auto& co) {
     co.connect_timeout = options.connect_timeout;
@@ -79,6 +93,8 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
     if (auto e = cluster_name_error("prefix", options.prefix)) return *e;
     cluster_options co;
     co.seeds = std::move(seeds).value();
+    for (auto& seed : co.seeds)
+      if (auto e = apply_password(seed, options.password)) return *e;
     timeouts(co);
     co.breaker_failures = options.breaker_failures;
     co.breaker_cool_down = options.breaker_cool_down;
@@ -88,6 +104,7 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
   if (!where) return where.err();
   client_options co;
   co.where = std::move(where).value();
+  if (auto e = apply_password(co.where, options.password)) return *e;
   timeouts(co);
   return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
 }

@@ -307,7 +307,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     clear(s);
     build(r, es.data(), peek, 0, s);
     seal(s);
-    const auto res = cli->fcall(s.fcalls[0]);
+    const auto res = call_one(s.fcalls[0]);
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
       o = judge(r, es.data(), *rep, peek, out, per_check, stale, grows);
     } else {
@@ -376,7 +376,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     const std::vector<std::size_t> owner = s.owner;  // the carry path below reuses the buffers
     // One outcome per call: in a cluster each node's pipeline succeeds or
     // fails on its own (one server: all of them together).
-    auto results = cli->fcall_each(s.fcalls);
+    auto results = call_each(s.fcalls);
     for (std::size_t c = 0; c < owner.size(); ++c) {
       const std::size_t i = owner[c];
       const store_request& r = requests[i];
@@ -405,7 +405,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
         clear(again);
         build(r, es[i].data(), false, 0, again);
         seal(again);
-        const auto res2 = cli->fcall(again.fcalls[0]);
+        const auto res2 = call_one(again.fcalls[0]);
         const auto* rep = std::get_if<redis::reply>(&res2);
         o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
       }

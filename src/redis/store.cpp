@@ -119,6 +119,41 @@ std::optional<tick> redis_store::impl::server_now() {
   return static_cast<tick>(ticks);
 }
 
+redis::call_result redis_store::impl::call_one(const redis::function_call& fc) {
+  const std::int64_t t0 = redis::circuit_breaker::steady_ns();
+  auto r = cli->fcall(fc);
+  figures.observe(redis::circuit_breaker::steady_ns() - t0);
+  figures.note(r);
+  return r;
+}
+
+std::vector<redis::call_result> redis_store::impl::call_each(std::span<const redis::function_call> fcs) {
+  const std::int64_t t0 = redis::circuit_breaker::steady_ns();
+  auto rs = cli->fcall_each(fcs);
+  figures.observe(redis::circuit_breaker::steady_ns() - t0);
+  figures.note_each(rs);
+  return rs;
+}
+
+void redis_store::impl::health_changed(std::string_view which, bool healthy,
+                                       std::optional<redis::failure_reason> why) const {
+  if (!opt.on_health_change) return;
+  std::string line = "store " + std::string(which) + ": ";
+  if (healthy) {
+    line += "healthy again: a probe call succeeded, the store decides";
+  } else {
+    line += "unhealthy: the circuit breaker opened after " + std::to_string(opt.breaker_failures) +
+            " failed calls in a row (the last: " +
+            std::string(why ? redis_store_stats::failure_reasons[static_cast<std::size_t>(*why)] : "no reply") +
+            "); the failure mode (" +
+            std::string(opt.on_failure == failure_mode::fail_open ? "fail-open"
+                        : opt.on_failure == failure_mode::local   ? "local"
+                                                                  : "fail-closed") +
+            ") answers until a probe call succeeds";
+  }
+  opt.on_health_change(line);
+}
+
 std::int64_t redis_store::impl::next_batch() noexcept {
   const std::uint64_t b = batches.fetch_add(1, std::memory_order_relaxed) & ((std::uint64_t{1} << 52) - 1);
   return b == 0 ? 1 : static_cast<std::int64_t>(b);
@@ -174,10 +209,8 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
   if (o != outcome::ok)  // no state behind the answer (the local fallback writes its own)
     for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
   if (breaker && o != outcome::not_sent) {
-    if (o == outcome::failure)
-      breaker->record_failure_now();
-    else
-      breaker->record_success_now();
+    if (o == outcome::failure ? breaker->record_failure_now() : breaker->record_success_now())
+      health_changed(node, o != outcome::failure, figures.last_reason());
   }
   switch (o) {
     case outcome::ok:
@@ -275,6 +308,19 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
     return error{"server_clock",
                  "not with a cluster: each primary has its own clock, so no one TIME holds for every key"};
   auto p = std::make_unique<impl>(std::move(options), std::move(b).value());
+  if (p->single_server != nullptr) {
+    const redis::url& u = p->single_server->options().where;
+    p->node = u.is_unix() ? u.socket_path
+                          : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
+                                std::to_string(u.port);
+  }
+  if (p->cluster != nullptr && p->opt.on_health_change) {
+    impl* self = p.get();
+    p->cluster->set_on_breaker_change(
+        [self](const std::string& n, bool healthy, std::optional<redis::failure_reason> why) {
+          self->health_changed(n, healthy, why);
+        });
+  }
   if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
     return lib.err();
   return std::unique_ptr<redis_store>(new redis_store(std::move(p)));
@@ -385,7 +431,10 @@ redis_store_stats redis_store::redis_stats() const {
   s.carry_conflicts = get(p.carry_conflicts);
   s.unknown_config = get(p.unknown_config);
   s.cross_slot = get(p.cross_slot);
+  p.figures.read(s);
+  if (p.breaker) s.breakers.push_back({p.node, redis::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
+    for (const auto& [n, st] : p.cluster->breaker_states()) s.breakers.push_back({n, redis::circuit_breaker::name(st)});
     const auto c = p.cluster->stats();
     s.moved = c.moved;
     s.asked = c.asked;

@@ -22,6 +22,7 @@
 #include "redis/client.hpp"
 #include "redis/cluster.hpp"
 #include "redis/deny_cache.hpp"
+#include "redis/figures.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
 #include "sluice/redis.hpp"
@@ -129,6 +130,9 @@ struct redis_store::impl {
   std::unique_ptr<redis::circuit_breaker> breaker;  // null: none
   std::unique_ptr<redis::deny_cache> denials;       // null: off
 
+  redis::call_figures figures;  // latency, failures by reason
+  std::string node;             // the one server's "host:port" or socket path (health lines, breaker_view)
+
   std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
       mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0};
@@ -165,6 +169,15 @@ struct redis_store::impl {
   /// Redis's clock (TIME) in the store's ticks (server-clock mode), or the
   /// outcome in its place.
   std::optional<tick> server_now();
+
+  /// One FCALL, or one pipeline of them, timed and its failures counted by
+  /// reason (figures): every call the store decides with goes through these.
+  redis::call_result call_one(const redis::function_call& fc);
+  std::vector<redis::call_result> call_each(std::span<const redis::function_call> fcs);
+  /// The health line of a breaker that opened (`healthy` false) or closed,
+  /// given to opt.on_health_change.
+  /// `why`: the reason of the failure that opened it.
+  void health_changed(std::string_view which, bool healthy, std::optional<redis::failure_reason> why) const;
 
   // ---- decide.cpp ----
   /// Decides (or peeks) one request; `grows`: its checks' grows_after

@@ -2,10 +2,12 @@
 // name the part at fault.
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "redis/client.hpp"
+#include "sluice/redact.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -58,26 +60,67 @@ bool host_char_ok(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
 }
 
+// "user[:password]" into `u`; the parts are percent-decoded. A user without
+// a password is kept: the password may come from elsewhere
+// (redis_store_options::password); the store refuses the URL if none does.
+std::optional<error> parse_userinfo(std::string_view userinfo, url& u) {
+  const auto colon = userinfo.find(':');
+  if (!percent_decode(userinfo.substr(0, colon), u.user)) return fail("user", "has a malformed %-escape");
+  if (colon == std::string_view::npos) return std::nullopt;
+  if (!percent_decode(userinfo.substr(colon + 1), u.password)) return fail("password", "has a malformed %-escape");
+  if (u.password.empty()) return fail("password", "is empty after ':' (leave out the ':' for none)");
+  return std::nullopt;
+}
+
 result<url> parse_unix(std::string_view rest) {
-  // rest follows "unix://": "/path[?db=N]"
+  // rest follows "unix://": "[user[:password]@]/path[?db=N]". The userinfo
+  // ends at the last "@/" (a path after a userinfo may not hold "@/").
   url u;
+  if (!rest.empty() && rest.front() != '/') {
+    const auto at = rest.rfind("@/");
+    if (at == std::string_view::npos)
+      return fail("path", "must be an absolute socket path (unix://[user:password@]/path/to/redis.sock)");
+    if (auto e = parse_userinfo(rest.substr(0, at), u)) return *e;
+    rest = rest.substr(at + 1);
+  }
   std::string_view path = rest;
   std::string_view query;
-  if (const auto q = rest.find('?'); q != std::string_view::npos) {
-    path = rest.substr(0, q);
-    query = rest.substr(q + 1);
+  const bool has_query = rest.find('?') != std::string_view::npos;
+  if (has_query) {
+    path = rest.substr(0, rest.find('?'));
+    query = rest.substr(rest.find('?') + 1);
   }
   if (path.empty() || path.front() != '/')
     return fail("path", "must be an absolute socket path (unix:///path/to/redis.sock)");
   if (path.find('\0') != std::string_view::npos) return fail("path", "must not contain a NUL byte");
   if (path.size() > 107) return fail("path", "is longer than a unix socket path may be (107 bytes)");
   if (!percent_decode(path, u.socket_path)) return fail("path", "has a malformed %-escape");
-  if (!rest.empty() && rest.find('?') != std::string_view::npos) {
-    if (query.substr(0, 3) != "db=")
-      return fail("query", "only \"db=N\" is understood, not \"" + std::string(query) + "\"");
-    auto db = parse_db(query.substr(3));
-    if (!db) return db.err();
-    u.db = *db;
+  if (has_query) {
+    // Parameters "name=value" joined by '&'; only db is understood. A value
+    // is never echoed (a password may have been put there).
+    bool seen_db = false;
+    while (true) {
+      const auto amp = query.find('&');
+      const std::string_view param = query.substr(0, amp);
+      const auto eq = param.find('=');
+      const std::string_view name = param.substr(0, eq);
+      if (name == "password" || name == "user" || name == "username")
+        return fail("query", "takes no " + std::string(name) +
+                                 " (write unix://user:password@/path, or use store.password_file or "
+                                 "SLUICE_REDIS_PASSWORD)");
+      if (name != "db") {
+        std::string shown;
+        for (char c : name) shown += host_char_ok(c) ? c : '?';
+        return fail("query", "unknown parameter \"" + shown + "\" (known: db)");
+      }
+      if (seen_db) return fail("query", "gives db twice");
+      seen_db = true;
+      auto db = parse_db(eq == std::string_view::npos ? std::string_view{} : param.substr(eq + 1));
+      if (!db) return db.err();
+      u.db = *db;
+      if (amp == std::string_view::npos) break;
+      query = query.substr(amp + 1);
+    }
   }
   u.host.clear();
   u.port = 0;
@@ -88,17 +131,16 @@ result<url> parse_unix(std::string_view rest) {
 
 std::string url::redacted() const {
   std::string s;
+  const auto login = [&] {
+    if (user.empty() && password.empty()) return std::string();
+    return user + (password.empty() ? "" : ":" + std::string(redacted_password)) + "@";
+  };
   if (is_unix()) {
-    s = "unix://" + socket_path;
+    s = "unix://" + login() + socket_path;
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  s = "redis://";
-  if (!user.empty() || !password.empty()) {
-    s += user;
-    if (!password.empty()) s += ":***";
-    s += '@';
-  }
+  s = "redis://" + login();
   s += host.find(':') != std::string::npos ? "[" + host + "]" : host;
   s += ':' + std::to_string(port);
   if (db != 0) s += '/' + std::to_string(db);
@@ -114,35 +156,23 @@ result<url> parse_url(std::string_view text) {
   std::string_view rest = text.substr(redis_scheme.size());
   url u;
 
-  // authority [ "/" db ]
-  std::string_view authority = rest;
+  // [ userinfo "@" ] authority [ "/" db ]: the userinfo ends at the last '@'
+  // (a password may hold an unescaped '@', '/', '?' or '#'; a host, port or
+  // db never holds '@'), so nothing before it is ever echoed in an error.
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    if (auto e = parse_userinfo(rest.substr(0, at), u)) return *e;
+    rest = rest.substr(at + 1);
+  }
+  std::string_view hostport = rest;
   std::string_view db_part;
   bool has_db = false;
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    authority = rest.substr(0, slash);
+    hostport = rest.substr(0, slash);
     db_part = rest.substr(slash + 1);
     has_db = true;
   }
-  if (authority.find('?') != std::string_view::npos || authority.find('#') != std::string_view::npos)
-    return fail("host", "has a query or fragment; redis:// URLs take none");
-
-  // userinfo "@" hostport; the last '@' ends the userinfo (a password may hold an unescaped '@').
-  std::string_view hostport = authority;
-  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = authority.substr(0, at);
-    hostport = authority.substr(at + 1);
-    const auto colon = userinfo.find(':');
-    const std::string_view user = userinfo.substr(0, colon);
-    if (!percent_decode(user, u.user)) return fail("user", "has a malformed %-escape");
-    if (colon != std::string_view::npos) {
-      if (!percent_decode(userinfo.substr(colon + 1), u.password)) return fail("password", "has a malformed %-escape");
-      if (u.password.empty()) return fail("password", "is empty after ':' (leave out the ':' for none)");
-    } else if (!u.user.empty()) {
-      // "redis://name@host": Redis URLs (redis-py, lettuce) read a lone userinfo as the password
-      // only when prefixed by ':'; a bare name without a password cannot AUTH.
-      return fail("password", "is missing for user \"" + u.user + "\" (redis://user:password@host)");
-    }
-  }
+  if (rest.find('?') != std::string_view::npos || rest.find('#') != std::string_view::npos)
+    return fail("query", "a redis:// URL takes no query or fragment (redis://[user:password@]host[:port][/db])");
 
   // host [ ":" port ], IPv6 in brackets
   std::string_view host;

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
 
 #include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/redact.hpp"
 #include "target.hpp"
 
 namespace sluice::serve {
@@ -31,8 +33,12 @@ struct located {
   std::string message;
 };
 
+std::string place_of(const std::string& file, toml::source_position p) {
+  return file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+}
+
 error at_place(const std::string& file, toml::source_position p, const std::string& message) {
-  return error{file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column), message};
+  return error{place_of(file, p), message};
 }
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -243,19 +249,62 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   SLUICE_NOTE(r.duration("drain_timeout", c.lim.drain_timeout));
 }
 
+// The password's sources (docs/redis.md, "URLs, passwords"): the URL,
+// store.password_file, $SLUICE_REDIS_PASSWORD; exactly one may give it.
+std::optional<error> read_password(const reader& r, bool remote, store_config& s) {
+  std::string path;
+  SLUICE_TRY(r.str("password_file", path));
+  const toml::node* file_node = r.get("password_file");
+  const char* env = remote ? std::getenv(password_env) : nullptr;
+  const bool from_env = env != nullptr && *env != '\0';
+  const bool from_url = url_gives_password(s.url);
+  if (file_node != nullptr) {
+    if (!remote) return r.wrong(*file_node, "password_file", "only a remote store (Redis) takes a password");
+    if (from_url)
+      return r.wrong(*file_node, "password_file",
+                     "the URL gives a password too: give it in one place (the URL or this file)");
+    if (from_env)
+      return r.wrong(*file_node, "password_file",
+                     std::string(password_env) + " is set too: give the password in one place (this file or it)");
+    std::ifstream in(path, std::ios::binary);
+    if (path.empty() || !in) return r.wrong(*file_node, "password_file", "cannot read '" + path + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) return r.wrong(*file_node, "password_file", "cannot read '" + path + "'");
+    s.password = text.str();
+    if (!s.password.empty() && s.password.back() == '\n') s.password.pop_back();
+    if (!s.password.empty() && s.password.back() == '\r') s.password.pop_back();
+    if (s.password.empty())
+      return r.wrong(*file_node, "password_file", "'" + path + "' holds no password (it is empty)");
+    if (s.password.find_first_of("\r\n") != std::string::npos)
+      return r.wrong(*file_node, "password_file", "'" + path + "' holds more than one line");
+    return std::nullopt;
+  }
+  if (from_env) {
+    if (from_url)
+      return r.wrong(*r.get("url"), "url",
+                     "gives a password and " + std::string(password_env) +
+                         " is set too: give the password in one place (the URL or the variable)");
+    s.password = env;
+  }
+  return std::nullopt;
+}
+
 void read_store(const std::string& file, const toml::table& t, store_config& s, std::vector<error>& errs) {
   const reader r(file, t, "store");
-  r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size", "on_failure",
-          "fail_closed_retry_after", "deny_cache", "key_prefix"},
+  r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
+          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
+  if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
   const bool remote = s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 ||
                       s.url.rfind("unix://", 0) == 0 || s.url.rfind("redis+cluster://", 0) == 0;
   if (!s.is_memory() && !remote)
     errs.push_back(r.wrong(*r.get("url"), "url",
                            "must be \"memory\", a redis://host:port[/db] or unix:///path URL, or "
                            "redis+cluster://host:port[,host:port...] (got '" +
-                               s.url + "')"));
+                               redact_url(s.url) + "')"));
+  SLUICE_NOTE(read_password(r, remote, s));
   SLUICE_NOTE(r.str("snapshot", s.snapshot));
   SLUICE_NOTE(r.duration("snapshot_interval", s.snapshot_interval, true));
   if (remote && r.get("snapshot") != nullptr)

@@ -34,6 +34,9 @@ struct listen_address {
 /// lookups), the port 0..65535 (0: any free port). The error names "listen".
 result<listen_address> parse_listen(std::string_view text);
 
+/// The environment variable that may hold the remote store's password.
+inline constexpr const char* password_env = "SLUICE_REDIS_PASSWORD";
+
 /// The name of a failure mode: "fail-open", "fail-closed", "local".
 std::string_view name_of(failure_mode m) noexcept;
 
@@ -43,6 +46,13 @@ struct store_config {
   /// redis://[user:password@]host:port[/db] or unix:///path[?db=N], or a
   /// Redis Cluster: redis+cluster://[user:password@]host:port[,host:port...].
   std::string url = "memory";
+  /// Where `url` stands in the file ("FILE:LINE:COLUMN"; empty: not from a
+  /// file), for the store's errors.
+  std::string url_place;
+  /// Remote store: the password when the URL gives none, from
+  /// `password_file` or $SLUICE_REDIS_PASSWORD (exactly one source gives
+  /// it). Never printed.
+  std::string password;
   /// Memory store: a snapshot path. When set, the states are loaded from it
   /// at start (when it exists) and saved to it at shutdown.
   std::string snapshot;

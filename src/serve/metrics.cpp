@@ -1,6 +1,8 @@
 // Prometheus text exposition of the service's counters (metrics.hpp).
 #include "metrics.hpp"
 
+#include "sluice/redact.hpp"
+
 namespace sluice::serve {
 
 std::string seconds_text(std::uint64_t ns) {
@@ -79,7 +81,39 @@ void sample(std::string& out, std::string_view name, std::uint64_t v) {
 
 }  // namespace
 
-std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys) const {
+namespace {
+
+void render_figures(std::string& out, const store_figures& f) {
+  family(out, "sluice_store_call_duration_seconds", "histogram",
+         "Round trips to the remote store the service waited for (one call, or one pipeline), by duration.");
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < f.latency_bounds.size() && i < f.latency_buckets.size(); ++i) {
+    cumulative += f.latency_buckets[i];
+    out += "sluice_store_call_duration_seconds_bucket{le=\"" +
+           seconds_text(static_cast<std::uint64_t>(f.latency_bounds[i])) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  for (std::size_t i = f.latency_bounds.size(); i < f.latency_buckets.size(); ++i) cumulative += f.latency_buckets[i];
+  out += "sluice_store_call_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  out += "sluice_store_call_duration_seconds_sum " + seconds_text(f.latency_sum_ns) + "\n";
+  out += "sluice_store_call_duration_seconds_count " + std::to_string(cumulative) + "\n";
+  family(out, "sluice_store_call_failures_total", "counter",
+         "Calls to the remote store that failed, by reason: timeout, refused, io (the connection broke), auth, oom, "
+         "noperm, cluster-down, busy, server (another error reply), protocol.");
+  for (const auto& [reason, n] : f.failures)
+    out += "sluice_store_call_failures_total{reason=\"" + label_value(reason) + "\"} " + std::to_string(n) + "\n";
+  family(out, "sluice_store_breaker_state", "gauge",
+         "Each circuit breaker of the remote store (one per node of a cluster): 1 for its state now, 0 for the "
+         "others.");
+  for (const auto& [node, state] : f.breakers)
+    for (const auto st : breaker_states)
+      out += "sluice_store_breaker_state{node=\"" + label_value(redact_url(node)) + "\",state=\"" + std::string(st) +
+             "\"} " + (st == state ? "1" : "0") + "\n";
+}
+
+}  // namespace
+
+std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys,
+                            const store_figures* figures) const {
   std::string out;
   out.reserve(4096);
   const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -135,6 +169,7 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
          "answered as an error: a value the store did not write, a bad request).");
   out += "sluice_store_errors_total{kind=\"call\"} " + std::to_string(store.store_failures) + "\n";
   out += "sluice_store_errors_total{kind=\"state\"} " + std::to_string(store.errors) + "\n";
+  if (figures != nullptr) render_figures(out, *figures);
   family(out, "sluice_store_fallbacks_total", "counter", "Requests decided by the failure mode instead of the store.");
   sample(out, "sluice_store_fallbacks_total", store.fallbacks);
   family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");
@@ -154,7 +189,9 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   sample(out, "sluice_connections_refused_total", r(connections_refused));
   family(out, "sluice_connection_timeouts_total", "counter", "Connections closed by the idle or request timeout.");
   sample(out, "sluice_connection_timeouts_total", r(timeouts));
-  family(out, "sluice_bad_requests_total", "counter", "Requests refused for their content (4xx).");
+  family(out, "sluice_bad_requests_total", "counter",
+         "Requests refused for their content or a missing token (400, 401, 404, 405, 413, 431, an invalid "
+         "auth_request's 403); never a denial.");
   sample(out, "sluice_bad_requests_total", r(bad_requests));
   family(out, "sluice_config_reloads_total", "counter", "Configuration reloads, by result.");
   out += "sluice_config_reloads_total{result=\"applied\"} " + std::to_string(r(reloads_ok)) + "\n";

@@ -10,8 +10,11 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sluice/store.hpp"
 #include "sluice/time.hpp"
@@ -27,6 +30,24 @@ struct policy_counters {
   std::atomic<std::uint64_t> shadow_denied{0};   ///< shadow checks that would have denied
   std::atomic<std::uint64_t> shadow_invalid{0};  ///< shadow checks whose rule could not read the request
 };
+
+/// A remote store's own figures (the Redis store's: the command fills them
+/// through set_store_figures_source), read at each scrape.
+struct store_figures {
+  /// Call-latency histogram: bounds in integer nanoseconds, counts per
+  /// bucket (not cumulative; one more than the bounds: those above all).
+  std::span<const std::int64_t> latency_bounds;
+  std::vector<std::uint64_t> latency_buckets;
+  std::uint64_t latency_sum_ns = 0;
+  /// Failed calls by reason ("timeout", "refused", "auth", "oom", ...).
+  std::vector<std::pair<std::string_view, std::uint64_t>> failures;
+  /// Each circuit breaker: its node ("host:port") and state ("closed",
+  /// "open", "half-open").
+  std::vector<std::pair<std::string, std::string_view>> breakers;
+};
+
+/// The breaker states a `store_figures` may name, in the exposition's order.
+inline constexpr std::array<std::string_view, 3> breaker_states{"closed", "open", "half-open"};
 
 /// Every metric of one service. Thread-safe.
 class metrics {
@@ -55,12 +76,17 @@ class metrics {
   std::atomic<std::uint64_t> timeouts{0};             ///< connections closed by the idle or request timeout
   std::atomic<std::uint64_t> reloads_ok{0};           ///< configurations applied
   std::atomic<std::uint64_t> reloads_failed{0};       ///< configurations refused
-  std::atomic<std::uint64_t> bad_requests{0};         ///< requests answered 4xx for their content
+  /// Requests refused for their content (or a missing token): never a
+  /// denial, never a refused reload.
+  std::atomic<std::uint64_t> bad_requests{0};
 
   /// The exposition: every family with HELP and TYPE, `store` giving the
   /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and
   /// `keys` the keys it holds (left out when it cannot tell).
-  [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys) const;
+  /// `figures`, when given, adds the remote store's call latency, failures
+  /// by reason and breaker states.
+  [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys,
+                                   const store_figures* figures = nullptr) const;
 
  private:
   mutable std::mutex mutex_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 #include "stores.hpp"
 #include "target.hpp"
@@ -51,7 +52,10 @@ std::string error_body(std::string_view field, std::string_view message) {
   return out;
 }
 
-void bad_request(http_response& res, unsigned status, std::string_view field, std::string_view message) {
+// A request refused for its content (or for lacking the token): its answer,
+// counted in sluice_bad_requests_total. A denial is not one.
+void bad_request(metrics& m, http_response& res, unsigned status, std::string_view field, std::string_view message) {
+  m.bad_requests.fetch_add(1, std::memory_order_relaxed);
   res.status = status;
   res.content_type = "application/json";
   res.body = error_body(field, message);
@@ -204,10 +208,12 @@ bool whole_cost(const nlohmann::json& v) {
 }
 
 remote_store_factory g_remote_factory = nullptr;
+store_figures_source g_figures_source = nullptr;
 
 }  // namespace
 
 void set_remote_store_factory(remote_store_factory f) noexcept { g_remote_factory = f; }
+void set_store_figures_source(store_figures_source f) noexcept { g_figures_source = f; }
 
 service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
 service::~service() = default;
@@ -260,7 +266,8 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     const config& oc = *old->cfg;
     if (oc.listen != cfg->listen || oc.admin != cfg->admin) report.notes.push_back("listeners change at restart only");
     if (oc.threads != cfg->threads) report.notes.push_back("threads change at restart only");
-    if (oc.store.url != cfg->store.url || oc.store.snapshot != cfg->store.snapshot)
+    if (oc.store.url != cfg->store.url || oc.store.password != cfg->store.password ||
+        oc.store.snapshot != cfg->store.snapshot)
       report.notes.push_back("the store changes at restart only");
   }
   return std::shared_ptr<const active>(std::move(a));
@@ -321,10 +328,11 @@ void service::handle(const http_request& req, http_response& res, listener_role 
   }
   const auto a = active_.load();
   if (path.empty()) {
-    bad_request(res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
+    bad_request(metrics_, res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
   } else if (path == "/v1/authorize" && role == listener_role::decision) {
     if (!token_ok(*a->cfg, req)) {
       // No body: nginx passes a 401 of the subrequest on to its client.
+      metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
       res.status = 401;
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
       res.fields.push_back({"X-Sluice-Decision", "unauthorized"});
@@ -334,17 +342,18 @@ void service::handle(const http_request& req, http_response& res, listener_role 
     }
   } else if (path == "/v1/decide" && role == listener_role::decision) {
     if (req.method != "POST") {
-      bad_request(res, 405, "method", "POST /v1/decide with a JSON body");
+      bad_request(metrics_, res, 405, "method", "POST /v1/decide with a JSON body");
       res.fields.push_back({"Allow", "POST"});
     } else if (!token_ok(*a->cfg, req)) {
-      bad_request(res, 401, "authorization", "a valid bearer token is required");
+      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
     } else {
       decide_json(*a, req, res);
     }
   } else if (path == "/metrics") {
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = metrics_.render(store_->stats(), store_->count_keys());
+    const auto figures = g_figures_source != nullptr ? g_figures_source(*store_) : std::nullopt;
+    res.body = metrics_.render(store_->stats(), store_->count_keys(), figures ? &*figures : nullptr);
   } else if (path == "/healthz") {
     res.content_type = "text/plain";
     res.body = "ok\n";
@@ -356,9 +365,9 @@ void service::handle(const http_request& req, http_response& res, listener_role 
   } else if (role == listener_role::admin && path.substr(0, 7) == "/admin/") {
     admin(path, req, res);
   } else {
-    bad_request(res, 404, "path", "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
+    bad_request(metrics_, res, 404, "path",
+                "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
   }
-  if (res.status >= 400 && res.status < 500) metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
   metrics_.count_status(res.status);
 }
 
@@ -381,6 +390,7 @@ void service::authorize(const active& a, const http_request& req, http_response&
   thread_local outcome o;
   if (uris > 1 || methods > 1 || a.rules.plan(v, checks)) {
     // nginx turns anything but 2xx/401/403 into a 500: a bad request is a 403.
+    metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
     res.status = 403;
     res.fields.push_back({"X-Sluice-Decision", "invalid"});
     res.fields.push_back({"Cache-Control", "no-store"});
@@ -403,16 +413,16 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   try {
     doc = json::parse(req.body);
   } catch (const json::parse_error& e) {
-    bad_request(res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    bad_request(metrics_, res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
     return;
   } catch (const json::exception&) {
     // nlohmann throws out_of_range, not parse_error, for a number past a
     // double (1e999): a bad request, never an escaped exception.
-    bad_request(res, 400, "body", "a number out of range for JSON (past 1.8e308)");
+    bad_request(metrics_, res, 400, "body", "a number out of range for JSON (past 1.8e308)");
     return;
   }
   if (!doc.is_object()) {
-    bad_request(res, 400, "body",
+    bad_request(metrics_, res, 400, "body",
                 "must be a JSON object such as {\"checks\":[{\"policy\":\"api\",\"key\":\"alice\"}]}");
     return;
   }
@@ -423,45 +433,45 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   std::optional<tick> now;
   const auto read_check = [&](const json& j, const std::string& where) -> bool {
     if (!j.is_object()) {
-      bad_request(res, 400, where, "must be an object {\"policy\": ..., \"key\": ...}");
+      bad_request(metrics_, res, 400, where, "must be an object {\"policy\": ..., \"key\": ...}");
       return false;
     }
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (it.key() != "policy" && it.key() != "key" && it.key() != "cost") {
-        bad_request(res, 400, where + "." + it.key(), "unknown field (a check has policy, key and cost)");
+        bad_request(metrics_, res, 400, where + "." + it.key(), "unknown field (a check has policy, key and cost)");
         return false;
       }
     }
     std::int64_t own_cost = 0;  // 0: the request's
     if (const auto oc = j.find("cost"); oc != j.end()) {
       if (!whole_cost(*oc)) {
-        bad_request(res, 400, where + ".cost", "must be a whole number of at least 1");
+        bad_request(metrics_, res, 400, where + ".cost", "must be a whole number of at least 1");
         return false;
       }
       own_cost = oc->get<std::int64_t>();
     }
     const auto p = j.find("policy");
     if (p == j.end() || !p->is_string()) {
-      bad_request(res, 400, where + ".policy", "must be the name of a policy (a string)");
+      bad_request(metrics_, res, 400, where + ".policy", "must be the name of a policy (a string)");
       return false;
     }
     const auto idx = a.policy_index(p->get_ref<const std::string&>());
     if (!idx) {
-      bad_request(res, 400, where + ".policy", "unknown policy '" + p->get<std::string>() + "'");
+      bad_request(metrics_, res, 400, where + ".policy", "unknown policy '" + p->get<std::string>() + "'");
       return false;
     }
     const auto k = j.find("key");
     if (k == j.end() || !k->is_string()) {
-      bad_request(res, 400, where + ".key", "must be a string");
+      bad_request(metrics_, res, 400, where + ".key", "must be a string");
       return false;
     }
     if (k->get_ref<const std::string&>().size() > c.lim.key_bytes) {
-      bad_request(res, 400, where + ".key", "longer than " + std::to_string(c.lim.key_bytes) + " bytes");
+      bad_request(metrics_, res, 400, where + ".key", "longer than " + std::to_string(c.lim.key_bytes) + " bytes");
       return false;
     }
     for (std::size_t i = 0; i < checks.size(); ++i) {
       if (checks[i].policy == *idx && checks[i].key == k->get_ref<const std::string&>()) {
-        bad_request(res, 400, where, "names the same policy and key as checks[" + std::to_string(i) + "]");
+        bad_request(metrics_, res, 400, where, "names the same policy and key as checks[" + std::to_string(i) + "]");
         return false;
       }
     }
@@ -474,11 +484,11 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     const json& v = it.value();
     if (f == "checks") {
       if (!v.is_array() || v.empty()) {
-        bad_request(res, 400, "checks", "must be a non-empty array of {\"policy\": ..., \"key\": ...}");
+        bad_request(metrics_, res, 400, "checks", "must be a non-empty array of {\"policy\": ..., \"key\": ...}");
         return;
       }
       if (v.size() > max_checks) {
-        bad_request(res, 400, "checks", "at most " + std::to_string(max_checks) + " checks");
+        bad_request(metrics_, res, 400, "checks", "at most " + std::to_string(max_checks) + " checks");
         return;
       }
       for (std::size_t i = 0; i < v.size(); ++i)
@@ -487,34 +497,34 @@ void service::decide_json(const active& a, const http_request& req, http_respons
       shorthand = true;
     } else if (f == "cost") {
       if (!whole_cost(v)) {
-        bad_request(res, 400, "cost", "must be a whole number of at least 1");
+        bad_request(metrics_, res, 400, "cost", "must be a whole number of at least 1");
         return;
       }
       cost = v.get<std::int64_t>();
     } else if (f == "id") {
       if (!v.is_string() || v.get_ref<const std::string&>().size() > 256) {
-        bad_request(res, 400, "id", "must be a string of at most 256 bytes");
+        bad_request(metrics_, res, 400, "id", "must be a string of at most 256 bytes");
         return;
       }
       id = v.get<std::string>();
     } else if (f == "now") {
       if (!c.client_time) {
-        bad_request(res, 400, "now", "not accepted: server.client_time is off");
+        bad_request(metrics_, res, 400, "now", "not accepted: server.client_time is off");
         return;
       }
       if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
-        bad_request(res, 400, "now", "must be a whole number of ticks (ns)");
+        bad_request(metrics_, res, 400, "now", "must be a whole number of ticks (ns)");
         return;
       }
       now = v.get<std::int64_t>();
     } else {
-      bad_request(res, 400, f, "unknown field (known: checks, policy, key, cost, id, now)");
+      bad_request(metrics_, res, 400, f, "unknown field (known: checks, policy, key, cost, id, now)");
       return;
     }
   }
   if (shorthand) {
     if (!checks.empty()) {
-      bad_request(res, 400, "checks", "give either checks or policy and key, not both");
+      bad_request(metrics_, res, 400, "checks", "give either checks or policy and key, not both");
       return;
     }
     json one = json::object();
@@ -523,7 +533,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     if (!read_check(one, "checks[0]")) return;
   }
   if (checks.empty()) {
-    bad_request(res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
+    bad_request(metrics_, res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
     return;
   }
   for (auto& pc : checks)
@@ -575,7 +585,7 @@ void service::decide_json(const active& a, const http_request& req, http_respons
 void service::admin(std::string_view path, const http_request& req, http_response& res) {
   if (path == "/admin/reload") {
     if (req.method != "POST") {
-      bad_request(res, 405, "method", "POST /admin/reload");
+      bad_request(metrics_, res, 405, "method", "POST /admin/reload");
       res.fields.push_back({"Allow", "POST"});
       return;
     }
@@ -598,13 +608,13 @@ void service::admin(std::string_view path, const http_request& req, http_respons
                ",\"kept\":" + list(r->kept) + ",\"notes\":" + list(r->notes) + "}\n";
     return;
   }
-  bad_request(res, 404, "path", "no such admin endpoint (POST /admin/reload)");
+  bad_request(metrics_, res, 404, "path", "no such admin endpoint (POST /admin/reload)");
 }
 
 result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads) {
   if (c.is_memory()) return make_memory_store(c);
   if (g_remote_factory == nullptr)
-    return error{"store.url", "'" + c.url + "': this sluice has no Redis store built in (use \"memory\")"};
+    return error{"store.url", "'" + redact_url(c.url) + "': this sluice has no Redis store built in (use \"memory\")"};
   return g_remote_factory(c, threads);
 }
 

@@ -55,9 +55,39 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_case{"redis+cluster://h:1,,h:2", "seed"}, bad_case{"redis+cluster://h:0", "port"},
                       bad_case{"redis+cluster://h:1,h:99999", "port"}, bad_case{"redis+cluster://h:x", "port"},
                       bad_case{"redis+cluster://h:1,bad host:2", "host"}, bad_case{"redis+cluster://h:1/1", "db"},
-                      bad_case{"redis+cluster://h:1/x", "db"}, bad_case{"redis+cluster://u@h:1", "password"},
-                      bad_case{"redis+cluster://:%zz@h:1", "password"}, bad_case{"redis+cluster://[::1:1", "host"},
-                      bad_case{"redis+cluster://h:1?x=1", "host"}));
+                      bad_case{"redis+cluster://h:1/x", "db"}, bad_case{"redis+cluster://:%zz@h:1", "password"},
+                      bad_case{"redis+cluster://[::1:1", "host"}, bad_case{"redis+cluster://h:1?x=1", "query"}));
+
+TEST(ClusterUrl, PasswordHoldingCommaOrSlashIsTheUserinfos) {
+  auto r = parse_cluster_url("redis+cluster://app:p,a/s@s@h:1,h:2");
+  ASSERT_TRUE(r) << r.err().what();
+  ASSERT_EQ(r->size(), 2U);
+  for (const auto& u : *r) EXPECT_EQ(u.password, "p,a/s@s");
+}
+
+// The password given apart from the URL (store.password_file,
+// SLUICE_REDIS_PASSWORD): exactly one source, and a user needs one.
+TEST(StoreUrl, PasswordFromOneSourceOnly) {
+  for (const std::string url : {"redis://app@h:1", "unix://app@/s", "redis+cluster://app@h:1,h:2"}) {
+    redis_store_options o;
+    o.url = url;
+    auto none = redis_store::open(o);
+    ASSERT_FALSE(none) << url;
+    EXPECT_EQ(none.err().field, "password") << url;
+    o.password = "from-a-file";
+    EXPECT_TRUE(redis_store::open(o)) << url;
+  }
+  for (const std::string url : {"redis://:Xy7q@h:1", "unix://:Xy7q@/s", "redis+cluster://:Xy7q@h:1"}) {
+    redis_store_options o;
+    o.url = url;
+    o.password = "from-a-file";
+    auto twice = redis_store::open(o);
+    ASSERT_FALSE(twice) << url;
+    EXPECT_EQ(twice.err().field, "password") << url;
+    EXPECT_EQ(twice.err().what().find("from-a-file"), std::string::npos);
+    EXPECT_EQ(twice.err().what().find("Xy7q"), std::string::npos);
+  }
+}
 
 TEST(ClusterUrl, TooManySeeds) {
   std::string u = "redis+cluster://";

@@ -106,19 +106,68 @@ INSTANTIATE_TEST_SUITE_P(
         bad_case{"redis://h:99999999999999999999", "port"}, bad_case{"redis://h:80x", "port"},
         bad_case{"redis://h:6379:1", "port"}, bad_case{"redis://h/-1", "db"}, bad_case{"redis://h/abc", "db"},
         bad_case{"redis://h/1/2", "db"}, bad_case{"redis://h/2147483648", "db"}, bad_case{"redis://h/0x1", "db"},
-        bad_case{"redis://h/1 ", "db"}, bad_case{"redis://h?x=1", "host"}, bad_case{"redis://h#frag", "host"},
+        bad_case{"redis://h/1 ", "db"}, bad_case{"redis://h?x=1", "query"}, bad_case{"redis://h#frag", "query"},
         bad_case{"redis://h h", "host"}, bad_case{"redis://h\n", "host"}, bad_case{"redis://[::1", "host"},
         bad_case{"redis://[::1]x", "host"}, bad_case{"redis://[]:1", "host"}, bad_case{"redis://[zz]:1", "host"},
         bad_case{"redis://u%zz:p@h", "user"}, bad_case{"redis://u:p%4@h", "password"},
-        bad_case{"redis://u:@h", "password"}, bad_case{"redis://user@h", "password"}, bad_case{"unix://", "path"},
+        bad_case{"redis://u:@h", "password"}, bad_case{"unix://", "path"}, bad_case{"unix://u:p@", "path"},
         bad_case{"unix://relative.sock", "path"}, bad_case{"unix:///s?db=x", "db"}, bad_case{"unix:///s?db=-2", "db"},
-        bad_case{"unix:///s?database=1", "query"}, bad_case{"unix:///s?", "query"}, bad_case{"unix:///s%zz", "path"}));
+        bad_case{"unix:///s?database=1", "query"}, bad_case{"unix:///s?", "query"}, bad_case{"unix:///s%zz", "path"},
+        bad_case{"unix:///s?db=1&db=2", "query"}, bad_case{"unix:///s?password=pw", "query"},
+        bad_case{"unix:///s?db=1&password=pw", "query"}, bad_case{"unix://u:%zz@/s", "password"}));
 
 TEST(ParseUrl, ErrorsQuoteTheBadText) {
   auto r = parse_url("redis://h:70000");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.err().message.find("70000"), std::string::npos);
   EXPECT_EQ(r.err().what().substr(0, 6), "port: ");
+}
+
+TEST(ParseUrl, UnixSocketWithUserAndPassword) {
+  const url u = parsed("unix://app:s%40cret@/run/redis.sock?db=2");
+  EXPECT_EQ(u.socket_path, "/run/redis.sock");
+  EXPECT_EQ(u.user, "app");
+  EXPECT_EQ(u.password, "s@cret");
+  EXPECT_EQ(u.db, 2);
+  EXPECT_EQ(u.redacted(), "unix://app:***@/run/redis.sock?db=2");
+  const url p = parsed("unix://:pw@/tmp/r.sock");
+  EXPECT_EQ(p.password, "pw");
+  EXPECT_EQ(p.redacted(), "unix://:***@/tmp/r.sock");
+}
+
+TEST(ParseUrl, UserWithoutPasswordIsLeftForTheStoreToComplete) {
+  // The password may come from redis_store_options::password (a file, the
+  // environment); the store refuses the URL when nothing gives it.
+  const url u = parsed("redis://app@h:1");
+  EXPECT_EQ(u.user, "app");
+  EXPECT_TRUE(u.password.empty());
+}
+
+TEST(ParseUrl, PasswordHoldingSlashAtOrQueryIsTheUserinfos) {
+  // The userinfo ends at the last '@': a password with '/' was read as the
+  // start of a database number, and its tail echoed in the error.
+  const url u = parsed("redis://app:pa/ss?w#rd@h:7/3");
+  EXPECT_EQ(u.password, "pa/ss?w#rd");
+  EXPECT_EQ(u.host, "h");
+  EXPECT_EQ(u.port, 7);
+  EXPECT_EQ(u.db, 3);
+}
+
+// Every error of a URL holding a password: neither the message nor the
+// field shows any of the password's bytes.
+TEST(ParseUrl, NoErrorEchoesThePassword) {
+  const std::string pw = "Zq9Secret";
+  const std::string cases[] = {
+      "redis://:" + pw + "@h:99999",      "redis://u:" + pw + "@h/abc",   "redis://u:" + pw + "@h$x",
+      "redis://:pa/" + pw + "@h:1/x",     "redis://:" + pw + "@h?x=1",    "redis://:" + pw + "@[::1",
+      "redis://:" + pw + "@[::1]x",       "redis://:" + pw + "%zz@h",     "unix:///s?db=1&password=" + pw,
+      "unix://u:" + pw + "@/s?foo=" + pw, "unix://u:" + pw + "@relative", "redis://" + pw + ":" + pw + "@",
+  };
+  for (const auto& text : cases) {
+    auto r = parse_url(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.err().what().find(pw), std::string::npos) << text << " -> " << r.err().what();
+  }
 }
 
 }  // namespace

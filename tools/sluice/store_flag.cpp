@@ -1,8 +1,10 @@
 #include "store_flag.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
+#include "sluice/redact.hpp"
 #include "trace.hpp"
 
 #ifdef SLUICE_HAVE_REDIS
@@ -14,8 +16,9 @@ namespace sluice::cli {
 void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
 #ifdef SLUICE_HAVE_REDIS
   cmd.add_option("--store", spec,
-                 "where the states live: memory (default: this process), redis://host:port[/db], unix:///path, or "
-                 "redis+cluster://host:port[,host:port...] (a Redis Cluster)");
+                 "where the states live: memory (default: this process), redis://[user:password@]host:port[/db], "
+                 "unix://[user:password@]/path[?db=N], or redis+cluster://host:port[,host:port...] (a Redis "
+                 "Cluster); the password may come from $SLUICE_REDIS_PASSWORD instead");
   if (prefix != nullptr)
     cmd.add_option("--store-prefix", *prefix, "the Redis store's key prefix (default: a fresh random one per run)");
 #else
@@ -62,6 +65,8 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     o.command_timeout = std::chrono::seconds(2);
     o.connect_timeout = std::chrono::seconds(2);
     o.breaker_failures = 0;
+    // The password may live outside the URL (docs/redis.md, "URLs, passwords").
+    if (const char* pw = std::getenv("SLUICE_REDIS_PASSWORD"); pw != nullptr) o.password = pw;
     auto r = redis_store::open(o);
     if (!r) return error{"--store", r.err().what()};
     made_store out;
@@ -69,7 +74,7 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     return out;
   }
 #endif
-  return error{"--store", quote_input(spec) + " is not a store (" + kinds + ")"};
+  return error{"--store", quote_input(redact_url(spec)) + " is not a store (" + kinds + ")"};
 }
 
 result<single_policy_store> single_policy_store::make(made_store made, std::string_view name, const any_policy& p) {

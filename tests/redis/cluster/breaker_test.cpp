@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,6 +44,12 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
   o.on_failure = failure_mode::fail_closed;
   o.breaker_failures = 5;
   o.breaker_cool_down = 1000ms;
+  std::mutex lines_mu;
+  std::vector<std::string> lines;  // the health lines, once per change of a node's health
+  o.on_health_change = [&](std::string_view line) {
+    const std::lock_guard lock(lines_mu);
+    lines.emplace_back(line);
+  };
   auto st = open_cluster_store(o, &c);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 1000000000")).value();  // never denies
@@ -91,6 +100,15 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
   EXPECT_EQ(from(true, source::fail_closed), per_node);
   EXPECT_GE(first_ms, 90.0);
   EXPECT_GE(st->redis_stats().breakers_open, 1U);
+  // The victim's breaker, by its node, is the one open; the others closed.
+  for (const auto& b : st->redis_stats().breakers)
+    EXPECT_EQ(b.state, b.node == c.address(victim) ? "open" : "closed") << b.node;
+  {
+    const std::lock_guard lock(lines_mu);
+    ASSERT_EQ(lines.size(), 1U);
+    EXPECT_EQ(lines[0].rfind("store " + c.address(victim) + ": unhealthy: ", 0), 0U) << lines[0];
+    EXPECT_NE(lines[0].find("(the last: timeout)"), std::string::npos) << lines[0];
+  }
 
   // Then for 3 s: the healthy keys by the store, the victim's by the
   // failure mode; a batch waits for the command timeout only when it
@@ -146,6 +164,13 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
   const auto s2 = st->redis_stats();
   EXPECT_EQ(s2.breakers_open, 0U);
   EXPECT_GE(s2.breaker_trips, 1U);
+  {
+    // Once per change: opened, then closed by a probe (a probe that failed
+    // meanwhile reopened it without a line).
+    const std::lock_guard lock(lines_mu);
+    ASSERT_EQ(lines.size(), 2U);
+    EXPECT_EQ(lines[1], "store " + c.address(victim) + ": healthy again: a probe call succeeded, the store decides");
+  }
   // Every victim decision while its breaker was open went to the failure
   // mode without a call: counted as breaker_open, not as a store failure.
   EXPECT_GE(s1.breaker_open - s0.breaker_open, per_node * (open_ms.size() - slow));

@@ -1,0 +1,38 @@
+// redact_url: the one place a password is hidden from what sluice prints.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sluice/redact.hpp"
+
+namespace sluice {
+namespace {
+
+TEST(RedactUrl, HidesThePasswordKeepsTheRest) {
+  EXPECT_EQ(redact_url("redis://:s3cret@h:6379/2"), "redis://:***@h:6379/2");
+  EXPECT_EQ(redact_url("redis://app:s3cret@h"), "redis://app:***@h");
+  EXPECT_EQ(redact_url("unix://app:s3cret@/run/r.sock?db=1"), "unix://app:***@/run/r.sock?db=1");
+  EXPECT_EQ(redact_url("redis+cluster://:s3cret@a:1,b:2"), "redis+cluster://:***@a:1,b:2");
+  EXPECT_EQ(redact_url("redis://app@h"), "redis://app@h");
+  EXPECT_EQ(redact_url("redis://h:1"), "redis://h:1");
+  EXPECT_EQ(redact_url("memory"), "memory");
+}
+
+TEST(RedactUrl, HidesWhatAMalformedUrlMayHold) {
+  // The userinfo ends at the last '@': a password with '@', '/' or ':' is hidden whole.
+  EXPECT_EQ(redact_url("redis://:pa@ss/wo:rd@h:99999"), "redis://:***@h:99999");
+  EXPECT_EQ(redact_url("rediss://u:s3cret@h"), "rediss://u:***@h");
+  EXPECT_EQ(redact_url("unix:///s?db=1&password=s3cret&x=1"), "unix:///s?db=1&password=***&x=1");
+  EXPECT_EQ(redact_url("unix:///s?password=s3cret"), "unix:///s?password=***");
+  EXPECT_EQ(redact_url("not a url ?password=s3cret"), "not a url ?password=***");
+}
+
+TEST(RedactUrl, ToldWhetherAUrlGivesAPassword) {
+  EXPECT_TRUE(url_gives_password("redis://:pw@h"));
+  EXPECT_TRUE(url_gives_password("unix:///s?password=pw"));
+  EXPECT_FALSE(url_gives_password("redis://app@h"));
+  EXPECT_FALSE(url_gives_password("redis://h"));
+}
+
+}  // namespace
+}  // namespace sluice
