@@ -120,8 +120,9 @@ struct keyed_check {
 /// shard switches atomically).
 class keyed_limiter {
  public:
-  /// A store that reads the steady clock (nanosecond ticks) in
-  /// `try_acquire`. Throws std::bad_alloc only.
+  /// A store that reads the Unix clock (`unix_clock`: nanoseconds since
+  /// the epoch, so windows stay aligned across restarts) in `try_acquire`.
+  /// Throws std::bad_alloc only.
   explicit keyed_limiter(any_policy policy, keyed_options options = {});
   /// A store that reads `clock`, which must outlive it (tests, simulations).
   keyed_limiter(any_policy policy, keyed_options options, const manual_clock& clock);
@@ -129,6 +130,9 @@ class keyed_limiter {
   ~keyed_limiter();
   keyed_limiter(const keyed_limiter&) = delete;
   keyed_limiter& operator=(const keyed_limiter&) = delete;
+
+  /// The store's clock now (the Unix clock's ns, or the manual clock's).
+  [[nodiscard]] tick now() const noexcept;
 
   /// Decides a request of `cost` units for `key` at the explicit instant
   /// `now` (ticks). Lock-free for an existing key of a compact policy; a new

@@ -10,8 +10,14 @@ namespace sluice {
 
 // ---- keyed_limiter ----
 
+namespace {
+tick read_unix(const void*) noexcept { return unix_clock::now(); }
+}  // namespace
+
 keyed_limiter::keyed_limiter(any_policy policy, keyed_options options)
-    : impl_(std::make_unique<impl>(std::move(policy), options)) {}
+    : impl_(std::make_unique<impl>(std::move(policy), options)) {
+  impl_->clock_fn = read_unix;
+}
 
 keyed_limiter::keyed_limiter(any_policy policy, keyed_options options, const manual_clock& clock)
     : impl_(std::make_unique<impl>(std::move(policy), options)) {
@@ -20,6 +26,8 @@ keyed_limiter::keyed_limiter(any_policy policy, keyed_options options, const man
 }
 
 keyed_limiter::~keyed_limiter() = default;
+
+tick keyed_limiter::now() const noexcept { return impl_->clock_fn(impl_->clock_ctx); }
 
 decision keyed_limiter::try_acquire_at(std::string_view key, tick now, std::int64_t cost) {
   return impl_->acquire(key, cost, now);

@@ -445,7 +445,7 @@ store_decision memory_store::peek_at(const store_request& r, std::span<decision>
 }
 
 tick memory_store::now() const noexcept {
-  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : steady_clock::now();
+  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : unix_clock::now();
 }
 
 store_stats memory_store::stats() const {

@@ -42,7 +42,7 @@ struct memory_store_options {
   /// the keys of each policy.
   keyed_options keyed{};
   /// How long a request id is remembered, in the store's ticks (ns for the
-  /// steady clock): a repeat of an id decided at `t` is replayed while its
+  /// Unix clock): a repeat of an id decided at `t` is replayed while its
   /// `now` is before `t + idempotency_window`. 0 turns ids off (every
   /// request is decided).
   tick idempotency_window = 60'000'000'000;
@@ -52,8 +52,10 @@ struct memory_store_options {
   /// The most policies the store can define (names; a redefinition keeps
   /// its id).
   std::size_t max_policies = 1024;
-  /// The clock `now()` reads: null for the steady clock (ns); otherwise a
-  /// manual clock that must outlive the store (tests, simulations).
+  /// The clock `now()` reads: null for the Unix clock (`unix_clock`, ns
+  /// since the epoch: windows aligned to it stay so across restarts, as in
+  /// the Redis store); otherwise a manual clock that must outlive the store
+  /// (tests, simulations).
   const manual_clock* clock = nullptr;
 };
 
@@ -97,7 +99,7 @@ class memory_store final : public store {
   /// peek).
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
-  /// The store's clock (steady ns, or the manual clock of the options).
+  /// The store's clock (Unix ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
   /// Decisions by source (peeks are not counted), and the keys held over
