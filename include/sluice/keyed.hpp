@@ -254,6 +254,25 @@ class keyed_limiter {
   /// Drops every state (not counted as purged or evicted).
   void clear();
 
+  /// Moves `key`'s state out of the store: if it holds one, calls
+  /// `fn(state)` while the key's shard is locked (a `take` of the same key
+  /// from another thread waits until `fn` has returned, and then finds
+  /// nothing), then drops the state (not counted as purged or evicted).
+  /// Returns whether there was a state. If `fn` throws, nothing is dropped.
+  /// For the memory store's carry-over after a redefinition.
+  bool take(std::string_view key, const std::function<void(any_state&&)>& fn);
+
+  /// Moves up to `max` states out, as `take` does each (shard by shard,
+  /// under each shard's lock): `fn(key, state)` for each. Returns how many
+  /// it moved (0: the store is empty).
+  std::size_t take_some(std::size_t max, const std::function<void(std::string_view, any_state&&)>& fn);
+
+  /// Stores `st` for `key` unless the key holds a state already or `st` is
+  /// fresh; returns whether it stored it. Throws std::invalid_argument
+  /// (changing nothing) for a state of another algorithm or, for a compact
+  /// policy, one out of the cell's range; std::bad_alloc.
+  bool put(std::string_view key, const any_state& st);
+
   /// The implementation (src/keyed/keyed.cpp); not part of the API.
   struct impl;
   /// The implementation, for the memory store's paths straight into it
