@@ -10,10 +10,13 @@
 // `define` of a name already defined reconfigures, live, every state that
 // policy holds (reconfigure.hpp): the policy's gate closes, decisions in
 // flight on it finish (a grace period, as the keyed store's reclaim waits
-// for its readers; the deciding threads pay two plain stores for it), the
-// states are carried over to a keyed store under the new policy, and the
-// gate opens on it. A decision that meets the closed gate waits for it, so
-// each is wholly old or wholly new, and none is lost.
+// for its readers; the deciding threads pay two plain stores for it), an
+// empty keyed store under the new policy takes over, and the gate opens.
+// The states follow lazily — each on its key's next decision, the rest by
+// a carrier thread a slice at a time — exactly as an eager carry-over at
+// the redefinition's instant (semantics.md, "Reconfiguration"). A decision
+// that meets the closed gate waits for it (one grace period, never the
+// carry-over), so each is wholly old or wholly new, and none is lost.
 //
 // Request ids (idempotent charging) are remembered for a window of the
 // store's ticks (default 60 s of nanoseconds); a repeat within it gets the
