@@ -207,7 +207,8 @@ bool keyed_limiter::take(std::string_view key, const std::function<void(any_stat
     fn(std::move(*st));
     unlink_locked(im, s, r, find_slot(t, slot_of(h21, r)));
   }
-  if (im.m != mode::general) im.maybe_reclaim(s);
+  // The record waits in the shard's limbo for the next reclaim (an insert's)
+  // or the store's end: a take never waits for readers.
   return true;
 }
 
@@ -220,11 +221,15 @@ std::size_t keyed_limiter::take_some(std::size_t max, const std::function<void(s
       std::lock_guard lock(s.mu);
       const table* t = s.tab.load(std::memory_order_relaxed);
       if (t == nullptr) continue;
-      std::size_t i = 0;
-      while (i < t->cap && moved < max && s.size.load(std::memory_order_relaxed) > 0) {
+      // From where the last call stopped, once round: a removal's backward
+      // shift (or a take) may leave an entry before the cursor.
+      std::size_t i = s.cursor % t->cap;
+      std::size_t seen = 0;
+      while (seen < t->cap && moved < max && s.size.load(std::memory_order_relaxed) > 0) {
         const u64 v = t->slots[i].load(std::memory_order_relaxed);
         if (v == 0) {
-          ++i;
+          ++seen;
+          if (++i == t->cap) i = 0;
           continue;
         }
         record* r = record_of(v);
@@ -233,8 +238,9 @@ std::size_t keyed_limiter::take_some(std::size_t max, const std::function<void(s
         unlink_locked(im, s, r, i);  // slot i now holds the next entry of its cluster: look at it again
         ++moved;
       }
+      s.cursor = i;
     }
-    if (im.m != mode::general) im.reclaim(s);
+    // As for take: the records wait in limbo, freed without waiting here.
   }
   return moved;
 }

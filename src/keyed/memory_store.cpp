@@ -170,9 +170,12 @@ struct memory_store::impl {
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
 
-  /// States a slice of the carrier moves at once: a decision on a key of
-  /// the shard being drained waits for at most one slice.
-  static constexpr std::size_t carry_slice = 256;
+  /// States a slice of the carrier moves at once, under one shard lock of
+  /// the frozen store: a decision on a key of that shard waits for at most
+  /// one slice. Small, so that the carrier is rarely preempted while it
+  /// holds the lock (on a busy machine a decision would then wait for the
+  /// carrier's next time slice).
+  static constexpr std::size_t carry_slice = 16;
 
   /// Carries up to one slice of `e`'s oldest frozen store over; frees the
   /// store once it is empty. Returns whether states remain to carry.
@@ -183,7 +186,7 @@ struct memory_store::impl {
     keyed_limiter& cur = *e.owned;
     const std::size_t moved = ch.stores.front()->take_some(
         carry_slice, [&](std::string_view key, any_state&& s) { (void)cur.put(key, carry(ch, 0, std::move(s), cur)); });
-    if (moved > 0) return true;
+    if (moved > 0 || ch.stores.front()->size() > 0) return true;
     // The oldest is empty: a chain without it, then (once no decision can
     // still be reading the old chain) free both.
     std::unique_ptr<carry_chain> next;
