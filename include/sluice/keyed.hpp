@@ -120,8 +120,9 @@ struct keyed_check {
 /// shard switches atomically).
 class keyed_limiter {
  public:
-  /// A store that reads the steady clock (nanosecond ticks) in
-  /// `try_acquire`. Throws std::bad_alloc only.
+  /// A store that reads the Unix clock (`unix_clock`: nanoseconds since
+  /// the epoch, so windows stay aligned across restarts) in `try_acquire`.
+  /// Throws std::bad_alloc only.
   explicit keyed_limiter(any_policy policy, keyed_options options = {});
   /// A store that reads `clock`, which must outlive it (tests, simulations).
   keyed_limiter(any_policy policy, keyed_options options, const manual_clock& clock);
@@ -129,6 +130,9 @@ class keyed_limiter {
   ~keyed_limiter();
   keyed_limiter(const keyed_limiter&) = delete;
   keyed_limiter& operator=(const keyed_limiter&) = delete;
+
+  /// The store's clock now (the Unix clock's ns, or the manual clock's).
+  [[nodiscard]] tick now() const noexcept;
 
   /// Decides a request of `cost` units for `key` at the explicit instant
   /// `now` (ticks). Lock-free for an existing key of a compact policy; a new
@@ -249,6 +253,25 @@ class keyed_limiter {
 
   /// Drops every state (not counted as purged or evicted).
   void clear();
+
+  /// Moves `key`'s state out of the store: if it holds one, calls
+  /// `fn(state)` while the key's shard is locked (a `take` of the same key
+  /// from another thread waits until `fn` has returned, and then finds
+  /// nothing), then drops the state (not counted as purged or evicted).
+  /// Returns whether there was a state. If `fn` throws, nothing is dropped.
+  /// For the memory store's carry-over after a redefinition.
+  bool take(std::string_view key, const std::function<void(any_state&&)>& fn);
+
+  /// Moves up to `max` states out, as `take` does each (shard by shard,
+  /// under each shard's lock): `fn(key, state)` for each. Returns how many
+  /// it moved (0: the store is empty).
+  std::size_t take_some(std::size_t max, const std::function<void(std::string_view, any_state&&)>& fn);
+
+  /// Stores `st` for `key` unless the key holds a state already or `st` is
+  /// fresh; returns whether it stored it. Throws std::invalid_argument
+  /// (changing nothing) for a state of another algorithm or, for a compact
+  /// policy, one out of the cell's range; std::bad_alloc.
+  bool put(std::string_view key, const any_state& st);
 
   /// The implementation (src/keyed/keyed.cpp); not part of the API.
   struct impl;

@@ -2,12 +2,13 @@
 // back, so that a restart does not hand every client a fresh limit.
 //
 // The format (docs/snapshot-format.md) is versioned binary with a CRC-32C
-// of the whole file. States are stored relative to the snapshot's moment
-// (the store's clock when it was taken), next to the wall-clock time of that
-// moment: a restore places the moment wherever the caller says — the wall
-// clock's elapsed time back on a new steady clock (`load_snapshot`), or the
-// same instant when the clock is a trace's (`sluice replay`) — so a restore
-// later behaves as if that much time had passed.
+// of the whole file. States keep the store's own ticks (the Unix clock's
+// nanoseconds by default, a trace's ticks in `sluice replay`): a restore
+// puts every instant back as it was, so after any downtime every state is
+// the one the store would hold had it kept running, and every decision the
+// one it would have made (semantics.md, "Time and arithmetic"), fixed
+// windows included. Version-1 files (whose default clock counted from boot)
+// are still read where that can be done exactly.
 //
 // Writing is atomic: a temporary file in the same folder, fsync, rename over
 // the target, fsync of the folder. A crash at any moment leaves the old file
@@ -32,8 +33,8 @@
 
 namespace sluice {
 
-/// The snapshot format version this sluice writes and reads.
-inline constexpr std::uint32_t snapshot_version = 1;
+/// The snapshot format version this sluice writes (it also reads 1).
+inline constexpr std::uint32_t snapshot_version = 2;
 
 /// What a snapshot's header and trailer say.
 struct snapshot_info {
@@ -58,11 +59,14 @@ class snapshot {
 
   /// Every key's state with its times placed so that the snapshot's moment
   /// is `at` (ticks of the clock the states will be used with): a time t in
-  /// the saved store becomes at + (t − taken_at), saturated to int64. Fixed
-  /// and sliding windows keep their alignment to the clock's origin, so
-  /// they are exact when at − taken_at is a multiple of W (always for
-  /// at == taken_at) and otherwise keep a count until the end of the window
-  /// that holds the old window's last instant (never more permissive).
+  /// the saved store becomes at + (t − taken_at), saturated to int64.
+  /// `at == taken_at` puts every state back exactly (a restart). Another
+  /// `at` shifts the states: fixed and sliding windows keep their alignment
+  /// to the clock's origin, so they are exact when at − taken_at is a
+  /// multiple of W and otherwise keep a count until the end of the window
+  /// that holds the old window's last instant. A version-1 file with such
+  /// windows is refused unless `at == taken_at` (its clock counted from
+  /// boot; the message says so).
   [[nodiscard]] result<std::vector<std::pair<std::string, any_state>>> states_at(tick at) const;
 
   /// The checked bytes and their index (src/keyed/snapshot.cpp); not part of the API.
@@ -87,13 +91,13 @@ class snapshot {
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
                                     std::int64_t wall_ns);
 
-/// As above at the steady clock's now and the system clock's now: for a
-/// store that reads the steady clock.
+/// As above at the store's own clock's now (`keyed_limiter::now`) and the
+/// Unix clock's now.
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path);
 
 /// Reads and checks `path` for a store of `policy`. Errors (field
 /// "snapshot"): "'f' is not a sluice snapshot", "'f' is a snapshot of format
-/// version N; this sluice reads version 1", "'f' is truncated", "'f' is
+/// version N; this sluice reads versions 1 to 2", "'f' is truncated", "'f' is
 /// corrupt (checksum mismatch)", "'f' is corrupt (...)", "'f' was saved for
 /// another limiter: ... (this one: ...)", "cannot read 'f': <reason>".
 result<snapshot> read_snapshot(const std::string& path, const any_policy& policy);
@@ -110,15 +114,20 @@ result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, con
 /// with its states placed so the snapshot's moment is `at`.
 result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path, tick at);
 
-/// As above, for a store on the steady clock: the snapshot's moment is
-/// placed as far before the steady clock's now as the wall clock has moved
-/// since it was taken (`restore_instant`).
+/// As above at the snapshot's own moment (`at = taken_at`): every state
+/// exactly as it was saved, on a store whose clock has the saver's origin
+/// (the Unix clock, or the same manual clock). A version-1 file (its moment
+/// on a steady clock counted from boot) is placed at its wall-clock time
+/// `wall_ns` on this store's clock instead (at its now if that is earlier:
+/// a wall clock that went back counts as no time passed), which is exact
+/// except for aligned windows: a policy with those is refused.
 result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path);
 
 /// The instant, on a nanosecond clock that reads `now` while the wall clock
 /// reads `wall_now_ns`, of a snapshot taken at wall time `info.wall_ns`:
 /// now − (wall_now_ns − wall_ns), saturated. A wall clock that went back
-/// since counts as no time passed (never more permissive).
+/// since counts as no time passed (never more permissive). For moving a
+/// snapshot onto a clock of another origin (version-1 files).
 tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept;
 
 /// The canonical bytes of a policy (the algorithm and every parameter,

@@ -198,9 +198,9 @@ class store {
   /// request id).
   virtual store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) = 0;
 
-  /// The instant now on the store's clock, in its ticks (the memory store:
-  /// the steady clock, ns; the Redis store: the realtime clock, ns since
-  /// 1970, which machines of a fleet share).
+  /// The instant now on the store's clock, in its ticks (both the memory
+  /// store and the Redis store: the realtime clock, ns since 1970, which
+  /// machines of a fleet share and a restart keeps).
   [[nodiscard]] virtual tick now() const noexcept = 0;
 
   /// The clock-reading twin of `decide_at`: `r.now` is replaced by `now()`.

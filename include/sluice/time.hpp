@@ -1,7 +1,8 @@
 // Time in sluice: int64 ticks, and the clocks that produce them.
 //
 // A tick has no fixed length; the limiter never asks. `steady_clock` counts
-// nanoseconds, `manual_clock` counts whatever its owner advances. Limiters
+// nanoseconds from boot (for durations), `unix_clock` nanoseconds since the
+// Unix epoch (the stores' clock), `manual_clock` whatever its owner advances. Limiters
 // never read a clock inside their step function: a clock is read at the
 // edge (`try_acquire`) and the instant passed in (`try_acquire_at`).
 #pragma once
@@ -47,6 +48,19 @@ class manual_clock {
 struct steady_clock {
   [[nodiscard]] static tick now() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+/// The wall clock in nanoseconds since the Unix epoch
+/// (std::chrono::system_clock): the default clock of the keyed and memory
+/// stores, whose windows must stay aligned across restarts and agree with
+/// the Redis store's (semantics.md, "Time and arithmetic"). It may step
+/// back when the system's time is set; the limiters read a `now` earlier
+/// than a state's latest admit as that admit's time. Thread-safe.
+struct unix_clock {
+  [[nodiscard]] static tick now() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 };

@@ -2,6 +2,7 @@
 #include "keyed_impl.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -10,8 +11,14 @@ namespace sluice {
 
 // ---- keyed_limiter ----
 
+namespace {
+tick read_unix(const void*) noexcept { return unix_clock::now(); }
+}  // namespace
+
 keyed_limiter::keyed_limiter(any_policy policy, keyed_options options)
-    : impl_(std::make_unique<impl>(std::move(policy), options)) {}
+    : impl_(std::make_unique<impl>(std::move(policy), options)) {
+  impl_->clock_fn = read_unix;
+}
 
 keyed_limiter::keyed_limiter(any_policy policy, keyed_options options, const manual_clock& clock)
     : impl_(std::make_unique<impl>(std::move(policy), options)) {
@@ -20,6 +27,8 @@ keyed_limiter::keyed_limiter(any_policy policy, keyed_options options, const man
 }
 
 keyed_limiter::~keyed_limiter() = default;
+
+tick keyed_limiter::now() const noexcept { return impl_->clock_fn(impl_->clock_ctx); }
 
 decision keyed_limiter::try_acquire_at(std::string_view key, tick now, std::int64_t cost) {
   return impl_->acquire(key, cost, now);
@@ -164,6 +173,106 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
     }
     if (im.m != mode::general) im.reclaim(s);
   }
+}
+
+namespace {
+/// Unlinks record `r` (at slot value `v` of `s`'s table) and retires it.
+/// Requires the shard lock; a compact cell is made a tombstone first, so a
+/// lock-free reader that still reaches it decides nothing on it.
+void unlink_locked(keyed_limiter::impl& im, shard& s, record* r, std::size_t at) {
+  if (im.m != mode::general) {
+    u64 lo;
+    u64 hi;
+    cell_load(r, lo, hi);
+    while (cell_cas(r, lo, hi, tomb_lo, hi) != pack(lo, hi)) cell_load(r, lo, hi);
+  }
+  (void)erase_at(s.tab.load(std::memory_order_relaxed), at);
+  im.retire(s, r);
+  s.size.fetch_sub(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+bool keyed_limiter::take(std::string_view key, const std::function<void(any_state&&)>& fn) {
+  impl& im = *impl_;
+  const u64 h = im.hash(key);
+  shard& s = im.shard_for(h);
+  {
+    std::lock_guard lock(s.mu);
+    const table* t = s.tab.load(std::memory_order_relaxed);
+    const u64 h21 = impl::h21_for(h);
+    record* r = t != nullptr ? find(t, h21, key) : nullptr;
+    if (r == nullptr) return false;
+    std::optional<any_state> st = im.state_copy(r);
+    if (!st) return false;
+    fn(std::move(*st));
+    unlink_locked(im, s, r, find_slot(t, slot_of(h21, r)));
+  }
+  // The record waits in the shard's limbo for the next reclaim (an insert's)
+  // or the store's end: a take never waits for readers.
+  return true;
+}
+
+std::size_t keyed_limiter::take_some(std::size_t max, const std::function<void(std::string_view, any_state&&)>& fn) {
+  impl& im = *impl_;
+  std::size_t moved = 0;
+  for (std::size_t si = 0; si < im.nshards && moved < max; ++si) {
+    shard& s = im.shards[si];
+    {
+      std::lock_guard lock(s.mu);
+      const table* t = s.tab.load(std::memory_order_relaxed);
+      if (t == nullptr) continue;
+      // From where the last call stopped, once round: a removal's backward
+      // shift (or a take) may leave an entry before the cursor.
+      std::size_t i = s.cursor % t->cap;
+      std::size_t seen = 0;
+      while (seen < t->cap && moved < max && s.size.load(std::memory_order_relaxed) > 0) {
+        const u64 v = t->slots[i].load(std::memory_order_relaxed);
+        if (v == 0) {
+          ++seen;
+          if (++i == t->cap) i = 0;
+          continue;
+        }
+        record* r = record_of(v);
+        std::optional<any_state> st = im.state_copy(r);
+        if (st) fn(key_of(r), std::move(*st));
+        unlink_locked(im, s, r, i);  // slot i now holds the next entry of its cluster: look at it again
+        ++moved;
+      }
+      s.cursor = i;
+    }
+    // As for take: the records wait in limbo, freed without waiting here.
+  }
+  return moved;
+}
+
+bool keyed_limiter::put(std::string_view key, const any_state& st) {
+  impl& im = *impl_;
+  if (st.index() != im.policy.index())
+    throw std::invalid_argument("sluice::keyed_limiter::put: a state of another algorithm");
+  std::optional<std::pair<u64, u64>> cell;
+  if (im.m != mode::general) {
+    cell = im.to_cell(st);
+    if (!cell) throw std::invalid_argument("sluice::keyed_limiter::put: a state out of range for this policy");
+  }
+  if (st == im.fresh) return false;
+  const u64 h = im.hash(key);
+  shard& s = im.shard_for(h);
+  const u64 h21 = impl::h21_for(h);
+  {
+    std::lock_guard lock(s.mu);
+    const table* t = s.tab.load(std::memory_order_relaxed);
+    if (t != nullptr && find(t, h21, key) != nullptr) return false;
+    const tick at = im.floor.load(std::memory_order_relaxed);
+    if (im.m == mode::general) {
+      auto owned = std::make_unique<any_state>(st);
+      im.insert(s, h21, key, reinterpret_cast<u64>(owned.get()), 0, at);
+      owned.release();  // NOLINT: the record owns it now
+    } else {
+      im.insert(s, h21, key, cell->first, cell->second, at);
+    }
+  }
+  if (im.m != mode::general) im.maybe_reclaim(s);
+  return true;
 }
 
 void keyed_limiter::clear() {

@@ -12,8 +12,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "keyed_impl.hpp"
@@ -26,16 +28,69 @@ namespace {
 
 using store_guard = keyed_detail::basic_read_guard<keyed_detail::domain::store>;
 
-/// One defined policy. `current` is read inside a store read section while
-/// the gate is open; it is replaced (and the old one freed) only while the
-/// gate is closed and after a grace period.
+/// The states a redefinition has not carried over yet: the keyed stores of
+/// the earlier configurations, frozen (no decision changes them), each key
+/// in at most one of them. `stores[i]` holds states of its own policy; the
+/// configuration after it took over at `until[i]`. Immutable once
+/// published; read inside a store read section.
+struct carry_chain {
+  std::vector<keyed_limiter*> stores;  // oldest first
+  std::vector<tick> until;
+};
+
+/// One defined policy. `current` and `pending` are read inside a store read
+/// section while the gate is open; they are replaced only while the gate is
+/// closed and after a grace period, or (a drained frozen store) after a
+/// grace period.
 struct policy_entry {
   std::string name;
   std::atomic<keyed_limiter*> current{nullptr};
+  std::atomic<const carry_chain*> pending{nullptr};  // null: every state is carried over
   std::atomic<bool> closed{false};
-  std::mutex redefine;                   // one redefinition of this name at a time
-  std::unique_ptr<keyed_limiter> owned;  // what `current` points at; under `redefine`
+  std::mutex redefine;                                 // one redefinition (or carry slice) of this name at a time
+  std::unique_ptr<keyed_limiter> owned;                // what `current` points at; under `redefine`
+  std::vector<std::unique_ptr<keyed_limiter>> frozen;  // what `pending` names; under `redefine`
+  std::unique_ptr<carry_chain> chain;                  // what `pending` points at; under `redefine`
+  bool debt = false;  // a redefinition shrank a burst: a state may hold a debt the compact cell cannot
 };
+
+/// Whether carrying a state of `from` over to `to` may leave a debt (tokens
+/// below zero: a smaller burst, or a limit of 0 on either side), which only
+/// a non-compact keyed store can hold.
+bool may_leave_debt(const any_policy& from, const any_policy& to) {
+  const auto shrinks = [](const auto& a, const auto& b) {
+    return b.burst() < a.burst() || a.limit().limit == 0 || b.limit().limit == 0;
+  };
+  if (const auto* a = std::get_if<gcra>(&from); a != nullptr) return shrinks(*a, *std::get_if<gcra>(&to));
+  if (const auto* a = std::get_if<token_bucket>(&from); a != nullptr)
+    return shrinks(*a, *std::get_if<token_bucket>(&to));
+  return false;
+}
+
+/// `s`, a state of `ch.stores[i]`'s policy, carried through every later
+/// configuration at the instant it took over (`current` last), as the
+/// eager carry-over does (semantics.md, "Reconfiguration"): a step that
+/// leaves it fresh drops it, fresh from then on.
+any_state carry(const carry_chain& ch, std::size_t i, any_state s, const keyed_limiter& current) {
+  for (std::size_t j = i; j < ch.stores.size(); ++j) {
+    const any_policy& to = j + 1 < ch.stores.size() ? ch.stores[j + 1]->policy() : current.policy();
+    auto next = reconfigure(ch.stores[j]->policy(), s, to, ch.until[j]);
+    // define refused any change reconfigure cannot make (probed on the fresh state)
+    if (!next) return fresh_state(current.policy());
+    s = std::move(next).value();
+    if (s == fresh_state(to)) return fresh_state(current.policy());
+  }
+  return s;
+}
+
+/// Carries `key` over to `current` if a frozen store of `ch` still holds it
+/// (under that store's shard lock, so a concurrent decision on the key waits
+/// and then finds it in `current`). Requires a store read section.
+void carry_key(const carry_chain& ch, keyed_limiter& current, std::string_view key) {
+  for (std::size_t i = 0; i < ch.stores.size(); ++i)
+    if (ch.stores[i]->take(key, [&](any_state&& s) { (void)current.put(key, carry(ch, i, std::move(s), current)); }))
+      return;
+}
 
 /// Counts one thread adds to, alone on a cache line: a thread whose slot
 /// index is below `stripes` owns its stripe and adds with a plain load and
@@ -92,8 +147,104 @@ struct memory_store::impl {
   counter_stripe stripes[owned_stripes + 1];
   id_stripe ids[id_stripes];
 
+  // The carrier: a thread that carries over, a slice at a time, the states
+  // redefinitions left behind (started by the first redefinition).
+  std::mutex carry_mu;
+  std::condition_variable carry_cv;
+  std::vector<policy_entry*> carry_queue;  // entries with a chain; under carry_mu
+  bool carry_stop = false;
+  std::thread carrier;
+
   explicit impl(memory_store_options o) : opt(o), slots(new std::atomic<policy_entry*>[o.max_policies]) {
     for (std::size_t i = 0; i < opt.max_policies; ++i) slots[i].store(nullptr, std::memory_order_relaxed);
+  }
+
+  ~impl() {
+    {
+      std::lock_guard lock(carry_mu);
+      carry_stop = true;
+    }
+    carry_cv.notify_all();
+    if (carrier.joinable()) carrier.join();
+  }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+
+  /// States a slice of the carrier moves at once, under one shard lock of
+  /// the frozen store: a decision on a key of that shard waits for at most
+  /// one slice. Small, so that the carrier is rarely preempted while it
+  /// holds the lock (on a busy machine a decision would then wait for the
+  /// carrier's next time slice).
+  static constexpr std::size_t carry_slice = 16;
+
+  /// Carries up to one slice of `e`'s oldest frozen store over; frees the
+  /// store once it is empty. Returns whether states remain to carry.
+  /// Requires `e.redefine`.
+  bool carry_some(policy_entry& e) {
+    if (!e.chain) return false;
+    const carry_chain& ch = *e.chain;
+    keyed_limiter& cur = *e.owned;
+    const std::size_t moved = ch.stores.front()->take_some(
+        carry_slice, [&](std::string_view key, any_state&& s) { (void)cur.put(key, carry(ch, 0, std::move(s), cur)); });
+    if (moved > 0 || ch.stores.front()->size() > 0) return true;
+    // The oldest is empty: a chain without it, then (once no decision can
+    // still be reading the old chain) free both.
+    std::unique_ptr<carry_chain> next;
+    if (ch.stores.size() > 1) {
+      next = std::make_unique<carry_chain>();
+      next->stores.assign(ch.stores.begin() + 1, ch.stores.end());
+      next->until.assign(ch.until.begin() + 1, ch.until.end());
+    }
+    e.pending.store(next.get(), std::memory_order_release);
+    keyed_detail::synchronize(keyed_detail::domain::store);
+    e.chain = std::move(next);
+    e.frozen.erase(e.frozen.begin());
+    return e.chain != nullptr;
+  }
+
+  /// Carries every state `e`'s redefinitions left behind over (for what
+  /// must see them all: snapshots, purge). Decisions go on meanwhile.
+  /// Requires `e.redefine`.
+  void settle(policy_entry& e) {
+    while (carry_some(e)) {
+    }
+  }
+
+  void carrier_loop() {
+    std::unique_lock lock(carry_mu);
+    for (;;) {
+      carry_cv.wait(lock, [&] { return carry_stop || !carry_queue.empty(); });
+      if (carry_stop) return;
+      policy_entry* e = carry_queue.front();
+      lock.unlock();
+      bool more = false;
+      {
+        std::lock_guard r(e->redefine);
+        more = carry_some(*e);
+      }
+      lock.lock();
+      if (!more) carry_queue.erase(std::remove(carry_queue.begin(), carry_queue.end(), e), carry_queue.end());
+    }
+  }
+
+  /// Hands `e` to the carrier (starting it if need be).
+  void schedule_carry(policy_entry& e) {
+    {
+      std::lock_guard lock(carry_mu);
+      if (std::find(carry_queue.begin(), carry_queue.end(), &e) == carry_queue.end()) carry_queue.push_back(&e);
+      if (!carrier.joinable()) carrier = std::thread([this] { carrier_loop(); });
+    }
+    carry_cv.notify_all();
+  }
+
+  /// The keyed store that decides `key` of `e`, with the key carried over
+  /// first if a redefinition left it behind. Requires a store read section
+  /// and the gate open.
+  static keyed_limiter* resolve(policy_entry& e, std::string_view key) {
+    keyed_limiter* k = e.current.load(std::memory_order_acquire);
+    if (const carry_chain* ch = e.pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
+      carry_key(*ch, *k, key);
+    return k;
   }
 
   policy_entry* entry_of(policy_id id) const noexcept {
@@ -124,6 +275,10 @@ struct memory_store::impl {
     gate_cv.wait(lock, [&] { return !e.closed.load(std::memory_order_acquire); });
   }
 
+  /// Redefines `e` at `now`: the states are carried over lazily — each on
+  /// its key's next decision, the rest by the carrier, a slice at a time —
+  /// exactly as an eager carry-over at `now` (semantics.md,
+  /// "Reconfiguration"). Decisions wait only for the switch of the stores.
   result<policy_id> redefine(policy_entry& e, policy_id id, const any_policy& to, tick now) {
     std::lock_guard lock(e.redefine);
     keyed_limiter& old = *e.owned;
@@ -134,40 +289,31 @@ struct memory_store::impl {
     // Refuse before anything changes: the fresh state tells whether the new
     // policy can continue the old one's states at all.
     if (auto probe = reconfigure(from, fresh_state(from), to, now); !probe) return probe.err();
-    auto next = make_limiter(to, opt.keyed);
+    // A state carried to a smaller burst may hold a debt, out of the
+    // lock-free cell's range: then this policy decides under the shard
+    // locks from now on.
+    e.debt = e.debt || may_leave_debt(from, to);
+    keyed_options ko = opt.keyed;
+    if (e.debt) ko.compact = false;
+    std::unique_ptr<keyed_limiter> next = make_limiter(to, ko);
+    auto chain = std::make_unique<carry_chain>();
+    if (e.chain) *chain = *e.chain;
+    chain->stores.push_back(e.owned.get());
+    chain->until.push_back(now);
     e.closed.store(true, std::memory_order_seq_cst);
     keyed_detail::synchronize(keyed_detail::domain::store);  // decisions in flight on `old` end
-    std::vector<std::pair<std::string, any_state>> moved;
-    moved.reserve(old.size());
-    error failed;
-    old.for_each([&](std::string_view key, const any_state& st) {
-      auto r = reconfigure(from, st, to, now);
-      if (!r) {
-        failed = r.err();
-        return;
-      }
-      moved.emplace_back(std::string(key), std::move(r).value());
-    });
-    if (failed.field.empty() && failed.message.empty()) {
-      try {
-        next->restore(moved);
-      } catch (const std::invalid_argument&) {
-        // A state out of the lock-free cell's range (a debt left by a smaller
-        // burst): the new policy decides under the shard locks instead.
-        keyed_options ko = opt.keyed;
-        ko.compact = false;
-        next = make_limiter(to, ko);
-        next->restore(moved);
-      }
-      e.owned.swap(next);  // `next` now holds the old store, freed below
-      e.current.store(e.owned.get(), std::memory_order_release);
-    }
+    // No decision reads `current` or `pending` now: switch both.
+    e.frozen.push_back(std::move(e.owned));
+    e.owned = std::move(next);
+    e.current.store(e.owned.get(), std::memory_order_release);
+    e.chain = std::move(chain);  // the previous chain is freed: no reader holds it
+    e.pending.store(e.chain.get(), std::memory_order_release);
     {
       std::lock_guard g(gate_mu);
       e.closed.store(false, std::memory_order_release);
     }
     gate_cv.notify_all();
-    if (!failed.field.empty() || !failed.message.empty()) return failed;
+    schedule_carry(e);
     return id;
   }
 
@@ -238,7 +384,7 @@ struct memory_store::impl {
         if (wait_for == nullptr) {
           keyed_check ks[max_checks];
           for (std::size_t i = 0; i < n; ++i)
-            ks[i] = {es[i]->current.load(std::memory_order_acquire), r.checks[i].key, cost_of(r, r.checks[i])};
+            ks[i] = {resolve(*es[i], r.checks[i].key), r.checks[i].key, cost_of(r, r.checks[i])};
           const std::span<const keyed_check> span(ks, n);
           decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
                               : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
@@ -260,7 +406,7 @@ struct memory_store::impl {
       {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
-          keyed_limiter* k = e->current.load(std::memory_order_acquire);
+          keyed_limiter* k = resolve(*e, c.key);
           decision d = commit ? k->internals().acquire(c.key, cost, now) : k->peek_at(c.key, now, cost);
           if (commit) add(g.slot(), counter::from_store);
           if (!per_check.empty()) per_check[0] = d;
@@ -293,6 +439,8 @@ struct memory_store::impl {
       {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) {
+          if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
+            for (std::size_t j = 0; j < m; ++j) (void)resolve(*e, r[j].checks[0].key);
           e->current.load(std::memory_order_acquire)
               ->internals()
               .acquire_many(
@@ -445,7 +593,7 @@ store_decision memory_store::peek_at(const store_request& r, std::span<decision>
 }
 
 tick memory_store::now() const noexcept {
-  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : steady_clock::now();
+  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : unix_clock::now();
 }
 
 store_stats memory_store::stats() const {
@@ -461,6 +609,7 @@ store_stats memory_store::stats() const {
   for (const auto& e : im.entries) {
     std::lock_guard r(e->redefine);
     out.keys += e->owned->stats().keys;
+    for (const auto& f : e->frozen) out.keys += f->stats().keys;  // not carried over yet
   }
   return out;
 }
@@ -476,6 +625,7 @@ bool memory_store::with_keyed(policy_id id, const std::function<void(keyed_limit
   policy_entry* e = impl_->entry_of(id);
   if (e == nullptr) return false;
   std::lock_guard r(e->redefine);
+  impl_->settle(*e);
   fn(*e->owned);
   return true;
 }
@@ -490,6 +640,7 @@ std::size_t memory_store::purge(tick now) {
   }
   for (policy_entry* e : es) {
     std::lock_guard r(e->redefine);
+    im.settle(*e);  // a state not carried over yet is purged as its carried state
     dropped += e->owned->purge(now);
   }
   for (id_stripe& s : im.ids) {
@@ -511,6 +662,7 @@ void memory_store::for_each_policy(const std::function<void(std::string_view, ke
   }
   for (policy_entry* e : es) {
     std::lock_guard r(e->redefine);
+    impl_->settle(*e);
     fn(e->name, *e->owned);
   }
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <unordered_set>
+#include <variant>
 
 #include "codec.hpp"
 #include "sluice/atomic_file.hpp"
@@ -120,9 +122,23 @@ bool stream_snapshot(const keyed_limiter& store, tick taken_at, std::int64_t wal
   return true;
 }
 
-std::int64_t wall_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+std::int64_t wall_now_ns() { return unix_clock::now(); }
+
+/// Whether `p` holds an algorithm whose windows are aligned to the clock's
+/// origin (fixed window, sliding-window counter, bucketed sliding window):
+/// its states cannot be moved to another clock's origin exactly.
+bool has_aligned_windows(const any_policy& p) {
+  return std::visit(
+      [](const auto& pol) {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          return std::any_of(pol.parts().begin(), pol.parts().end(), has_aligned_windows);
+        } else {
+          return std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
+                 std::is_same_v<P, sliding_buckets>;
+        }
+      },
+      p);
 }
 
 }  // namespace
@@ -130,6 +146,7 @@ std::int64_t wall_now_ns() {
 struct snapshot::data {
   snapshot_info info;
   any_policy policy;
+  std::string name;  // the file, for messages
   std::string file;
   std::vector<std::pair<std::string_view, std::string_view>> entries;  // key, state bytes (into `file`)
 };
@@ -142,6 +159,14 @@ snapshot::~snapshot() = default;
 const snapshot_info& snapshot::info() const noexcept { return d_->info; }
 
 result<std::vector<std::pair<std::string, any_state>>> snapshot::states_at(tick at) const {
+  // A version-1 file was written on a clock of its process's own origin
+  // (the steady clock counts from boot): moved anywhere but its own
+  // moment, its windows would lose their alignment (docs/snapshot-format.md).
+  if (d_->info.version == 1 && at != d_->info.taken_at && has_aligned_windows(d_->policy))
+    return snap_error(quoted(d_->name) +
+                      " is a snapshot of format version 1, whose times count from its machine's boot: the windows of " +
+                      describe_policy(d_->policy) +
+                      " cannot continue exactly on the Unix clock (delete the file to start this policy fresh)");
   std::vector<std::pair<std::string, any_state>> out;
   out.reserve(d_->entries.size());
   for (const auto& [key, bytes] : d_->entries) {
@@ -164,7 +189,7 @@ result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::strin
 }
 
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path) {
-  return save_snapshot(store, path, steady_clock::now(), wall_now_ns());
+  return save_snapshot(store, path, store.now(), wall_now_ns());
 }
 
 std::string snapshot_bytes(const keyed_limiter& store, tick taken_at, std::int64_t wall_ns) {
@@ -204,15 +229,15 @@ result<snapshot> read_snapshot(const std::string& path, const any_policy& policy
 
 result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, const std::string& name) {
   const std::string q = quoted(name);
-  auto d = std::make_unique<snapshot::data>(snapshot::data{{}, policy, std::move(bytes), {}});
+  auto d = std::make_unique<snapshot::data>(snapshot::data{{}, policy, name, std::move(bytes), {}});
   const std::string& file = d->file;
   if (file.size() < 8 || std::memcmp(file.data(), magic, 8) != 0) return snap_error(q + " is not a sluice snapshot");
   codec::reader head(std::string_view(file).substr(8));
   const std::uint32_t version = head.u32();
   if (!head.ok()) return snap_error(q + " is truncated");
-  if (version != snapshot_version)
+  if (version != 1 && version != snapshot_version)
     return snap_error(q + " is a snapshot of format version " + std::to_string(version) +
-                      "; this sluice reads version " + std::to_string(snapshot_version));
+                      "; this sluice reads versions 1 to " + std::to_string(snapshot_version));
   if (file.size() < fixed_header + trailer) return snap_error(q + " is truncated");
   const std::size_t tail = file.size() - trailer;
   if (std::memcmp(file.data() + tail, end_magic, 8) != 0) return snap_error(q + " is truncated (no end marker)");
@@ -286,7 +311,13 @@ result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& pat
 result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& path) {
   auto snap = read_snapshot(path, store.policy());
   if (!snap) return snap.err();
-  return restore_from(store, path, *snap, restore_instant(snap->info(), steady_clock::now(), wall_now_ns()));
+  // Version 2 keeps the store's own ticks (the Unix clock's): put back as
+  // they were. Version 1 counted from its process's boot: its moment is
+  // placed at its wall-clock time on this store's clock, or at now if that
+  // lies ahead (a wall clock that went back: no time passed); states_at
+  // refuses what that cannot carry exactly.
+  const tick at = snap->info().version == 1 ? std::min<tick>(snap->info().wall_ns, store.now()) : snap->info().taken_at;
+  return restore_from(store, path, *snap, at);
 }
 
 tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept {

@@ -155,6 +155,118 @@ TEST(KeyedSnapshot, WallClockRestoreCountsTheTimeAway) {
   EXPECT_EQ(b.try_acquire_at("k", 70).retry_after, 600);  // 400 of the 1000 ticks have passed
 }
 
+/// A restart on the store's own clock: saved with `save_snapshot(store,
+/// path)` at the clock's now, the clock moved on by a drawn downtime (any
+/// number of ticks, not only whole windows), loaded with `load_snapshot(store,
+/// path)` into a new store on that clock. Every later decision must be the
+/// one the store that never stopped gives for the same requests.
+testing::AssertionResult restarts_exactly(std::uint64_t seed, const temp_dir& dir) {
+  rng_t g(seed * 0x9E3779B97F4A7C15ULL + 5);
+  const drawn_policy dp = random_policy(g);
+  auto trace = keyed_trace(dp.c, g, 160, 1 + g() % 12, /*back=*/false);
+  const std::size_t cut = 1 + g() % (trace.size() - 1);
+  const tick at_cut = std::max(trace[cut - 1].now, trace[cut].now - 1);
+  // Downtime: none, a few ticks, or up to several of the trace's windows.
+  const tick spread = std::max<tick>(1, trace.back().now - trace.front().now);
+  const tick down = seed % 3 == 0 ? 0 : static_cast<tick>(g() % static_cast<std::uint64_t>(3 * spread + 7));
+  for (std::size_t i = cut; i < trace.size(); ++i) trace[i].now += down;
+  manual_clock clock(trace.front().now);
+  const keyed_options o{.shards = 4, .auto_purge = false, .hash_seed = seed};
+  keyed_limiter running(dp.policy, o, clock);
+  for (std::size_t i = 0; i < cut; ++i) (void)running.try_acquire_at(trace[i].key, trace[i].now, trace[i].cost);
+  clock.advance(at_cut - clock.now());
+  const std::string file = dir.file("r" + std::to_string(seed) + ".snap");
+  auto saved = save_snapshot(running, file);
+  if (!saved) return testing::AssertionFailure() << saved.err().what();
+  clock.advance(down);  // the process is down
+  keyed_limiter restarted(dp.policy, o, clock);
+  auto loaded = load_snapshot(restarted, file);
+  if (!loaded)
+    return testing::AssertionFailure() << "seed " << seed << " (" << dp.describe << "): " << loaded.err().what();
+  for (std::size_t i = cut; i < trace.size(); ++i) {
+    const trace_request& q = trace[i];
+    const decision a = running.try_acquire_at(q.key, q.now, q.cost);
+    const decision b = restarted.try_acquire_at(q.key, q.now, q.cost);
+    if (!(a == b))
+      return testing::AssertionFailure() << "seed " << seed << " (" << dp.describe << ") down " << down << " step " << i
+                                         << " key " << q.key << " now=" << q.now << ": never stopped " << show(a)
+                                         << ", restarted " << show(b);
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST(KeyedSnapshot, ARestartAfterAnyDowntimeChangesNoDecision) {
+  temp_dir dir;
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) ASSERT_TRUE(restarts_exactly(seed, dir));
+}
+
+// The defect: a daily fixed window saved near the end of its day came back
+// counted in the next day (its reset a whole window late), since the
+// snapshot was re-based onto a clock of another origin.
+TEST(KeyedSnapshot, AFixedWindowKeepsItsResetAcrossARestart) {
+  temp_dir dir;
+  constexpr tick day = 86'400'000'000'000;
+  const any_policy p = fixed_window::make({3, day}).value();
+  keyed_limiter running(p, {.hash_seed = 1});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(running.try_acquire("quota").allowed);
+  const std::string f = dir.file("day.snap");
+  ASSERT_TRUE(save_snapshot(running, f));
+  keyed_limiter restarted(p, {.hash_seed = 2});
+  ASSERT_TRUE(load_snapshot(restarted, f));
+  const tick now = unix_clock::now();
+  const decision a = running.try_acquire_at("quota", now);
+  const decision b = restarted.try_acquire_at("quota", now);
+  EXPECT_FALSE(b.allowed);
+  EXPECT_EQ(b.retry_after, a.retry_after);
+  EXPECT_EQ(b.reset_after, a.reset_after);
+  // The default clock is the Unix clock: the day ends at 00:00 UTC.
+  EXPECT_EQ((static_cast<detail::i128>(now) + b.reset_after) % day, 0);
+  // At the first instant of the next day, both admit again.
+  const tick next = now + b.reset_after;
+  EXPECT_TRUE(running.try_acquire_at("quota", next).allowed);
+  EXPECT_TRUE(restarted.try_acquire_at("quota", next).allowed);
+}
+
+/// `bytes` (a version-2 snapshot) made a version-1 file: version field and CRC.
+std::string as_version_1(std::string bytes) {
+  bytes[8] = 1;
+  const std::uint32_t crc = crc32c(bytes.data(), bytes.size() - 4);
+  for (int i = 0; i < 4; ++i)
+    bytes[bytes.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFFU);
+  return bytes;
+}
+
+TEST(KeyedSnapshot, AVersion1FileIsReadWhereThatIsExact) {
+  temp_dir dir;
+  manual_clock clock(1'000'000);
+  // A GCRA state shifts exactly: its version-1 moment is placed at its wall time.
+  const any_policy g = gcra::make({1, 1000}, 1).value();
+  keyed_limiter a(g, {.hash_seed = 1}, clock);
+  ASSERT_TRUE(a.try_acquire_at("k", 5000).allowed);
+  const std::string f = dir.file("v1.snap");
+  spit(f, as_version_1(snapshot_bytes(a, 5000, 999'400)));  // saved at wall time 999'400: 600 ticks ago
+  keyed_limiter b(g, {.hash_seed = 2}, clock);
+  auto r = load_snapshot(b, f);
+  ASSERT_TRUE(r) << r.err().what();
+  EXPECT_EQ(r->version, 1U);
+  EXPECT_EQ(b.try_acquire_at("k", clock.now()).retry_after, 400);  // 600 of the 1000 ticks have passed
+  // At its own moment (sluice replay) every version-1 state is exact.
+  const any_policy w = fixed_window::make({2, 1000}).value();
+  keyed_limiter c(w, {.hash_seed = 3}, clock);
+  ASSERT_TRUE(c.try_acquire_at("k", 1500).allowed);
+  spit(f, as_version_1(snapshot_bytes(c, 1600, 999'000)));
+  keyed_limiter d(w, {.hash_seed = 4}, clock);
+  ASSERT_TRUE(load_snapshot(d, f, 1600));
+  EXPECT_EQ(d.try_acquire_at("k", 1600).remaining, 0);
+  // Moved to the Unix clock, a fixed window cannot keep its alignment: refused, store untouched.
+  keyed_limiter e(w, {.hash_seed = 5}, clock);
+  const auto refused_v1 = load_snapshot(e, f);
+  ASSERT_FALSE(refused_v1);
+  EXPECT_NE(refused_v1.err().message.find("format version 1"), std::string::npos) << refused_v1.err().message;
+  EXPECT_NE(refused_v1.err().message.find("delete the file"), std::string::npos) << refused_v1.err().message;
+  EXPECT_EQ(e.size(), 0U);
+}
+
 /// A store with a few states, and its snapshot's bytes.
 struct sample {
   any_policy policy = token_bucket::make({3, 1000}, 5).value();
@@ -191,9 +303,9 @@ TEST(KeyedSnapshot, RefusesForeignFiles) {
   refused(dir, s, "hello, world\n", "is not a sluice snapshot");
   refused(dir, s, std::string(4096, '\0'), "is not a sluice snapshot");
   refused(dir, s, "SLUICESN", "is truncated");
-  std::string v2 = s.bytes;
-  v2[8] = 2;
-  refused(dir, s, v2, "is a snapshot of format version 2; this sluice reads version 1");
+  std::string v3 = s.bytes;
+  v3[8] = 3;
+  refused(dir, s, v3, "is a snapshot of format version 3; this sluice reads versions 1 to 2");
   const auto r = load_snapshot(s.store, dir.file("missing.snap"), 0);
   ASSERT_FALSE(r);
   EXPECT_NE(r.err().message.find("cannot read"), std::string::npos);

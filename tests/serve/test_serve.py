@@ -573,6 +573,64 @@ class Lifecycle(ServeCase):
         self.assertEqual((st, b["remaining"]), (200, 2))
 
 
+    def test_snapshot_restart_keeps_every_decision(self):
+        # With client ticks, a restart must change no decision at all: the
+        # states come back exactly (a fixed window in its own window, a
+        # GCRA to the tick), however long the service was down.
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        day = 86_400 * 10**9
+        t = 6 * day - 10 * 10**9  # ten seconds before the end of a day
+        text = base_config({"fw": "fixed-window 3/1d", "g": "gcra 1/1s"}, server="client_time = true\n")
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        s = self.start("--config", path, "--snapshot", snap)
+        for _ in range(3):
+            self.assertEqual(s.decide([("fw", "alice")], now=t)[0], 200)
+        self.assertEqual(s.decide([("g", "alice")], now=t)[0], 200)
+        self.assertEqual(s.stop(), 0)
+        s2 = self.start("--config", path, "--snapshot", snap)
+        self.assertIn("2 keys of 2 policies restored", s2.log())
+        # The last tick of the day: still counted; the window ends one tick later.
+        st, _, b = s2.decide([("fw", "alice")], now=6 * day - 1)
+        self.assertEqual((st, b["reset_after_ns"], b["retry_after_ns"]), (429, 1, 1))
+        # GCRA: one tick before the emission interval has passed, then at it.
+        st, _, b = s2.decide([("g", "alice")], now=t + 10**9 - 1)
+        self.assertEqual((st, b["retry_after_ns"]), (429, 1))
+        st, _, b = s2.decide([("g", "alice")], now=t + 10**9)
+        self.assertEqual(st, 200)
+        # The next day starts fresh, at its first tick.
+        st, _, b = s2.decide([("fw", "alice")], now=6 * day)
+        self.assertEqual((st, b["remaining"]), (200, 2))
+
+    def test_a_daily_window_resets_at_midnight_utc_across_a_restart(self):
+        # The service's clock counts from the Unix epoch: a 1d window ends at
+        # 00:00 UTC, before a restart and after it.
+        snap = tempfile.mkdtemp(prefix="sluice-snap-")
+        self.addCleanup(shutil.rmtree, snap)
+        day = 86_400 * 10**9
+        path = write_config(base_config({"fw": "fixed-window 2/1d"}))
+        self.addCleanup(os.unlink, path)
+
+        def reset_is_midnight(server, want_remaining):
+            before = time.time_ns()
+            st, _, b = server.decide([("fw", "alice")])
+            after = time.time_ns()
+            self.assertEqual((st, b["remaining"]), (200, want_remaining))
+            # The window's end, as the service saw it: between the two readings plus reset_after.
+            end_lo, end_hi = before + b["reset_after_ns"], after + b["reset_after_ns"]
+            midnight = (after // day + 1) * day
+            self.assertLessEqual(end_lo, midnight, b)
+            self.assertGreaterEqual(end_hi, midnight, b)
+            return midnight
+
+        s = self.start("--config", path, "--snapshot", snap)
+        first = reset_is_midnight(s, 1)
+        self.assertEqual(s.stop(), 0)
+        s2 = self.start("--config", path, "--snapshot", snap)
+        second = reset_is_midnight(s2, 0 if time.time_ns() < first else 1)
+        self.assertIn(second, (first, first + day))
+
     def test_periodic_snapshot(self):
         snap = tempfile.mkdtemp(prefix="sluice-snap-")
         self.addCleanup(shutil.rmtree, snap)

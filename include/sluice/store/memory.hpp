@@ -10,10 +10,13 @@
 // `define` of a name already defined reconfigures, live, every state that
 // policy holds (reconfigure.hpp): the policy's gate closes, decisions in
 // flight on it finish (a grace period, as the keyed store's reclaim waits
-// for its readers; the deciding threads pay two plain stores for it), the
-// states are carried over to a keyed store under the new policy, and the
-// gate opens on it. A decision that meets the closed gate waits for it, so
-// each is wholly old or wholly new, and none is lost.
+// for its readers; the deciding threads pay two plain stores for it), an
+// empty keyed store under the new policy takes over, and the gate opens.
+// The states follow lazily — each on its key's next decision, the rest by
+// a carrier thread a slice at a time — exactly as an eager carry-over at
+// the redefinition's instant (semantics.md, "Reconfiguration"). A decision
+// that meets the closed gate waits for it (one grace period, never the
+// carry-over), so each is wholly old or wholly new, and none is lost.
 //
 // Request ids (idempotent charging) are remembered for a window of the
 // store's ticks (default 60 s of nanoseconds); a repeat within it gets the
@@ -42,7 +45,7 @@ struct memory_store_options {
   /// the keys of each policy.
   keyed_options keyed{};
   /// How long a request id is remembered, in the store's ticks (ns for the
-  /// steady clock): a repeat of an id decided at `t` is replayed while its
+  /// Unix clock): a repeat of an id decided at `t` is replayed while its
   /// `now` is before `t + idempotency_window`. 0 turns ids off (every
   /// request is decided).
   tick idempotency_window = 60'000'000'000;
@@ -52,8 +55,10 @@ struct memory_store_options {
   /// The most policies the store can define (names; a redefinition keeps
   /// its id).
   std::size_t max_policies = 1024;
-  /// The clock `now()` reads: null for the steady clock (ns); otherwise a
-  /// manual clock that must outlive the store (tests, simulations).
+  /// The clock `now()` reads: null for the Unix clock (`unix_clock`, ns
+  /// since the epoch: windows aligned to it stay so across restarts, as in
+  /// the Redis store); otherwise a manual clock that must outlive the store
+  /// (tests, simulations).
   const manual_clock* clock = nullptr;
 };
 
@@ -97,7 +102,7 @@ class memory_store final : public store {
   /// peek).
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
-  /// The store's clock (steady ns, or the manual clock of the options).
+  /// The store's clock (Unix ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
   /// Decisions by source (peeks are not counted), and the keys held over
