@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -445,7 +446,11 @@ store_decision memory_store::peek_at(const store_request& r, std::span<decision>
 }
 
 tick memory_store::now() const noexcept {
-  return impl_->opt.clock != nullptr ? impl_->opt.clock->now() : steady_clock::now();
+  if (impl_->opt.clock != nullptr) return impl_->opt.clock->now();
+  if (impl_->opt.wall_clock)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  return steady_clock::now();
 }
 
 store_stats memory_store::stats() const {

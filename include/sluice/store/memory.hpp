@@ -55,6 +55,11 @@ struct memory_store_options {
   /// The clock `now()` reads: null for the steady clock (ns); otherwise a
   /// manual clock that must outlive the store (tests, simulations).
   const manual_clock* clock = nullptr;
+  /// Without `clock`: read the realtime clock (ns since the Unix epoch, as
+  /// the Redis store does) instead of the steady clock, so a fixed window's
+  /// origin 0 is the epoch (`sluice serve`, semantics.md "The service's
+  /// clock"). It may step back; the time rule reads that as the latest admit.
+  bool wall_clock = false;
 };
 
 /// The in-process store; see the overview.
@@ -97,7 +102,8 @@ class memory_store final : public store {
   /// peek).
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
-  /// The store's clock (steady ns, or the manual clock of the options).
+  /// The store's clock (steady ns, realtime ns with `wall_clock`, or the
+  /// manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
   /// Decisions by source (peeks are not counted), and the keys held over
