@@ -397,8 +397,6 @@ std::optional<error> read_document(const std::string& file, const toml::table& d
     if (!n->is_table()) return at_place(file, n->source().begin, "policies must be a table ([policies])");
     SLUICE_TRY(read_policies(file, *n->as_table(), c));
   }
-  if (c.policies.empty())
-    return at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\"");
   if (const toml::node* n = doc.get("rules")) {
     const auto* a = n->as_array();
     if (a == nullptr || !a->is_array_of_tables())
@@ -407,6 +405,9 @@ std::optional<error> read_document(const std::string& file, const toml::table& d
     for (const toml::node& e : *a) SLUICE_TRY(read_rule(file, *e.as_table(), i++, c));
   }
   SLUICE_TRY(read_envoy_sections(file, doc, c));
+  // After the Envoy sections: an envoyproxy/ratelimit file brings policies of its own.
+  if (c.policies.empty())
+    return at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\"");
   return std::nullopt;
 }
 
