@@ -3,6 +3,7 @@
 #include "envoy_yaml.hpp"
 
 #include <glob.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -24,6 +25,8 @@ namespace {
 // (the entries of one descriptor, as an [[envoy]] rule's).
 constexpr std::size_t max_descriptors = 100'000;
 constexpr std::size_t max_depth = 8;
+// The largest file read.
+constexpr off_t max_file_bytes = off_t{16} << 20;
 
 std::string place(const std::string& file, const YAML::Mark& m) {
   if (m.is_null()) return file;
@@ -321,6 +324,14 @@ std::optional<error> load_envoy_files(std::span<const std::string> patterns, con
       return error{where, "envoy_config: '" + pattern + "' names no file (looked for " + full + ")"};
     if (rc != 0) return error{where, "envoy_config: cannot read the folder of '" + pattern + "'"};
     for (const std::string& f : files) {
+      // Only regular files, of a bounded size: a pattern that names a device
+      // or a FIFO must not hang the service (or the configuration fuzzer).
+      struct stat sb {};
+      if (::stat(f.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode))
+        return error{where, "envoy_config: '" + f + "' is not a regular file"};
+      if (sb.st_size > max_file_bytes)
+        return error{where,
+                     "envoy_config: '" + f + "' is larger than " + std::to_string(max_file_bytes >> 20) + " MiB"};
       std::ifstream in(f, std::ios::binary);
       if (!in) return error{where, "envoy_config: cannot read '" + f + "'"};
       std::ostringstream s;

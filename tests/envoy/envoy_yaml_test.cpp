@@ -261,6 +261,10 @@ TEST(EnvoyYaml, TomlNamesTheFilesAndTheirErrors) {
   EXPECT_EQ(c.err().field, fixtures + "/readme/1-mongo_cps.yaml:3:9");
   EXPECT_EQ(c.err().message,
             "domain 'mongo_cps' is already configured at " + fixtures + "/readme/1-mongo_cps.yaml:3:9");
+  // A device (here /dev/null; /dev/zero would never end) is refused, not read.
+  c = parse_config("[grpc]\nenvoy_config = \"/dev/null\"\n", "t.toml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.err().what(), "t.toml:2:16: envoy_config: '/dev/null' is not a regular file");
   c = parse_config("[grpc]\nenvoy_config = 3\n", "t.toml");
   ASSERT_FALSE(c);
   EXPECT_EQ(c.err().field, "t.toml:2:16");
