@@ -492,8 +492,6 @@ void read_document(const std::string& file, const toml::table& doc, config& c, s
     else
       read_policies(file, *n->as_table(), c, errs);
   }
-  if (c.policies.empty() && errs.size() == before)
-    errs.push_back(at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\""));
   if (const toml::node* n = doc.get("rules")) {
     const auto* a = n->as_array();
     if (a == nullptr || !a->is_array_of_tables()) {
@@ -504,6 +502,9 @@ void read_document(const std::string& file, const toml::table& doc, config& c, s
     }
   }
   read_envoy_sections(file, doc, c, errs);
+  // After the Envoy sections: an envoyproxy/ratelimit file brings policies of its own.
+  if (c.policies.empty() && errs.size() == before)
+    errs.push_back(at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\""));
 }
 
 // The line and column of an error's "FILE:LINE:COLUMN" field, to put the

@@ -137,6 +137,9 @@ struct rule {
 struct envoy_entry {
   std::string key;
   std::optional<std::string> value;
+  /// The value is a prefix (an envoyproxy/ratelimit wildcard "foo*", the
+  /// '*' left out): any value that starts with it, each limited apart.
+  bool prefix = false;
   friend bool operator==(const envoy_entry&, const envoy_entry&) = default;
 };
 
@@ -150,6 +153,33 @@ struct envoy_rule {
   std::string domain;
   std::vector<envoy_entry> entries;
   std::string policy;
+  /// The rule comes from an envoyproxy/ratelimit file (envoy_yaml.hpp): it
+  /// is matched through its domain's tree (config::envoy_trees), not in order.
+  bool in_tree = false;
+  /// `unlimited: true`: matched, never limited nor charged (no policy).
+  bool unlimited = false;
+  /// `shadow_mode: true`: decided alone and counted, never denies.
+  bool shadow = false;
+  /// `rate_limit.name`, which other rules' `replaces` name ("" for none).
+  std::string limit_name;
+  /// `rate_limit.replaces`: the names of the rules this one drops from a call.
+  std::vector<std::string> replaces;
+};
+
+/// A node of an envoyproxy/ratelimit descriptor tree: the entry it
+/// matches, the rule it holds (an index into config::envoy; none for a node
+/// that only nests others, or limits nothing), and the next level.
+struct envoy_node {
+  envoy_entry entry;
+  std::optional<std::size_t> rule;
+  std::vector<envoy_node> children;
+};
+
+/// One envoyproxy/ratelimit file: a domain and its descriptor tree.
+struct envoy_tree {
+  std::string domain;
+  std::string file;  ///< "FILE:LINE:COLUMN" of its domain
+  std::vector<envoy_node> nodes;
 };
 
 /// A named policy, as written and as parsed.
@@ -196,8 +226,11 @@ struct config {
   /// The gRPC listener of Envoy's rate limit service ([grpc] listen); none
   /// by default. Only a build with gRPC can serve it (sluice_envoy).
   std::optional<listen_address> grpc;
-  /// The rules for Envoy's descriptors ([[envoy]]).
+  /// The rules for Envoy's descriptors ([[envoy]], and those of the
+  /// envoyproxy/ratelimit files of `[grpc] envoy_config`).
   std::vector<envoy_rule> envoy;
+  /// The descriptor trees of the envoyproxy/ratelimit files, one per domain.
+  std::vector<envoy_tree> envoy_trees;
 
   /// The policy of that name, or null.
   [[nodiscard]] const named_policy* find_policy(std::string_view name) const noexcept;

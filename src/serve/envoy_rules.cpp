@@ -4,7 +4,9 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <filesystem>
 
+#include "envoy_yaml.hpp"
 #include "rules.hpp"
 
 namespace sluice::serve {
@@ -117,19 +119,48 @@ std::optional<error> read_envoy_rule(const std::string& file, const toml::table&
 }  // namespace
 
 void read_envoy_sections(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
+  std::vector<std::string> yaml_files;
+  const toml::node* yaml_node = nullptr;
   if (const toml::node* n = doc.get("grpc")) {
     const auto* t = n->as_table();
     if (t == nullptr) {
       errs.push_back(at_node(file, *n, "grpc must be a table ([grpc])"));
-    } else if (auto e = only(file, *t, "grpc", {"listen"})) {
+    } else if (auto e = only(file, *t, "grpc", {"listen", "envoy_config"})) {
       errs.push_back(*e);
-    } else if (const toml::node* ln = t->get("listen")) {
-      if (const auto* s = ln->as_string(); s == nullptr) {
-        errs.push_back(at_node(file, *ln, "grpc.listen: must be a string, e.g. \"127.0.0.1:8081\""));
-      } else if (auto a = parse_listen(s->get()); !a) {
-        errs.push_back(at_node(file, *ln, "grpc.listen: " + a.err().message));
-      } else {
-        c.grpc = *a;
+    } else {
+      if (const toml::node* yn = t->get("envoy_config")) {
+        const auto bad = [&] {
+          errs.push_back(at_node(file, *yn,
+                                 "grpc.envoy_config: must be a path or an array of paths of envoyproxy/ratelimit "
+                                 "YAML files (globs allowed, e.g. \"ratelimit/*.yaml\")"));
+        };
+        bool ok = true;
+        if (const auto* s = yn->as_string()) {
+          yaml_files.push_back(s->get());
+        } else if (const auto* a = yn->as_array()) {
+          for (const toml::node& item : *a) {
+            if (item.as_string() == nullptr || item.as_string()->get().empty())
+              ok = false;
+            else
+              yaml_files.push_back(item.as_string()->get());
+          }
+        } else {
+          ok = false;
+        }
+        if (ok && (yaml_files.empty() || yaml_files[0].empty())) ok = false;
+        if (ok)
+          yaml_node = yn;
+        else
+          bad();
+      }
+      if (const toml::node* ln = t->get("listen")) {
+        if (const auto* s = ln->as_string(); s == nullptr) {
+          errs.push_back(at_node(file, *ln, "grpc.listen: must be a string, e.g. \"127.0.0.1:8081\""));
+        } else if (auto a = parse_listen(s->get()); !a) {
+          errs.push_back(at_node(file, *ln, "grpc.listen: " + a.err().message));
+        } else {
+          c.grpc = *a;
+        }
       }
     }
   }
@@ -143,12 +174,56 @@ void read_envoy_sections(const std::string& file, const toml::table& doc, config
     for (const toml::node& e : *a)
       if (auto err = read_envoy_rule(file, *e.as_table(), i++, c)) errs.push_back(*err);
   }
+  // The envoyproxy/ratelimit files, from the folder of this file.
+  if (yaml_node != nullptr) {
+    std::string base = std::filesystem::path(file).parent_path().string();
+    if (base.empty()) base = ".";
+    const auto p = yaml_node->source().begin;
+    const std::string where = file + ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+    if (auto e = load_envoy_files(yaml_files, base, where, c)) errs.push_back(*e);
+  }
 }
 
+namespace {
+
+// The node of `level` an entry leads to, envoyproxy/ratelimit's way: the
+// exact value, else the first prefix the value starts with, else the key
+// alone (semantics.md, "Envoy descriptors from envoyproxy/ratelimit files").
+const envoy_node* step(const std::vector<envoy_node>& level, const entry_view& e) {
+  const envoy_node* prefix = nullptr;
+  const envoy_node* any = nullptr;
+  for (const envoy_node& n : level) {
+    if (n.entry.key != e.key) continue;
+    if (!n.entry.value) {
+      if (any == nullptr) any = &n;
+    } else if (!n.entry.prefix) {
+      if (*n.entry.value == e.value) return &n;
+    } else if (prefix == nullptr && e.value.substr(0, n.entry.value->size()) == *n.entry.value) {
+      prefix = &n;
+    }
+  }
+  return prefix != nullptr ? prefix : any;
+}
+
+std::optional<std::size_t> match_tree(const envoy_tree& t, std::span<const entry_view> entries) {
+  const std::vector<envoy_node>* level = &t.nodes;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const envoy_node* n = step(*level, entries[k]);
+    if (n == nullptr) return std::nullopt;
+    if (k + 1 == entries.size()) return n->rule;
+    level = &n->children;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries) {
+  for (const envoy_tree& t : c.envoy_trees)
+    if (t.domain == domain) return match_tree(t, entries);
   for (std::size_t i = 0; i < c.envoy.size(); ++i) {
     const envoy_rule& r = c.envoy[i];
-    if (r.domain != domain || r.entries.size() != entries.size()) continue;
+    if (r.in_tree || r.domain != domain || r.entries.size() != entries.size()) continue;
     bool ok = true;
     for (std::size_t k = 0; k < entries.size() && ok; ++k)
       ok = r.entries[k].key == entries[k].key && (!r.entries[k].value || *r.entries[k].value == entries[k].value);
@@ -158,7 +233,9 @@ std::optional<std::size_t> match_envoy(const config& c, std::string_view domain,
 }
 
 bool knows_domain(const config& c, std::string_view domain) noexcept {
-  return std::any_of(c.envoy.begin(), c.envoy.end(), [&](const envoy_rule& r) { return r.domain == domain; });
+  return std::any_of(c.envoy.begin(), c.envoy.end(), [&](const envoy_rule& r) { return r.domain == domain; }) ||
+         std::any_of(c.envoy_trees.begin(), c.envoy_trees.end(),
+                     [&](const envoy_tree& t) { return t.domain == domain; });
 }
 
 void envoy_key(std::span<const entry_view> entries, std::string& out) {

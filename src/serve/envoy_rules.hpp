@@ -1,5 +1,6 @@
 // The Envoy side of a configuration, without gRPC: the [grpc] and [[envoy]]
-// sections of the TOML file, and matching one descriptor of Envoy's
+// sections of the TOML file (and the envoyproxy/ratelimit files named by
+// `[grpc] envoy_config`, envoy_yaml.hpp), and matching one descriptor of Envoy's
 // ShouldRateLimit request (a domain and its (key, value) entries) to the
 // rule that limits it. The gRPC front end (envoy/) builds on this; a build
 // without gRPC still reads and checks these sections.
@@ -22,9 +23,12 @@ struct entry_view {
   std::string_view value;
 };
 
-/// The index into `c.envoy` of the first rule of `domain` whose entries
-/// match `entries` (same length, same keys in order, equal values where the
-/// rule gives one), or nullopt.
+/// The index into `c.envoy` of the rule for `entries` in `domain`, or
+/// nullopt. A domain of an envoyproxy/ratelimit file: the rule of the node
+/// its tree leads to, level by level (exact value, else the first prefix,
+/// else the key alone; exactly as deep as the descriptor). Otherwise the
+/// first [[envoy]] rule whose entries match (same length, same keys in
+/// order, equal values where the rule gives one).
 std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries);
 
 /// Whether any rule names `domain`.

@@ -24,6 +24,8 @@ const named_policy* policy_named(const config& c, std::string_view name) { retur
 }  // namespace
 
 result<std::unique_ptr<store>> make_memory_store(const store_config&) {
+  // The store's default clock is the Unix clock, as the Redis store's: fixed
+  // windows start on the epoch in every store (semantics.md, "The service's clock").
   return std::unique_ptr<store>(std::make_unique<memory_store>());
 }
 
@@ -34,10 +36,12 @@ result<snapshot_report> save_snapshots(store& st, const config& c, const std::st
     return error{"store.snapshot", "cannot create '" + dir + "': " + std::strerror(errno)};
   snapshot_report rep;
   std::optional<error> failed;
+  // The store's clock is the wall clock: the snapshot's moment is one reading of it.
+  const tick now = m->now();
   m->for_each_policy([&](std::string_view name, keyed_limiter& states) {
     // Only the policies in force: one removed by a reload is left out.
     if (failed || policy_named(c, name) == nullptr) return;
-    auto info = save_snapshot(states, file_of(dir, name));
+    auto info = save_snapshot(states, file_of(dir, name), now, now);
     if (!info) {
       failed = info.err();
       return;
@@ -74,7 +78,11 @@ result<snapshot_report> load_snapshots(store& st, const config& c, const std::st
       failed = snap.err();
       return;
     }
-    auto info = load_snapshot(states, f);
+    // Restored at the instant it was saved, plus the wall time since (on
+    // this wall clock: the same instants, so a window still open is the
+    // same window; a snapshot of a steady-clock store maps as before).
+    const tick now = m->now();
+    auto info = load_snapshot(states, f, restore_instant(snap->info(), now, now));
     if (!info) {
       failed = info.err();
       return;

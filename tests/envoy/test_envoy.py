@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -393,6 +394,191 @@ class StoreFailures(unittest.TestCase):
     def test_fail_closed_answers_over_limit_without_figures(self):
         h = self.check_down("fail-closed", OVER)
         self.assertEqual(h["Retry-After"], "1")  # the configured back-off (1 s by default)
+
+
+README = os.path.join(HERE, "fixtures", "readme.toml")
+UINT32_MAX = 2 ** 32 - 1
+
+
+def next_window(seconds, margin=0.3):
+    """Waits (at most `margin` s) until the current epoch-aligned window of
+    `seconds` has more than `margin` s left, so that a test's calls, a few
+    milliseconds apart, fall in one window."""
+    left = seconds - time.time() % seconds
+    if left <= margin:
+        time.sleep(left + 0.01)
+
+
+class EnvoyYaml(unittest.TestCase):
+    """envoyproxy/ratelimit's README examples (fixtures/readme/, written
+    again), loaded through [grpc] envoy_config, decide as its README says."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(["--config", README, "--threads", "1"])
+        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
+        if m is None:
+            cls.server.stop()
+            raise RuntimeError("no grpc listener in the log:\n" + cls.server.log())
+        cls.channel = grpc.insecure_channel("127.0.0.1:" + m.group(1))
+        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                                           response_deserializer=rls.RateLimitResponse.FromString)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        status = cls.server.stop()
+        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+
+    def ask(self, domain, *descriptors, hits=0):
+        return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
+                         timeout=5)
+
+    def test_example1_each_value_has_its_own_limit_of_500_a_second(self):
+        next_window(1)
+        res = self.ask("mongo_cps", desc(("database", "users")), hits=500)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 500)
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.SECOND)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+        self.assertEqual(self.ask("mongo_cps", desc(("database", "users"))).overall_code, OVER)
+        self.assertEqual(self.ask("mongo_cps", desc(("database", "default")), hits=500).overall_code, OK)
+        self.assertFalse(self.ask("mongo_cps", desc(("database", "orders"))).statuses[0].HasField("current_limit"))
+
+    def test_example2_nested_marketing_limit_and_atomic_descriptors(self):
+        number = "2061111111"
+        both = [desc(("message_type", "marketing"), ("to_number", number)), desc(("to_number", number))]
+        for i in range(5):
+            res = self.ask("messaging", *both)
+            self.assertEqual(res.overall_code, OK, i)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 5)
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.DAY)
+        self.assertEqual(res.statuses[1].current_limit.requests_per_unit, 100)
+        self.assertEqual(res.statuses[1].limit_remaining, 95)
+        res = self.ask("messaging", *both)
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([st.code for st in res.statuses], [OVER, OK])
+        # The denied call charged neither descriptor: 95 are left for the
+        # number (envoyproxy/ratelimit would have counted the sixth: 94).
+        self.assertEqual(res.statuses[1].limit_remaining, 95)
+        self.assertEqual(self.ask("messaging", desc(("to_number", number))).statuses[0].limit_remaining, 94)
+        # Another number has its own 5.
+        self.assertEqual(self.ask("messaging", desc(("message_type", "marketing"), ("to_number", "2062222222")))
+                         .statuses[0].limit_remaining, 4)
+
+    def test_example3_the_exact_value_before_the_key_alone(self):
+        next_window(1)
+        res = self.ask("edge_proxy_per_ip", desc(("remote_address", "50.0.0.5")))
+        self.assertEqual(res.overall_code, OVER)  # 0 a second: never
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 0)
+        res = self.ask("edge_proxy_per_ip", desc(("remote_address", "50.0.0.1")), hits=10)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 10)
+        self.assertEqual(self.ask("edge_proxy_per_ip", desc(("remote_address", "50.0.0.1"))).overall_code, OVER)
+
+    def test_example4_only_a_rule_as_deep_as_the_descriptor(self):
+        res = self.ask("example4", desc(("key", "value")))
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        res = self.ask("example4", desc(("key", "value"), ("subkey", "subvalue")))
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 300)
+        res = self.ask("example4", desc(("key", "value"), ("subkey", "subvalue"), ("deeper", "x")))
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+
+    def test_example5_unlimited_is_ok_with_the_largest_remaining(self):
+        res = self.ask("internal", desc(("ldap", "cn=admin")), hits=1000000)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, UINT32_MAX)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        res = self.ask("internal", desc(("azure", "blob")))
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.MINUTE)
+
+    def test_example6_shadow_mode_never_denies_and_is_counted(self):
+        next_window(1)
+        before = metric(self.server.metrics(), 'sluice_shadow_denials_total{policy="example6.service.user_user-a"}')
+        ctx = ("service", "auth-service")
+        res = self.ask("example6", desc(ctx, ("user", "user-a")), hits=11)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 10)
+        after = metric(self.server.metrics(), 'sluice_shadow_denials_total{policy="example6.service.user_user-a"}')
+        self.assertEqual((after or 0) - (before or 0), 1)
+        self.assertEqual(self.ask("example6", desc(ctx, ("user", "user-b")), hits=21).overall_code, OVER)
+
+    def test_example7_replaces_drops_the_named_limit(self):
+        next_window(1)
+        first = desc(("key_1", "value_1"), ("user", "bkthomps"))
+        second = desc(("key_2", "value_2"), ("user", "bkthomps"))
+        res = self.ask("example7", first, second, hits=6)
+        self.assertEqual(res.overall_code, OK)  # 10 a second applies, not 5
+        self.assertFalse(res.statuses[0].HasField("current_limit"))  # replaced: not decided
+        self.assertEqual(res.statuses[1].current_limit.requests_per_unit, 10)
+        self.assertEqual(res.statuses[1].limit_remaining, 4)
+        # The replaced limit was not charged: its own 5 are all there.
+        res = self.ask("example7", first, hits=5)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 5)
+
+    def test_example9_prefix_wildcard_limits_each_value_apart(self):
+        next_window(60)
+        self.assertEqual(self.ask("example9", desc(("key1", "value_1")), hits=20).overall_code, OK)
+        self.assertEqual(self.ask("example9", desc(("key1", "value_1"))).overall_code, OVER)
+        res = self.ask("example9", desc(("key1", "value_2")))
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].limit_remaining, 19)
+        self.assertFalse(self.ask("example9", desc(("key1", "other"))).statuses[0].HasField("current_limit"))
+
+    def test_minute_windows_end_on_the_utc_minute(self):
+        # envoyproxy/ratelimit's windows are epoch-aligned: a minute's ends
+        # when time.time() % 60 comes back to 0. So must sluice's, in the
+        # memory store too.
+        next_window(60, margin=1)
+        res = self.ask("internal", desc(("azure", "queue")))
+        t = time.time()
+        reset = res.statuses[0].duration_until_reset
+        got = reset.seconds + reset.nanos / 1e9
+        want = 60 - t % 60
+        self.assertLess(abs(got - want), 0.5, (got, want))
+
+
+class EnvoyYamlErrors(unittest.TestCase):
+    """Bad envoyproxy/ratelimit files: `serve --check` exits 2 naming FILE:LINE:COLUMN."""
+
+    def check(self, yaml_text):
+        folder = tempfile.mkdtemp(prefix="sluice-envoy-yaml-")
+        yaml_path = os.path.join(folder, "bad.yaml")
+        with open(yaml_path, "w") as f:
+            f.write(yaml_text)
+        toml_path = os.path.join(folder, "sluice.toml")
+        with open(toml_path, "w") as f:
+            f.write('[grpc]\nlisten = "127.0.0.1:0"\nenvoy_config = ["*.yaml"]\n')
+        r = subprocess.run([BINARY, "serve", "--check", toml_path], capture_output=True, text=True, timeout=20)
+        for p in (yaml_path, toml_path):
+            os.unlink(p)
+        os.rmdir(folder)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        return r.stderr.replace(yaml_path, "bad.yaml")
+
+    def test_yaml_syntax(self):
+        self.assertIn("bad.yaml:4:10: end of sequence flow not found",
+                      self.check("domain: d\ndescriptors:\n  - key: [a\n    value: b\n"))
+
+    def test_unknown_unit(self):
+        self.assertIn("bad.yaml:4:46: descriptors[0].rate_limit.unit: unknown unit 'fortnight'",
+                      self.check("domain: d\ndescriptors:\n  - key: a\n"
+                                 "    rate_limit: {requests_per_unit: 1, unit: fortnight}\n"))
+
+    def test_negative_requests_per_unit(self):
+        self.assertIn("bad.yaml:6:26: descriptors[0].rate_limit.requests_per_unit: must be a whole number",
+                      self.check("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n"
+                                 "      requests_per_unit: -5\n"))
+
+    def test_duplicate_descriptors(self):
+        self.assertIn("bad.yaml:4:5: descriptors[1]: a descriptor with key 'a' is already at bad.yaml:3:5",
+                      self.check("domain: d\ndescriptors:\n  - key: a\n  - key: a\n"))
+
+    def test_unknown_key(self):
+        self.assertIn("bad.yaml:4:5: unknown key 'valeu' in descriptors[0]",
+                      self.check("domain: d\ndescriptors:\n  - key: a\n    valeu: b\n"))
 
 
 class Lifecycle(unittest.TestCase):

@@ -29,7 +29,8 @@ namespace {
 constexpr tick second = 1'000'000'000;
 
 // The Envoy unit a window is exactly one of, else UNKNOWN (a 10 s window,
-// a quota without one). MONTH and YEAR are never exact (their lengths vary).
+// a quota without one). MONTH is 30 days and YEAR 365, as envoyproxy/
+// ratelimit counts them (its files' units map back to themselves).
 limit_unit unit_of(std::optional<tick> window) noexcept {
   if (!window) return rls::RateLimitResponse::RateLimit::UNKNOWN;
   switch (*window) {
@@ -43,6 +44,10 @@ limit_unit unit_of(std::optional<tick> window) noexcept {
       return rls::RateLimitResponse::RateLimit::DAY;
     case 7 * 86400 * second:
       return rls::RateLimitResponse::RateLimit::WEEK;
+    case 30 * 86400 * second:
+      return rls::RateLimitResponse::RateLimit::MONTH;
+    case 365 * 86400 * second:
+      return rls::RateLimitResponse::RateLimit::YEAR;
     default:
       return rls::RateLimitResponse::RateLimit::UNKNOWN;
   }
@@ -62,15 +67,29 @@ struct compiled {
   std::vector<std::uint32_t> requests_per_unit;
   std::vector<limit_unit> units;
   std::vector<bool> advertises;
+  /// Per Envoy rule: the index of its policy (none for an unlimited rule).
+  std::vector<std::optional<std::size_t>> rule_policy;
+};
+
+// What a matched descriptor gets.
+enum class treatment : std::uint8_t {
+  enforced,   // one check of the atomic store request
+  shadow,     // decided alone, after it, never denies
+  unlimited,  // matched, never limited
+  replaced,   // dropped by another matched rule's `replaces`
 };
 
 // One matched descriptor.
 struct planned {
   std::size_t descriptor = 0;
+  std::size_t rule = 0;
   std::size_t policy = 0;
+  treatment how = treatment::enforced;
   std::string key;
   std::int64_t cost = 1;
-  std::size_t check = 0;  // index into the checks decided
+  std::size_t check = 0;  // enforced: index into the checks decided
+  decision shadow{};      // shadow: its decision
+  source shadow_from = source::store;
 };
 
 grpc::Status invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
@@ -104,6 +123,12 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
       next->advertises.push_back(a.has_value());
       next->requests_per_unit.push_back(a ? clamp_u32(a->quota) : 0);
       next->units.push_back(a ? unit_of(a->window) : rls::RateLimitResponse::RateLimit::UNKNOWN);
+    }
+    for (const envoy_rule& r : next->cfg->envoy) {
+      const named_policy* p = r.unlimited ? nullptr : next->cfg->find_policy(r.policy);
+      next->rule_policy.push_back(
+          p == nullptr ? std::nullopt
+                       : std::optional<std::size_t>(static_cast<std::size_t>(p - next->cfg->policies.data())));
     }
     cache.store(next);
     return next;
@@ -153,15 +178,31 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     if (!known) continue;
     const auto rule = match_envoy(cfg, req.domain(), entries);
     if (!rule) continue;
+    const envoy_rule& r = cfg.envoy[*rule];
     planned p;
     p.descriptor = static_cast<std::size_t>(i);
-    p.policy = static_cast<std::size_t>(cfg.find_policy(cfg.envoy[*rule].policy) - cfg.policies.data());
-    envoy_key(entries, p.key);
-    if (p.key.size() > cfg.lim.key_bytes)
-      return invalid("descriptors[" + std::to_string(i) + "]: the key is longer than " +
-                     std::to_string(cfg.lim.key_bytes) + " bytes (server.max_key_bytes)");
+    p.rule = *rule;
+    p.how = r.unlimited ? treatment::unlimited : r.shadow ? treatment::shadow : treatment::enforced;
+    if (p.how != treatment::unlimited) {
+      p.policy = *view->rule_policy[*rule];
+      envoy_key(entries, p.key);
+      if (p.key.size() > cfg.lim.key_bytes)
+        return invalid("descriptors[" + std::to_string(i) + "]: the key is longer than " +
+                       std::to_string(cfg.lim.key_bytes) + " bytes (server.max_key_bytes)");
+    }
     p.cost = cost;
     plan.push_back(std::move(p));
+  }
+  // `replaces` (envoyproxy/ratelimit files): a matched rule whose limit
+  // another matched rule names is dropped from the call, not charged.
+  for (auto& p : plan) {
+    const std::string& name = cfg.envoy[p.rule].limit_name;
+    if (name.empty()) continue;
+    const bool dropped = std::any_of(plan.begin(), plan.end(), [&](const planned& o) {
+      const auto& rep = cfg.envoy[o.rule].replaces;
+      return std::find(rep.begin(), rep.end(), name) != rep.end();
+    });
+    if (dropped) p.how = treatment::replaced;
   }
 
   // The checks: one per distinct (policy, key), at the largest cost of the
@@ -171,6 +212,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   std::array<std::size_t, max_checks> check_policy{};
   std::size_t n = 0;
   for (auto& p : plan) {
+    if (p.how != treatment::enforced) continue;
     const policy_id id = view->ids[p.policy];
     std::size_t k = 0;
     while (k < n && !(checks[k].policy == id && checks[k].key == p.key)) ++k;
@@ -214,6 +256,34 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   // no remaining, no reset, no RateLimit field.
   const bool figures = figures_known(from);
 
+  // Shadow rules: each decided alone on its rule's own state (its policy is
+  // its own), after the enforced checks, counted, never denying. Two
+  // descriptors giving one (policy, key) are one decision, at the larger cost.
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    planned& p = plan[k];
+    if (p.how != treatment::shadow) continue;
+    std::int64_t cost = p.cost;
+    std::size_t first = k;
+    for (std::size_t j = 0; j < plan.size(); ++j) {
+      const planned& o = plan[j];
+      if (j == k || o.how != treatment::shadow || o.policy != p.policy || o.key != p.key) continue;
+      first = std::min(first, j);
+      cost = std::max(cost, o.cost);
+    }
+    if (first < k) {
+      p.shadow = plan[first].shadow;
+      p.shadow_from = plan[first].shadow_from;
+      continue;
+    }
+    const check one{view->ids[p.policy], p.key, cost};
+    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, cost, {}});
+    svc.stats().count_source(sd.from);
+    p.shadow = sd.d;
+    p.shadow_from = sd.from;
+    policy_counters* pc = view->counters[p.policy];
+    (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
+  }
+
   // The response: one status per descriptor, in order.
   res.set_overall_code(allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
   std::size_t next_plan = 0;
@@ -224,17 +294,29 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       continue;
     }
     const planned& p = plan[next_plan++];
-    const decision& d = per[p.check];
+    if (p.how == treatment::replaced) {
+      status->set_code(rls::RateLimitResponse::OK);  // not decided
+      continue;
+    }
+    if (p.how == treatment::unlimited) {
+      // As envoyproxy/ratelimit answers an unlimited descriptor.
+      status->set_code(rls::RateLimitResponse::OK);
+      status->set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
+      continue;
+    }
+    const decision& d = p.how == treatment::shadow ? p.shadow : per[p.check];
     // A check of a denied request that would have admitted reports
-    // allowed = false with retry_after 0 (store.hpp): it is not over its limit.
-    status->set_code(d.allowed || d.retry_after == 0 ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
+    // allowed = false with retry_after 0 (store.hpp): it is not over its
+    // limit. A shadow rule is never over its limit to Envoy.
+    const bool over = p.how == treatment::enforced && !d.allowed && d.retry_after > 0;
+    status->set_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
     if (view->advertises[p.policy]) {
       auto* lim = status->mutable_current_limit();
       lim->set_name(cfg.policies[p.policy].name);
       lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
       lim->set_unit(view->units[p.policy]);
     }
-    if (!figures) continue;
+    if (!(p.how == treatment::shadow ? figures_known(p.shadow_from) : figures)) continue;
     status->set_limit_remaining(clamp_u32(d.remaining));
     if (d.reset_after != never) {
       auto* reset = status->mutable_duration_until_reset();
