@@ -61,7 +61,7 @@ decision keyed_limiter::peek_at(std::string_view key, tick now, std::int64_t cos
 }
 
 std::size_t keyed_limiter::purge(tick now, std::size_t slice) {
-  impl_->advance_floor(now);
+  impl_->raise_horizon(now);
   std::size_t dropped = 0;
   for (std::size_t i = 0; i < impl_->nshards; ++i)
     dropped += impl_->purge_shard(impl_->shards[i], now, std::max<std::size_t>(slice, 1));
@@ -69,7 +69,7 @@ std::size_t keyed_limiter::purge(tick now, std::size_t slice) {
 }
 
 std::size_t keyed_limiter::purge_step(tick now, std::size_t max_slots) {
-  impl_->advance_floor(now);
+  impl_->raise_horizon(now);
   shard& s = impl_->shards[impl_->step_next.fetch_add(1, std::memory_order_relaxed) % impl_->nshards];
   std::size_t dropped = 0;
   {
@@ -80,7 +80,13 @@ std::size_t keyed_limiter::purge_step(tick now, std::size_t max_slots) {
   return dropped;
 }
 
-tick keyed_limiter::purge_floor() const noexcept { return impl_->floor.load(std::memory_order_acquire); }
+tick keyed_limiter::horizon() const noexcept { return impl_->horizon.load(std::memory_order_acquire); }
+
+tick keyed_limiter::drop_bound(std::string_view key) const {
+  shard& s = impl_->shard_for(impl_->hash(key));
+  std::lock_guard lock(s.mu);
+  return s.bound;
+}
 
 keyed_stats keyed_limiter::stats() const noexcept {
   keyed_stats out;
@@ -90,7 +96,10 @@ keyed_stats keyed_limiter::stats() const noexcept {
     out.purged += s.purged.load(std::memory_order_relaxed);
     out.evicted += s.evicted.load(std::memory_order_relaxed);
     out.units_forgiven += s.forgiven.load(std::memory_order_relaxed);
+    out.refused += s.refused.load(std::memory_order_relaxed);
+    out.bytes += s.bytes.load(std::memory_order_relaxed);
   }
+  if (impl_->m == mode::general) out.bytes += out.keys * sizeof(any_state);
   return out;
 }
 
@@ -140,7 +149,7 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
     const u64 h = im.hash(entries[i].first);
     by_shard[im.shard_shift >= 64 ? 0 : h >> im.shard_shift].push_back(i);
   }
-  const tick at = im.floor.load(std::memory_order_relaxed);
+  const tick at = im.horizon.load(std::memory_order_relaxed);
   for (std::size_t si = 0; si < im.nshards; ++si) {
     shard& s = im.shards[si];
     {
@@ -160,6 +169,7 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
           const auto cell = *im.to_cell(st);
           im.insert(s, h21, key, cell.first, cell.second, at);
         }
+        if (im.budget != nullptr) im.budget->add(1);  // restored whatever the bound
       }
     }
     if (im.m != mode::general) im.reclaim(s);
