@@ -809,6 +809,12 @@ struct keyed_limiter::impl {
     s.size.fetch_add(1, std::memory_order_relaxed);
   }
 
+  /// Room in `s`'s table for one more key. At max_keys, sweeps a few slots
+  /// and evicts when nothing is fresh. A shard at its load threshold grows
+  /// whatever its sweep drops: a sweep frees only the region it visits, so
+  /// letting its drops put the growth off would hold the table at the
+  /// threshold while new keys fill the unswept rest past it — at 1M keys
+  /// under churn, clusters of 9,500 slots and 18–41 µs per new key.
   void make_room(shard& s, tick judge) {
     table* t = s.tab.load(std::memory_order_relaxed);
     if (t == nullptr) {
@@ -820,8 +826,10 @@ struct keyed_limiter::impl {
     if (n >= s.limit) {
       const sweep_result sr = sweep(s, judge, 16, t->cap, true);
       if (sr.dropped == 0 && sr.best != 0) evict(s, sr.best, judge);
-    } else if (n + 1 > t->threshold && opt.auto_purge) {
-      (void)sweep(s, judge, 64, t->cap, false);
+    } else if (n + 1 > t->threshold) {
+      if (opt.auto_purge) (void)sweep(s, judge, 64, t->cap, false);
+      grow(s);
+      return;
     }
     t = s.tab.load(std::memory_order_relaxed);
     if (s.size.load(std::memory_order_relaxed) + 1 > t->threshold) grow(s);

@@ -104,7 +104,8 @@ TEST(KeyedPurge, PurgingChangesNoDecision) {
 TEST(KeyedPurge, PurgeStepsKeepRotatingKeysNearTheKeysInUse) {
   // Rotating keys, each used once a window: a purge step at each request's
   // time keeps the store near the keys in use; without it, it keeps them
-  // all; so does a growing shard's own sweep, in time order.
+  // all. A growing shard's own sweep drops fresh states too (in time order)
+  // but never holds its growth back (keyed_churn_test.cpp).
   const any_policy p = gcra::make({1, 1000}, 1).value();
   keyed_limiter stepping(p, {.shards = 1, .auto_purge = false, .hash_seed = 3});
   keyed_limiter sweeping(p, {.shards = 1, .in_time_order = true, .hash_seed = 3});
@@ -120,7 +121,8 @@ TEST(KeyedPurge, PurgeStepsKeepRotatingKeysNearTheKeysInUse) {
   // admitted after 199000 are not; everything else may go.
   EXPECT_LT(stepping.size(), 1000U);
   EXPECT_GT(stepping.stats().purged, 19000U);
-  EXPECT_LT(sweeping.size(), 1000U);
+  EXPECT_GT(sweeping.stats().purged, 0U);
+  EXPECT_EQ(sweeping.size() + sweeping.stats().purged, 20000U);
   EXPECT_EQ(keeping.size(), 20000U);
   EXPECT_EQ(keeping.purge(200000), 19901U);
   EXPECT_EQ(keeping.size(), 99U);
