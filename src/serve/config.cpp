@@ -3,6 +3,7 @@
 #include "config.hpp"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <charconv>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 
 #include "sluice/policy_expr.hpp"
@@ -229,8 +231,9 @@ std::optional<error> read_server(const std::string& file, const toml::table& t, 
 
 std::optional<error> read_store(const std::string& file, const toml::table& t, store_config& s) {
   const reader r(file, t, "store");
-  SLUICE_TRY(r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-                     "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix"}));
+  SLUICE_TRY(
+      r.only({"url", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size", "on_failure",
+              "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval"}));
   SLUICE_TRY(r.str("url", s.url));
   const bool remote = s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 ||
                       s.url.rfind("unix://", 0) == 0 || s.url.rfind("redis+cluster://", 0) == 0;
@@ -241,6 +244,13 @@ std::optional<error> read_store(const std::string& file, const toml::table& t, s
                        s.url + "')");
   SLUICE_TRY(r.str("snapshot", s.snapshot));
   SLUICE_TRY(r.duration("snapshot_interval", s.snapshot_interval, true));
+  SLUICE_TRY(r.integer("max_keys", s.max_keys, 0, std::numeric_limits<std::int64_t>::max()));
+  s.max_keys_given = r.get("max_keys") != nullptr;
+  SLUICE_TRY(r.duration("purge_interval", s.purge_interval, true));
+  if (remote && r.get("max_keys") != nullptr)
+    return r.wrong(*r.get("max_keys"), "max_keys", "only the memory store is bounded here (Redis: maxmemory)");
+  if (remote && r.get("purge_interval") != nullptr)
+    return r.wrong(*r.get("purge_interval"), "purge_interval", "only the memory store purges (Redis: TTLs)");
   if (remote && r.get("snapshot") != nullptr)
     return r.wrong(*r.get("snapshot"), "snapshot", "only the memory store keeps a snapshot (Redis persists itself)");
   SLUICE_TRY(r.duration("connect_timeout", s.connect_timeout));
@@ -364,6 +374,13 @@ std::optional<error> read_rule(const std::string& file, const toml::table& t, st
   return std::nullopt;
 }
 
+// What the store section takes from the server's: the default max_keys
+// (from the longest key) and the time order (client_time).
+void finish_store(config& c) {
+  if (!c.store.max_keys_given) c.store.max_keys = default_max_keys(c.lim.key_bytes);
+  c.store.in_time_order = !c.client_time;
+}
+
 std::optional<error> read_document(const std::string& file, const toml::table& doc, config& c) {
   for (auto&& [k, v] : doc) {
     const std::string_view key = k.str();
@@ -394,6 +411,7 @@ std::optional<error> read_document(const std::string& file, const toml::table& d
     for (const toml::node& e : *a) SLUICE_TRY(read_rule(file, *e.as_table(), i++, c));
   }
   SLUICE_TRY(read_envoy_sections(file, doc, c));
+  finish_store(c);
   return std::nullopt;
 }
 
@@ -527,6 +545,14 @@ result<config> load_config(const std::string& path) {
   return parse_config(s.str(), path);
 }
 
+std::size_t default_max_keys(std::size_t key_bytes) noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  const auto memory = static_cast<unsigned long long>(pages) * static_cast<unsigned long long>(page);
+  return static_cast<std::size_t>(memory / 4 / (48 + key_bytes));
+}
+
 result<config> simple_config(std::string_view policy, std::string_view key) {
   auto p = parse_policy(policy);
   if (!p) return error{"--policy", p.err().message};
@@ -539,6 +565,7 @@ result<config> simple_config(std::string_view policy, std::string_view key) {
   ru.policy = "default";
   ru.key = std::move(*k);
   c.rules.push_back(std::move(ru));
+  finish_store(c);
   return c;
 }
 

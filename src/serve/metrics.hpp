@@ -27,6 +27,14 @@ struct policy_counters {
   std::atomic<std::uint64_t> shadow_denied{0};   ///< shadow checks that would have denied
 };
 
+/// The memory store's own figures for /metrics.
+struct memory_figures {
+  std::uint64_t bytes = 0;     ///< bytes its states take (keyed_stats::bytes)
+  std::uint64_t purged = 0;    ///< fresh states dropped so far
+  std::uint64_t refused = 0;   ///< new keys refused at max_keys
+  std::uint64_t max_keys = 0;  ///< the bound (0: none)
+};
+
 /// Every metric of one service. Thread-safe.
 class metrics {
  public:
@@ -57,9 +65,11 @@ class metrics {
   std::atomic<std::uint64_t> bad_requests{0};         ///< requests answered 4xx for their content
 
   /// The exposition: every family with HELP and TYPE, `store` giving the
-  /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and
-  /// `keys` the keys it holds (left out when it cannot tell).
-  [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys) const;
+  /// store's own counts (errors, fallbacks, deny-cache hits, clock skew),
+  /// `keys` the keys it holds (left out when it cannot tell) and `memory`
+  /// the memory store's bytes, purges and bound (left out for others).
+  [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys,
+                                   std::optional<memory_figures> memory = std::nullopt) const;
 
  private:
   mutable std::mutex mutex_;
