@@ -1,7 +1,9 @@
 // The keyed store at scale (issue 5), beside the peers: 1M keys first touch
 // and steady state with bytes per key from the allocator (mallinfo2) and the
 // kernel (RSS), 2 threads on distinct keys, 2 threads on one key, and a
-// 10M-key purge (longest slice and total). The steady state is measured
+// 10M-key purge (longest slice and total), and key churn (decisions on new
+// keys with 1M states held, beside the same on an empty store, each timed:
+// mean, median and 99th percentile). The steady state is measured
 // three ways (try_acquire, try_acquire_at, try_acquire_many in batches) and
 // beside its floor on this machine (keyed_floor.hpp: the same keys through
 // the least a keyed store can do). Prints the peers' RESULT lines
@@ -12,7 +14,8 @@
 //   keyed_bench --benchmark_filter=1key   one group
 // Env: RUNS (repetitions), KEYS (default 1000000), PURGE_KEYS (default
 // 10000000), N (decisions per single-key run, default 10000000), BATCH
-// (requests per try_acquire_many, default 64).
+// (requests per try_acquire_many, default 64), CHURN (new keys per churn
+// run, default 200000).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 #include <time.h>
@@ -56,6 +59,7 @@ const std::size_t n_keys = env_size("KEYS", 1'000'000);
 const std::size_t n_purge = env_size("PURGE_KEYS", 10'000'000);
 const std::size_t n_single = env_size("N", 10'000'000);
 const std::size_t batch = std::max<std::size_t>(env_size("BATCH", 64), 1);
+const std::size_t n_churn = std::max<std::size_t>(env_size("CHURN", 200'000), 100);
 
 /// "user:0" … as the Go and Java harnesses name them.
 const std::vector<std::string>& keys() {
@@ -311,6 +315,69 @@ void Purge10M(benchmark::State& st) {
   }
 }
 
+// ---- key churn: new keys on an empty store and with 1M states held ----
+
+/// Decides `fresh_keys` (each new) at `at`, one call at a time, each timed;
+/// writes mean, median, p99 (ns) and the phase's thread CPU ns per decision.
+void time_new_keys(keyed_limiter& store, const std::vector<std::string>& fresh_keys, sluice::tick at,
+                   benchmark::State& st, const std::string& name) {
+  std::vector<double> ns(fresh_keys.size());
+  std::int64_t allowed = 0;
+  const double c0 = thread_cpu();
+  const auto t0 = clk::now();
+  for (std::size_t i = 0; i < fresh_keys.size(); ++i) {
+    const auto s0 = clk::now();
+    allowed += store.try_acquire_at(fresh_keys[i], at).allowed ? 1 : 0;
+    ns[i] = std::chrono::duration<double, std::nano>(clk::now() - s0).count();
+  }
+  const double wall = seconds_since(t0);
+  const double cpu = thread_cpu() - c0;
+  benchmark::DoNotOptimize(allowed);
+  std::sort(ns.begin(), ns.end());
+  const double n = static_cast<double>(ns.size());
+  st.counters[name + "_mean_ns"] = wall * 1e9 / n;
+  st.counters[name + "_cpu_ns"] = cpu * 1e9 / n;
+  st.counters[name + "_p50_ns"] = ns[ns.size() / 2];
+  st.counters[name + "_p99_ns"] = ns[ns.size() * 99 / 100];
+}
+
+void Churn1M(benchmark::State& st) {
+  const auto& k = keys();
+  std::vector<std::string> fresh_keys(n_churn);
+  for (std::size_t i = 0; i < fresh_keys.size(); ++i) fresh_keys[i] = "new:" + std::to_string(i);
+  std::size_t key_bytes = 0;
+  for (const auto& s : k) key_bytes += s.size();
+  const sluice::tick t0 = 1'000'000'000;
+  for (auto _ : st) {
+    // An empty store, the new keys at one instant.
+    {
+      keyed_limiter empty(keyed_policy(), {.hash_seed = 7});
+      time_new_keys(empty, fresh_keys, t0, st, "empty");
+    }
+    // 1M states held (not fresh at the new keys' instant).
+    {
+      const std::size_t heap0 = heap_in_use();
+      keyed_limiter held(keyed_policy(), {.hash_seed = 7});
+      for (const auto& key : k) (void)held.try_acquire_at(key, t0);
+      const sluice::keyed_stats s = held.stats();
+      st.counters["held_bytes_per_state"] = static_cast<double>(s.bytes) / static_cast<double>(s.keys);
+      st.counters["held_heap_per_state"] =
+          (static_cast<double>(heap_in_use()) - static_cast<double>(heap0) - static_cast<double>(key_bytes)) /
+          static_cast<double>(s.keys);
+      time_new_keys(held, fresh_keys, t0 + 1, st, "held");
+    }
+    // 1M states held, all fresh when the new keys come, in time order: the
+    // growing shards' sweeps drop them as they go (the packed-table case).
+    {
+      keyed_limiter going(keyed_policy(), {.in_time_order = true, .hash_seed = 7});
+      for (const auto& key : k) (void)going.try_acquire_at(key, t0);
+      time_new_keys(going, fresh_keys, t0 + 10'000'000'000, st, "fresh");
+      st.counters["fresh_purged"] = static_cast<double>(going.stats().purged);
+    }
+    st.SetIterationTime(1);
+  }
+}
+
 /// Collects every repetition's counters by benchmark name.
 class collector : public benchmark::ConsoleReporter {
  public:
@@ -347,6 +414,7 @@ BENCHMARK(OneKeyAllowRealtime)->Name("1key-allow-realtime");
 BENCHMARK(OneKeyDenyRealtime)->Name("1key-deny-realtime");
 BENCHMARK(OneKey2Threads)->Name("1key-2thr-allow")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(Purge10M)->Name("purge-10M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(Churn1M)->Name("churn-1M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   const std::string reps = "--benchmark_repetitions=" + std::to_string(env_size("RUNS", 5));
@@ -430,6 +498,29 @@ int main(int argc, char** argv) {
              fmt1(summarize(field(r, "longest_slice_cpu_us")).median) +
              " us; inserting them, the longest insert (a shard's table growing) " +
              fmt1(summarize(field(r, "longest_insert_us")).median) + " us");
+  }
+  if (auto it = rep.runs.find("churn-1M"); it != rep.runs.end()) {
+    const auto& r = it->second;
+    const stats3 empty = summarize(field(r, "empty_mean_ns"));
+    const auto row = [&](const std::string& scenario, const std::string& side, const std::string& bytes,
+                         const std::string& what) {
+      const stats3 mean = summarize(field(r, side + "_mean_ns"));
+      emit(scenario, mean, bytes,
+           what + ", " + std::to_string(n_churn) +
+               " new keys one call at a time (try_acquire_at), each timed: median " +
+               fmt1(summarize(field(r, side + "_p50_ns")).median) + " ns, p99 " +
+               fmt1(summarize(field(r, side + "_p99_ns")).median) + " ns, thread CPU " +
+               fmt1(summarize(field(r, side + "_cpu_ns")).median) + " ns; " + fmt1(mean.median / empty.median) +
+               "x the empty store's mean");
+    };
+    row("keyed-churn-empty", "empty", "-", "keyed_limiter<gcra 100/s burst 10>, an empty store");
+    row("keyed-churn-1M-held", "held", fmt1(summarize(field(r, "held_bytes_per_state")).median),
+        "the same store with 1M states held (not fresh); bytes/state = keyed_stats::bytes / keys (mallinfo2 beyond "
+        "the keys: " +
+            fmt1(summarize(field(r, "held_heap_per_state")).median) + ")");
+    row("keyed-churn-1M-fresh", "fresh", "-",
+        "1M states held, all fresh when the new keys come, in time order (the growing shards' sweeps drop " +
+            fmt1(summarize(field(r, "fresh_purged")).median) + " of them)");
   }
   return 0;
 }

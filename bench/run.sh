@@ -7,7 +7,8 @@
 #   bench/run.sh --with-peers    then cpp-floor and go-xtime in the same invocation,
 #                                and one combined table with the x-CAS-floor ratio
 #   bench/run.sh --keyed         the keyed store instead (keyed_bench: 1M keys first
-#                                touch and steady state, its floor, threads, 10M purge;
+#                                touch and steady state, its floor, threads, 10M purge,
+#                                churn: new keys with 1M states held beside an empty store;
 #                                store_bench: the same 1M keys through store& beside the
 #                                direct calls, interleaved, and the ratios);
 #                                with --with-peers, beside go-xtime, java-guava and

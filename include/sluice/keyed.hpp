@@ -2,11 +2,15 @@
 // policy, for millions of keys and any number of threads.
 //
 // Every key decides exactly as its own `limiter` would (the core `decide`,
-// bit for bit), with one addition from the contract (semantics.md, "Keys"):
-// a request's `now` is read as at least the store's purge floor, the latest
-// instant at which it dropped a fresh state. That is what makes dropping
-// fresh states lossless; in normal use (a clock that does not run
-// backwards) the floor is never ahead of `now` and changes nothing.
+// bit for bit), and no key's traffic changes another key's decisions
+// (semantics.md, "Keys"). A key the store holds a state for decides on it at
+// the request's own `now`. Dropping a fresh state is lossless when no later
+// request on its key is stamped before the instant it was judged fresh at:
+// that instant is the owner's promise (`purge(P)`: the store's horizon), or,
+// for a store told its requests come in time order, the `now` of the request
+// that triggers a sweep — never a time another key's client chose. A request
+// on a key without a state, stamped before the latest drop in its shard (in
+// flight across a purge, or breaking the promise), is read as at that drop.
 //
 // Design, in short (docs/keyed.md has the details):
 //   * Keys are spread over shards by hash. Each shard is an open-addressing
@@ -20,13 +24,16 @@
 //   * A new key, a purge and an eviction take the shard's lock; records and
 //     tables that lock-free readers may still see are freed after a grace
 //     period (a per-thread read counter; writers wait, readers never do).
-//   * Purging is incremental: a shard that would grow first sweeps a few
-//     slots for fresh states, and `purge` sweeps in slices of bounded length.
-//   * With `max_keys`, a shard that is full and finds nothing fresh evicts
-//     the state nearest to fresh among the slots it sweeps, and counts the
-//     units that state still held (`units_forgiven`).
+//   * Purging is incremental: `purge` sweeps in slices of bounded length. A
+//     shard grows at 85 % load whatever its sweeps drop, so its load stays
+//     even (a sweep never packs the rest of the table).
+//   * Two bounds: `max_keys` evicts the state nearest to fresh among the
+//     slots it sweeps (counted, with the units it still held); a shared
+//     `keyed_budget` refuses new keys instead (`keyed_refused`), so no held
+//     state is ever given a fresh limit.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -44,6 +51,54 @@
 
 namespace sluice {
 
+/// The `part` of a decision a keyed store refused for want of room (its
+/// `keyed_budget` is spent and nothing fresh was found): denied, `remaining`
+/// 0, `retry_after = never` (the store cannot tell when room frees). Stores
+/// over the keyed store answer it by their failure mode (memory.hpp).
+inline constexpr std::int32_t keyed_refused = -2;
+
+/// A bound on the states one or more keyed stores hold together (the memory
+/// store shares one over all its policies). A store with a budget never
+/// holds a state past it: a new key that would be admitted while the budget
+/// is spent first drops the fresh states among a few slots of its shard
+/// (judged as every sweep is: keyed_options::in_time_order), and is refused
+/// (`keyed_refused`, counted) when that frees none. Held keys are never
+/// dropped for room. `restore` is never refused (it may pass the budget; new
+/// keys are then refused until states are dropped). Thread-safe.
+class keyed_budget {
+ public:
+  /// A budget of `max_states` states (0: every new key is refused).
+  explicit keyed_budget(std::size_t max_states) noexcept : max_(max_states) {}
+  keyed_budget(const keyed_budget&) = delete;
+  keyed_budget& operator=(const keyed_budget&) = delete;
+
+  /// The bound.
+  [[nodiscard]] std::size_t max_states() const noexcept { return max_; }
+  /// States held now by every store on this budget.
+  [[nodiscard]] std::size_t held() const noexcept { return held_.load(std::memory_order_relaxed); }
+  /// New keys refused so far by every store on this budget.
+  [[nodiscard]] std::uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
+
+  /// Takes room for one state; false (and nothing taken) when spent. The
+  /// stores' own calls; not for users.
+  bool take() noexcept {
+    if (held_.fetch_add(1, std::memory_order_relaxed) < max_) return true;
+    held_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  /// Gives back room for `n` states (dropped, or a store destroyed).
+  void give(std::size_t n) noexcept { held_.fetch_sub(n, std::memory_order_relaxed); }
+  /// Counts `n` states restored whatever the bound.
+  void add(std::size_t n) noexcept { held_.fetch_add(n, std::memory_order_relaxed); }
+  /// Counts one refusal.
+  void count_refused() noexcept { refused_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::size_t max_;
+  std::atomic<std::size_t> held_{0};
+  std::atomic<std::uint64_t> refused_{0};
+};
+
 /// How a keyed_limiter is sized and how it makes room.
 struct keyed_options {
   /// The most keys the store holds at once; 0 for no bound. The bound is
@@ -54,17 +109,27 @@ struct keyed_options {
   /// admitted, it first drops any fresh state it finds among a few slots
   /// (lossless) and otherwise evicts the state nearest to fresh among them
   /// (that key's next request starts from a fresh state: counted in
-  /// `keyed_stats::evicted` and `units_forgiven`).
+  /// `keyed_stats::evicted` and `units_forgiven`). For a bound that never
+  /// evicts, see `budget`.
   std::size_t max_keys = 0;
   /// Number of shards, rounded up to a power of two (1 to 65536); 0 picks
   /// 64. More shards mean less contention on new keys and shorter resizes.
   std::size_t shards = 0;
-  /// Whether a shard about to grow first sweeps a few slots for fresh
-  /// states to drop (each sweep advances the purge floor to the request's
-  /// `now`). Off, the store only drops states in `purge` and at max_keys,
-  /// and the floor moves only then: a replay of a trace whose clock steps
-  /// back then decides exactly as one `limiter` per key.
+  /// Whether a shard about to grow first sweeps a few slots and drops the
+  /// states fresh among them (their memory is reused). It never delays the
+  /// growth: the store is kept near the keys in use by `purge` and
+  /// `purge_step` (the memory store's owner runs them on a schedule).
   bool auto_purge = true;
+  /// Whether requests come in time order: one clock stamps them all, and
+  /// each `now` is at least that of every request decided before it (up to
+  /// requests in flight at once) — the steady clock of `try_acquire`, a
+  /// service deciding by its own clock, a replay in order. Then a sweep a
+  /// request triggers (before a shard grows, at a bound) judges freshness
+  /// at that request's `now` as well as at the horizon. Off (the default:
+  /// clients may choose their times, ahead of or behind one another), sweeps
+  /// judge at the horizon only, which only `purge` and `purge_step` move, so
+  /// no request's time ever makes another key's state look fresh.
+  bool in_time_order = false;
   /// Seed of the key hash; 0 draws one at random per store (resists
   /// flooding with colliding keys). Decisions never depend on it.
   std::uint64_t hash_seed = 0;
@@ -74,6 +139,9 @@ struct keyed_options {
   /// out of the cell's range, such as the debt a reconfiguration to a
   /// smaller burst leaves (the memory store's live `define` needs that).
   bool compact = true;
+  /// A bound shared with other stores (see keyed_budget): new keys are
+  /// refused, never evicted for, when it is spent. Null: none.
+  std::shared_ptr<keyed_budget> budget{};
 };
 
 /// Counts a keyed_limiter keeps. Each is exact when the store is quiet, and
@@ -83,6 +151,12 @@ struct keyed_stats {
   std::uint64_t purged = 0;          ///< fresh states dropped (lossless)
   std::uint64_t evicted = 0;         ///< states dropped at max_keys while not fresh
   std::uint64_t units_forgiven = 0;  ///< units of cost the evicted states still counted
+  std::uint64_t refused = 0;         ///< new keys refused: the budget was spent (keyed_refused)
+  /// Bytes the store holds for its states: slot tables, record arenas (keys
+  /// included, the free lists' and the last chunks' slack too) and, in the
+  /// general mode, each state's `any_state` (not what a state allocates
+  /// itself, nor the allocator's overhead).
+  std::uint64_t bytes = 0;
 };
 
 /// One request for `keyed_limiter::try_acquire_many_at`.
@@ -107,10 +181,13 @@ struct keyed_check {
 /// One state per key under one policy; safe for any number of threads.
 ///
 /// Keys are byte strings of any length (up to 4 GiB), looked up without
-/// allocating. Decisions equal the core `decide` on that key's own state at
-/// `max(now, purge_floor())`; durations still count from the caller's `now`
-/// (a duration that is neither 0 nor `never` grows by the difference). A
-/// denied request changes nothing and stores nothing (a key that was never
+/// allocating. A key the store holds a state for decides as the core
+/// `decide` on that state at `now`. A key without one decides on a fresh
+/// state at `max(now, drop_bound(key))`, durations still counted from the
+/// caller's `now` (a duration that is neither 0 nor `never` grows by the
+/// difference): the bound is behind every request that keeps the purge
+/// promise, so it only shows for requests stamped before a drop. A denied
+/// request changes nothing and stores nothing (a key that was never
 /// admitted holds no memory).
 ///
 /// Thread safety: every member function may be called concurrently with any
@@ -138,7 +215,8 @@ class keyed_limiter {
   /// `now` (ticks). Lock-free for an existing key of a compact policy; a new
   /// key that is admitted takes its shard's lock and may allocate (throws
   /// std::bad_alloc when memory runs out, std::length_error for a key over
-  /// 4 GiB).
+  /// 4 GiB). With a spent `budget`, such a key may be refused instead:
+  /// denied, `retry_after = never`, `part = keyed_refused`, nothing stored.
   decision try_acquire_at(std::string_view key, tick now, std::int64_t cost = 1);
 
   /// Decides a request of `cost` units for `key` now. The clock is read
@@ -165,8 +243,8 @@ class keyed_limiter {
 
   /// Decides one request over several checks (each a store and a key; the
   /// stores may differ, and so may their policies) atomically, as `all_of`:
-  /// it is admitted iff every check admits at `now` (each at its own
-  /// store's purge floor) at its cost (`keyed_check::cost`, or `cost` when
+  /// it is admitted iff every check admits at `now` (a check on a key
+  /// without a state at its shard's drop bound, as try_acquire_at) at its cost (`keyed_check::cost`, or `cost` when
   /// that is 0), and only then does every check consume its cost; a denied
   /// request changes no state. No other decision on any of these
   /// keys, single- or multi-key, from any thread, interleaves with it.
@@ -190,7 +268,10 @@ class keyed_limiter {
   /// Throws std::invalid_argument (before deciding) when `checks` is
   /// empty, names a null store or one (store, key) twice, gives a check a
   /// negative cost, or `per_check` is
-  /// not empty and shorter than `checks`; and as `try_acquire_at`. Under
+  /// not empty and shorter than `checks`; and as `try_acquire_at`. A request
+  /// that would be admitted but needs room for a new key that a spent budget
+  /// refuses is refused whole (`part = keyed_refused`, no check charged; its
+  /// checks' own decisions as on a denial). Under
   /// std::bad_alloc a request may be left charged on some checks only.
   static decision try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
                                      std::span<decision> per_check = {});
@@ -205,20 +286,29 @@ class keyed_limiter {
 
   /// Drops every state that is fresh at `now` (is_fresh), shard by shard in
   /// slices of at most `slice` slots each (each slice holds one shard's
-  /// lock; lock-free decisions on existing keys never wait). Advances the
-  /// purge floor to `now` first. Returns how many states it dropped.
+  /// lock; lock-free decisions on existing keys never wait). `now` is the
+  /// caller's promise that no request on any key will from now on be
+  /// stamped before it: it raises the horizon to `now` first. Returns how
+  /// many states it dropped.
   std::size_t purge(tick now, std::size_t slice = 4096);
 
   /// One slice of an incremental purge: sweeps at most `max_slots` slots of
-  /// one shard (the next in turn) from where its last sweep stopped. Returns
-  /// how many states it dropped. Advances the purge floor to `now`.
+  /// one shard (the next in turn) from where its last sweep stopped, as
+  /// `purge` (the same promise; raises the horizon). Returns how many states
+  /// it dropped.
   std::size_t purge_step(tick now, std::size_t max_slots);
 
-  /// The purge floor: every request's `now` is read as at least this
-  /// (INT64_MIN until the first purge or sweep).
-  [[nodiscard]] tick purge_floor() const noexcept;
+  /// The horizon: the latest instant promised by `purge` or `purge_step`,
+  /// at which the store's own sweeps judge freshness (INT64_MIN before the
+  /// first).
+  [[nodiscard]] tick horizon() const noexcept;
 
-  /// The counts (keys, purged, evicted, units forgiven).
+  /// The drop bound of `key`'s shard: the latest instant at which it dropped
+  /// or evicted a state (INT64_MIN before the first). A request on `key`
+  /// while the store holds no state for it is read as at least this.
+  [[nodiscard]] tick drop_bound(std::string_view key) const;
+
+  /// The counts (keys, purged, evicted, units forgiven, refused, bytes).
   [[nodiscard]] keyed_stats stats() const noexcept;
 
   /// States held now (as `stats().keys`).

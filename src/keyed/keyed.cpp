@@ -70,7 +70,7 @@ decision keyed_limiter::peek_at(std::string_view key, tick now, std::int64_t cos
 }
 
 std::size_t keyed_limiter::purge(tick now, std::size_t slice) {
-  impl_->advance_floor(now);
+  impl_->raise_horizon(now);
   std::size_t dropped = 0;
   for (std::size_t i = 0; i < impl_->nshards; ++i)
     dropped += impl_->purge_shard(impl_->shards[i], now, std::max<std::size_t>(slice, 1));
@@ -78,7 +78,7 @@ std::size_t keyed_limiter::purge(tick now, std::size_t slice) {
 }
 
 std::size_t keyed_limiter::purge_step(tick now, std::size_t max_slots) {
-  impl_->advance_floor(now);
+  impl_->raise_horizon(now);
   shard& s = impl_->shards[impl_->step_next.fetch_add(1, std::memory_order_relaxed) % impl_->nshards];
   std::size_t dropped = 0;
   {
@@ -89,7 +89,13 @@ std::size_t keyed_limiter::purge_step(tick now, std::size_t max_slots) {
   return dropped;
 }
 
-tick keyed_limiter::purge_floor() const noexcept { return impl_->floor.load(std::memory_order_acquire); }
+tick keyed_limiter::horizon() const noexcept { return impl_->horizon.load(std::memory_order_acquire); }
+
+tick keyed_limiter::drop_bound(std::string_view key) const {
+  shard& s = impl_->shard_for(impl_->hash(key));
+  std::lock_guard lock(s.mu);
+  return s.bound;
+}
 
 keyed_stats keyed_limiter::stats() const noexcept {
   keyed_stats out;
@@ -99,7 +105,10 @@ keyed_stats keyed_limiter::stats() const noexcept {
     out.purged += s.purged.load(std::memory_order_relaxed);
     out.evicted += s.evicted.load(std::memory_order_relaxed);
     out.units_forgiven += s.forgiven.load(std::memory_order_relaxed);
+    out.refused += s.refused.load(std::memory_order_relaxed);
+    out.bytes += s.bytes.load(std::memory_order_relaxed);
   }
+  if (impl_->m == mode::general) out.bytes += out.keys * sizeof(any_state);
   return out;
 }
 
@@ -149,7 +158,7 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
     const u64 h = im.hash(entries[i].first);
     by_shard[im.shard_shift >= 64 ? 0 : h >> im.shard_shift].push_back(i);
   }
-  const tick at = im.floor.load(std::memory_order_relaxed);
+  const tick at = im.horizon.load(std::memory_order_relaxed);
   for (std::size_t si = 0; si < im.nshards; ++si) {
     shard& s = im.shards[si];
     {
@@ -169,6 +178,7 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
           const auto cell = *im.to_cell(st);
           im.insert(s, h21, key, cell.first, cell.second, at);
         }
+        if (im.budget != nullptr) im.budget->add(1);  // restored whatever the bound
       }
     }
     if (im.m != mode::general) im.reclaim(s);
@@ -188,7 +198,7 @@ void unlink_locked(keyed_limiter::impl& im, shard& s, record* r, std::size_t at)
   }
   (void)erase_at(s.tab.load(std::memory_order_relaxed), at);
   im.retire(s, r);
-  s.size.fetch_sub(1, std::memory_order_relaxed);
+  im.count_drop(s);  // gives its room in the budget back: the state moves to another store
 }
 }  // namespace
 
@@ -262,7 +272,10 @@ bool keyed_limiter::put(std::string_view key, const any_state& st) {
     std::lock_guard lock(s.mu);
     const table* t = s.tab.load(std::memory_order_relaxed);
     if (t != nullptr && find(t, h21, key) != nullptr) return false;
-    const tick at = im.floor.load(std::memory_order_relaxed);
+    // A state carried over is never refused for room: it takes its place in
+    // the budget whatever the bound (take gave the old store's room back).
+    if (im.budget != nullptr) im.budget->add(1);
+    const tick at = im.horizon.load(std::memory_order_acquire);
     if (im.m == mode::general) {
       auto owned = std::make_unique<any_state>(st);
       im.insert(s, h21, key, reinterpret_cast<u64>(owned.get()), 0, at);

@@ -156,8 +156,48 @@ struct memory_store::impl {
   bool carry_stop = false;
   std::thread carrier;
 
-  explicit impl(memory_store_options o) : opt(o), slots(new std::atomic<policy_entry*>[o.max_policies]) {
+  explicit impl(memory_store_options o) : opt(std::move(o)), slots(new std::atomic<policy_entry*>[opt.max_policies]) {
     for (std::size_t i = 0; i < opt.max_policies; ++i) slots[i].store(nullptr, std::memory_order_relaxed);
+    if (opt.max_keys != 0) opt.keyed.budget = std::make_shared<keyed_budget>(opt.max_keys);
+  }
+
+  /// The answer to a request a spent budget refused (a new key at
+  /// max_keys): the configured mode, with `checks` for the local one.
+  store_decision full(std::span<const check> checks, std::int64_t cost, tick now, std::span<decision> per_check) {
+    store_decision out;
+    switch (opt.on_full) {
+      case failure_mode::fail_open:
+        out.d.allowed = true;
+        out.from = source::fail_open;
+        break;
+      case failure_mode::fail_closed:
+        out.d.retry_after = opt.full_retry_after;
+        out.from = source::fail_closed;
+        break;
+      case failure_mode::local: {
+        // Each check on a fresh state, not kept: all_of over them.
+        out.d = decision{true, std::numeric_limits<std::int64_t>::max(), 0, 0, 0, -1};
+        for (std::size_t i = 0; i < checks.size(); ++i) {
+          const policy_entry* e = entry_of(checks[i].policy);
+          const any_policy& p = e->current.load(std::memory_order_acquire)->policy();
+          any_state st = fresh_state(p);
+          const decision d = sluice::decide(p, st, now, checks[i].cost != 0 ? checks[i].cost : cost);
+          if (i < per_check.size()) per_check[i] = d;
+          out.d.allowed = out.d.allowed && d.allowed;
+          out.d.remaining = std::min(out.d.remaining, d.remaining);
+          out.d.retry_after = std::max(out.d.retry_after, d.retry_after);
+          out.d.reset_after = std::max(out.d.reset_after, d.reset_after);
+        }
+        if (!out.d.allowed) out.d.release_after = 0;
+        out.from = source::fallback;
+        return out;
+      }
+    }
+    for (std::size_t i = 0; i < std::min(per_check.size(), checks.size()); ++i) {
+      per_check[i] = out.d;
+      per_check[i].part = -1;
+    }
+    return out;
   }
 
   ~impl() {
@@ -389,6 +429,7 @@ struct memory_store::impl {
           const std::span<const keyed_check> span(ks, n);
           decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
                               : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
+          if (d.part == keyed_refused) return full(r.checks, r.cost, r.now, per_check);
           if (commit) add(g.slot(), counter::from_store);
           return {d, source::store};
         }
@@ -409,6 +450,10 @@ struct memory_store::impl {
         if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
           keyed_limiter* k = resolve(*e, c.key);
           decision d = commit ? k->internals().acquire(c.key, cost, now) : k->peek_at(c.key, now, cost);
+          if (d.part == keyed_refused) [[unlikely]] {
+            const check one{c.policy, c.key, cost};
+            return full(std::span<const check>(&one, 1), cost, now, per_check);
+          }
           if (commit) add(g.slot(), counter::from_store);
           if (!per_check.empty()) per_check[0] = d;
           d.part = 0;
@@ -437,6 +482,7 @@ struct memory_store::impl {
       const store_request* r = rs.data() + from;
       store_decision* o = out + from;
       bool done = false;
+      std::size_t refused = 0;
       {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) {
@@ -449,11 +495,16 @@ struct memory_store::impl {
                   [r](std::size_t j) {
                     return keyed_request{r[j].checks[0].key, r[j].now, cost_of(r[j], r[j].checks[0])};
                   },
-                  [o](std::size_t j, const decision& d) {
+                  [&](std::size_t j, const decision& d) {
+                    if (d.part == keyed_refused) [[unlikely]] {
+                      o[j] = full(r[j].checks, r[j].cost, r[j].now, {});
+                      ++refused;
+                      return;
+                    }
                     o[j] = {d, source::store};
                     o[j].d.part = 0;
                   });
-          add(g.slot(), counter::from_store, m);
+          add(g.slot(), counter::from_store, m - refused);
           done = true;
         }
       }
@@ -472,7 +523,7 @@ struct memory_store::impl {
                   std::span<std::optional<tick>> grows) {
     for (std::size_t i = 0; i < std::min(r.checks.size(), grows.size()); ++i) {
       grows[i].reset();
-      if (d.from == source::error) continue;
+      if (d.from != source::store) continue;  // an error or the bound's mode: no state behind it
       const std::int64_t remaining = pc[i].remaining;
       grows[i] = remaining == std::numeric_limits<std::int64_t>::max()
                      ? never
@@ -605,12 +656,29 @@ store_stats memory_store::stats() const {
     out.replayed += s.replayed.load(std::memory_order_relaxed);
     out.errors += s.errors.load(std::memory_order_relaxed);
   }
-  out.decisions = out.from_store + out.replayed + out.errors;
+  if (im.opt.keyed.budget) out.fallbacks = im.opt.keyed.budget->refused();
+  out.decisions = out.from_store + out.replayed + out.errors + out.fallbacks;
   std::lock_guard lock(impl_->define_mu);
   for (const auto& e : im.entries) {
     std::lock_guard r(e->redefine);
     out.keys += e->owned->stats().keys;
     for (const auto& f : e->frozen) out.keys += f->stats().keys;  // not carried over yet
+  }
+  return out;
+}
+
+keyed_stats memory_store::keyed_totals() const {
+  keyed_stats out;
+  std::lock_guard lock(impl_->define_mu);
+  for (const auto& e : impl_->entries) {
+    std::lock_guard r(e->redefine);
+    const keyed_stats s = e->owned->stats();
+    out.keys += s.keys;
+    out.purged += s.purged;
+    out.evicted += s.evicted;
+    out.units_forgiven += s.units_forgiven;
+    out.refused += s.refused;
+    out.bytes += s.bytes;
   }
   return out;
 }
@@ -642,7 +710,7 @@ std::size_t memory_store::purge(tick now) {
   for (policy_entry* e : es) {
     std::lock_guard r(e->redefine);
     im.settle(*e);  // a state not carried over yet is purged as its carried state
-    dropped += e->owned->purge(now);
+    dropped += e->owned->purge(now, 1024);
   }
   for (id_stripe& s : im.ids) {
     std::lock_guard lock(s.mu);

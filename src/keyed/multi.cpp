@@ -29,8 +29,9 @@ struct work {
   std::int64_t cost = 0;  // this check's units
   u64 h21 = 0;
   std::string_view key;
-  record* r = nullptr;  // null: a key without a state (fresh)
-  tick eff = 0;         // max(now, the store's purge floor)
+  record* r = nullptr;    // null: a key without a state (fresh)
+  tick eff = 0;           // now, or for a key without a state max(now, its shard's drop bound)
+  bool reserved = false;  // a new key's room, taken from its store's budget
   // Compact modes: the cell as held (fresh: {0, t_min}) and as decided.
   u64 lo = 0;
   u64 hi = 0;
@@ -175,14 +176,21 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
     shards[i] = x.s;
   }
   bool allowed = true;
+  bool refused = false;
   bool inserted = false;
   {
     const shard_locks locks(std::move(shards));
+    // A spent budget: sweep each check's shard for fresh states first,
+    // before any record is found or cell held (a sweep may drop them).
+    for (work& x : w)
+      if (x.im->budget != nullptr && x.im->budget->held() >= x.im->budget->max_states() &&
+          x.s->tab.load(std::memory_order_relaxed) != nullptr)
+        (void)x.im->sweep(*x.s, x.im->judge_at(now), 64, x.s->tab.load(std::memory_order_relaxed)->cap, false);
     const holds held(w);
     for (work& x : w) {
       const table* t = x.s->tab.load(std::memory_order_relaxed);
       x.r = t != nullptr ? find(t, x.h21, x.key) : nullptr;
-      x.eff = x.im->effective(now);
+      x.eff = x.r != nullptr ? now : impl_t::absent_at(*x.s, now);
       if (x.im->m != mode::general) {
         if (x.r != nullptr) {
           hold(x);
@@ -195,6 +203,27 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
     for (work& x : w) {
       x.d = trial(x, now);
       allowed = allowed && x.d.allowed;
+    }
+    // Room for every new key that would be stored, before anything is
+    // written: a refused request charges no check.
+    if (allowed && commit) {
+      for (work& x : w) {
+        const bool stores = x.r == nullptr && (x.im->m != mode::general || !(*x.st == x.im->fresh));
+        if (!stores) continue;
+        if (!x.im->reserve(*x.s, now, false)) {
+          refused = true;
+          break;
+        }
+        x.reserved = true;
+      }
+      if (refused) {
+        for (work& x : w)
+          if (x.reserved) {
+            x.im->budget->give(1);
+            x.reserved = false;
+          }
+        allowed = false;
+      }
     }
     if (!allowed) {
       for (work& x : w) {
@@ -222,11 +251,13 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       for (work& x : w) {
         if (x.r != nullptr) continue;
         if (x.im->m != mode::general) {
-          x.im->insert(*x.s, x.h21, x.key, x.nlo, x.nhi, x.eff);
+          x.im->insert(*x.s, x.h21, x.key, x.nlo, x.nhi, x.im->judge_at(now));
+          x.reserved = false;
           inserted = true;
         } else if (!(*x.st == x.im->fresh)) {
           auto owned = std::make_unique<any_state>(std::move(*x.st));
-          x.im->insert(*x.s, x.h21, x.key, reinterpret_cast<u64>(owned.get()), 0, x.eff);
+          x.im->insert(*x.s, x.h21, x.key, reinterpret_cast<u64>(owned.get()), 0, x.im->judge_at(now));
+          x.reserved = false;
           owned.release();  // NOLINT: the record owns it now
         }
       }
@@ -235,7 +266,13 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
   if (inserted)
     for (work& x : w)
       if (x.r == nullptr && x.im->m != mode::general) x.im->maybe_reclaim(*x.s);
-  const decision out = combine(w, allowed);
+  for (work& x : w)  // room taken for an insert that threw
+    if (x.reserved) x.im->budget->give(1);
+  decision out = combine(w, allowed);
+  if (refused) {
+    out.retry_after = never;
+    out.part = keyed_refused;
+  }
   if (!per_check.empty())
     for (std::size_t i = 0; i < n; ++i) per_check[i] = w[i].d;
   return out;

@@ -3,6 +3,7 @@
 #include "config.hpp"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 
 #include "sluice/policy_expr.hpp"
@@ -293,7 +295,7 @@ std::optional<error> read_password(const reader& r, bool remote, store_config& s
 void read_store(const std::string& file, const toml::table& t, store_config& s, std::vector<error>& errs) {
   const reader r(file, t, "store");
   r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix"},
+          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
@@ -307,6 +309,13 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   SLUICE_NOTE(read_password(r, remote, s));
   SLUICE_NOTE(r.str("snapshot", s.snapshot));
   SLUICE_NOTE(r.duration("snapshot_interval", s.snapshot_interval, true));
+  SLUICE_NOTE(r.integer("max_keys", s.max_keys, 0, std::numeric_limits<std::int64_t>::max()));
+  s.max_keys_given = r.get("max_keys") != nullptr;
+  SLUICE_NOTE(r.duration("purge_interval", s.purge_interval, true));
+  if (remote && r.get("max_keys") != nullptr)
+    errs.push_back(r.wrong(*r.get("max_keys"), "max_keys", "only the memory store is bounded here (Redis: maxmemory)"));
+  if (remote && r.get("purge_interval") != nullptr)
+    errs.push_back(r.wrong(*r.get("purge_interval"), "purge_interval", "only the memory store purges (Redis: TTLs)"));
   if (remote && r.get("snapshot") != nullptr)
     errs.push_back(
         r.wrong(*r.get("snapshot"), "snapshot", "only the memory store keeps a snapshot (Redis persists itself)"));
@@ -465,6 +474,13 @@ void read_rule(const std::string& file, const toml::table& t, std::size_t index,
   if (errs.size() == before) c.rules.push_back(std::move(ru));
 }
 
+// What the store section takes from the server's: the default max_keys
+// (from the longest key) and the time order (client_time).
+void finish_store(config& c) {
+  if (!c.store.max_keys_given) c.store.max_keys = default_max_keys(c.lim.key_bytes);
+  c.store.in_time_order = !c.client_time;
+}
+
 void read_document(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
   for (auto&& [k, v] : doc) {
     const std::string_view key = k.str();
@@ -502,6 +518,7 @@ void read_document(const std::string& file, const toml::table& doc, config& c, s
     }
   }
   read_envoy_sections(file, doc, c, errs);
+  finish_store(c);
   // After the Envoy sections: an envoyproxy/ratelimit file brings policies of its own.
   if (c.policies.empty() && errs.size() == before)
     errs.push_back(at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\""));
@@ -661,6 +678,14 @@ result<config> load_config(const std::string& path, std::vector<error>* all) {
   return parse_config(s.str(), path, all);
 }
 
+std::size_t default_max_keys(std::size_t key_bytes) noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  const auto memory = static_cast<unsigned long long>(pages) * static_cast<unsigned long long>(page);
+  return static_cast<std::size_t>(memory / 4 / (48 + key_bytes));
+}
+
 result<config> simple_config(std::string_view policy, std::string_view key) {
   auto p = parse_policy(policy);
   if (!p) return error{"--policy", p.err().message};
@@ -673,6 +698,7 @@ result<config> simple_config(std::string_view policy, std::string_view key) {
   ru.policy = "default";
   ru.key = std::move(*k);
   c.rules.push_back(std::move(ru));
+  finish_store(c);
   return c;
 }
 

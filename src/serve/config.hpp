@@ -58,14 +58,29 @@ struct store_config {
   std::string snapshot;
   /// Memory store: also save every this many nanoseconds (0: only at shutdown).
   tick snapshot_interval = 0;
+  /// Memory store: the most states it holds over all policies (0: no
+  /// bound). Unset in the file, default_max_keys(server.max_key_bytes).
+  /// Past it a new key that would be admitted is answered by `on_failure`.
+  std::size_t max_keys = 0;
+  /// Whether `max_keys` was given (else the default was filled in).
+  bool max_keys_given = false;
+  /// Memory store: purge fresh states every this many nanoseconds (0:
+  /// never), at the service's clock. Off with server.client_time (no
+  /// instant is promised then: semantics.md, "Keys").
+  tick purge_interval = 10'000'000'000;
+  /// Memory store: whether requests come in time order (the service's own
+  /// clock): false when server.client_time lets clients give "now". Set
+  /// from the server section, not a key of its own.
+  bool in_time_order = true;
   /// Remote store: time to connect, and to wait for one command's reply.
   tick connect_timeout = 200'000'000;
   tick command_timeout = 100'000'000;
   /// Remote store: connections (0: one per server thread).
   std::size_t pool_size = 0;
-  /// Remote store: what decides when the store fails.
+  /// Remote store: what decides when the store fails. Memory store: how a
+  /// new key past max_keys is answered.
   failure_mode on_failure = failure_mode::fail_closed;
-  /// Remote store, fail-closed: the retry_after of its denials (ns).
+  /// Fail-closed: the retry_after of its denials (ns).
   tick fail_closed_retry_after = 1'000'000'000;
   /// Remote store: answer known denials locally (the exact deny cache).
   bool deny_cache = true;
@@ -250,6 +265,13 @@ result<config> load_config(const std::string& path, std::vector<error>* all = nu
 /// The configuration the command line builds without a file: one policy
 /// "default" and one rule keyed by `key` (parse_key), on 127.0.0.1:8080.
 result<config> simple_config(std::string_view policy, std::string_view key);
+
+/// The memory store's default max_keys: a quarter of the machine's physical
+/// memory divided by what one state may take, 48 bytes (a record's cell,
+/// length and padding, and its slot at the table's lowest load) plus the
+/// longest key accepted (server.max_key_bytes). 0 when the memory size is
+/// unknown (no bound).
+std::size_t default_max_keys(std::size_t key_bytes) noexcept;
 
 /// A policy name the wire can carry: 1..64 of [A-Za-z0-9_.-].
 bool valid_policy_name(std::string_view name) noexcept;

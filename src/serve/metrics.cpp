@@ -112,8 +112,8 @@ void render_figures(std::string& out, const store_figures& f) {
 
 }  // namespace
 
-std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys,
-                            const store_figures* figures) const {
+std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys, const store_figures* figures,
+                            std::optional<memory_figures> memory) const {
   std::string out;
   out.reserve(4096);
   const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -158,6 +158,21 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   family(out, "sluice_keys", "gauge",
          "Keys the store holds (the memory store: states; Redis: its database's keys); absent when it cannot tell.");
   if (keys) sample(out, "sluice_keys", *keys);
+  if (memory) {
+    family(out, "sluice_store_bytes", "gauge",
+           "Bytes the memory store's states take: slot tables and record arenas (keys included).");
+    sample(out, "sluice_store_bytes", memory->bytes);
+    family(out, "sluice_store_bytes_per_key", "gauge",
+           "sluice_store_bytes over sluice_keys (0 with no key), rounded down.");
+    sample(out, "sluice_store_bytes_per_key", keys && *keys != 0 ? memory->bytes / *keys : 0);
+    family(out, "sluice_store_max_keys", "gauge", "The memory store's bound on states (store.max_keys; 0: none).");
+    sample(out, "sluice_store_max_keys", memory->max_keys);
+    family(out, "sluice_store_purged_total", "counter", "Fresh states the memory store dropped (lossless).");
+    sample(out, "sluice_store_purged_total", memory->purged);
+    family(out, "sluice_store_refused_total", "counter",
+           "New keys refused at store.max_keys, answered by store.on_failure (also in sluice_store_fallbacks_total).");
+    sample(out, "sluice_store_refused_total", memory->refused);
+  }
   family(out, "sluice_store_decisions_total", "counter",
          "Store requests this service made, by where the answer came from (the store, its deny cache, a replayed "
          "id, the failure mode: fallback, fail-open, fail-closed; or an error).");

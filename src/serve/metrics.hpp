@@ -49,6 +49,14 @@ struct store_figures {
 /// The breaker states a `store_figures` may name, in the exposition's order.
 inline constexpr std::array<std::string_view, 3> breaker_states{"closed", "open", "half-open"};
 
+/// The memory store's own figures for /metrics.
+struct memory_figures {
+  std::uint64_t bytes = 0;     ///< bytes its states take (keyed_stats::bytes)
+  std::uint64_t purged = 0;    ///< fresh states dropped so far
+  std::uint64_t refused = 0;   ///< new keys refused at max_keys
+  std::uint64_t max_keys = 0;  ///< the bound (0: none)
+};
+
 /// Every metric of one service. Thread-safe.
 class metrics {
  public:
@@ -84,9 +92,11 @@ class metrics {
   /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and
   /// `keys` the keys it holds (left out when it cannot tell).
   /// `figures`, when given, adds the remote store's call latency, failures
-  /// by reason and breaker states.
+  /// by reason and breaker states; `memory` the memory store's bytes, purges
+  /// and bound (left out for others).
   [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys,
-                                   const store_figures* figures = nullptr) const;
+                                   const store_figures* figures = nullptr,
+                                   std::optional<memory_figures> memory = std::nullopt) const;
 
  private:
   mutable std::mutex mutex_;

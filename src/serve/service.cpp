@@ -6,6 +6,7 @@
 
 #include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
+#include "sluice/store/memory.hpp"
 #include "stores.hpp"
 #include "target.hpp"
 #include "wire.hpp"
@@ -216,14 +217,39 @@ void set_remote_store_factory(remote_store_factory f) noexcept { g_remote_factor
 void set_store_figures_source(store_figures_source f) noexcept { g_figures_source = f; }
 
 service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
-service::~service() = default;
+
+service::~service() {
+  {
+    std::lock_guard lock(purge_mu_);
+    stopping_ = true;
+  }
+  purge_cv_.notify_all();
+  if (purger_.joinable()) purger_.join();
+}
 
 result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store> st) {
   std::unique_ptr<service> s(new service(std::move(st)));
+  const store_config sc = c.store;
   reload_report report;
   auto a = s->build(std::move(c), nullptr, report);
   if (!a) return a.err();
   s->active_.store(*a);
+  s->max_keys_ = sc.max_keys;
+  // The purge schedule: the memory store, deciding by the service's own
+  // clock (with client_time no instant is promised, so none is purged).
+  if (auto* m = dynamic_cast<memory_store*>(s->store_.get());
+      m != nullptr && sc.in_time_order && sc.purge_interval > 0) {
+    const tick every = sc.purge_interval;
+    s->purger_ = std::thread([svc = s.get(), m, every] {
+      std::unique_lock lock(svc->purge_mu_);
+      while (!svc->stopping_) {
+        if (svc->purge_cv_.wait_for(lock, std::chrono::nanoseconds(every), [svc] { return svc->stopping_; })) break;
+        lock.unlock();
+        (void)m->purge(m->now());
+        lock.lock();
+      }
+    });
+  }
   return s;
 }
 
@@ -267,7 +293,8 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     if (oc.listen != cfg->listen || oc.admin != cfg->admin) report.notes.push_back("listeners change at restart only");
     if (oc.threads != cfg->threads) report.notes.push_back("threads change at restart only");
     if (oc.store.url != cfg->store.url || oc.store.password != cfg->store.password ||
-        oc.store.snapshot != cfg->store.snapshot)
+        oc.store.snapshot != cfg->store.snapshot || oc.store.max_keys != cfg->store.max_keys ||
+        oc.store.purge_interval != cfg->store.purge_interval || oc.store.in_time_order != cfg->store.in_time_order)
       report.notes.push_back("the store changes at restart only");
   }
   return std::shared_ptr<const active>(std::move(a));
@@ -353,7 +380,12 @@ void service::handle(const http_request& req, http_response& res, listener_role 
   } else if (path == "/metrics") {
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
     const auto figures = g_figures_source != nullptr ? g_figures_source(*store_) : std::nullopt;
-    res.body = metrics_.render(store_->stats(), store_->count_keys(), figures ? &*figures : nullptr);
+    std::optional<memory_figures> mem;
+    if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
+      const keyed_stats k = m->keyed_totals();
+      mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
+    }
+    res.body = metrics_.render(store_->stats(), store_->count_keys(), figures ? &*figures : nullptr, mem);
   } else if (path == "/healthz") {
     res.content_type = "text/plain";
     res.body = "ok\n";

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -130,6 +132,13 @@ class service {
   std::atomic<std::shared_ptr<const active>> active_;
   std::mutex reload_mutex_;
   std::atomic<bool> draining_{false};
+  std::size_t max_keys_ = 0;  // the memory store's bound, as started
+  // The memory store's purge schedule: a thread of its own, so a purge never
+  // holds an event loop (decisions go on; a new key waits one slice at most).
+  std::thread purger_;
+  std::mutex purge_mu_;
+  std::condition_variable purge_cv_;
+  bool stopping_ = false;
 };
 
 /// Builds a store for a configuration. The memory store is built in; a

@@ -23,10 +23,15 @@ const named_policy* policy_named(const config& c, std::string_view name) { retur
 
 }  // namespace
 
-result<std::unique_ptr<store>> make_memory_store(const store_config&) {
+result<std::unique_ptr<store>> make_memory_store(const store_config& c) {
   // The store's default clock is the Unix clock, as the Redis store's: fixed
   // windows start on the epoch in every store (semantics.md, "The service's clock").
-  return std::unique_ptr<store>(std::make_unique<memory_store>());
+  memory_store_options o;
+  o.max_keys = c.max_keys;
+  o.on_full = c.on_failure;
+  o.full_retry_after = c.fail_closed_retry_after;
+  o.keyed.in_time_order = c.in_time_order;
+  return std::unique_ptr<store>(std::make_unique<memory_store>(o));
 }
 
 result<snapshot_report> save_snapshots(store& st, const config& c, const std::string& dir) {

@@ -24,8 +24,7 @@ using conformance::trace;
 constexpr std::size_t traces_per_algorithm = 400;
 
 /// A memory store that decides exactly as one limiter per key on any trace,
-/// clock steps back included: no automatic purge, so the purge floor
-/// never moves.
+/// clock steps back included: no purge, so no state is ever dropped.
 std::unique_ptr<memory_store> exact_memory_store(std::size_t policies) {
   memory_store_options o;
   o.keyed.auto_purge = false;

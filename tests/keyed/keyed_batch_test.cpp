@@ -26,6 +26,7 @@ testing::AssertionResult batches_agree(std::uint64_t seed, std::size_t& batched)
   keyed_options o;
   o.shards = std::size_t{1} << (g() % 3);
   o.auto_purge = g() % 2 == 0;
+  o.in_time_order = g() % 2 == 0;
   o.max_keys = g() % 3 == 0 ? 1 + g() % 12 : 0;
   o.hash_seed = seed;
   keyed_limiter one(dp.policy, o);
@@ -60,7 +61,7 @@ testing::AssertionResult batches_agree(std::uint64_t seed, std::size_t& batched)
   const keyed_stats b = many.stats();
   if (a.keys != b.keys || a.purged != b.purged || a.evicted != b.evicted || a.units_forgiven != b.units_forgiven)
     return testing::AssertionFailure() << "seed " << seed << ": the counts differ";
-  if (one.purge_floor() != many.purge_floor()) return testing::AssertionFailure() << "seed " << seed << ": floors";
+  if (one.horizon() != many.horizon()) return testing::AssertionFailure() << "seed " << seed << ": horizons";
   std::size_t held = 0;
   bool same = true;
   one.for_each([&](std::string_view key, const any_state& st) {

@@ -21,6 +21,7 @@ testing::AssertionResult evicts_as_counted(std::uint64_t seed, std::uint64_t& ev
   o.max_keys = 1 + g() % 8;
   o.shards = std::size_t{1} << (g() % 3);
   o.auto_purge = g() % 2 == 0;
+  o.in_time_order = g() % 2 == 0;
   o.hash_seed = seed;
   keyed_limiter store(dp.policy, o);
   reference ref(dp.policy);
@@ -31,9 +32,10 @@ testing::AssertionResult evicts_as_counted(std::uint64_t seed, std::uint64_t& ev
   const auto trace = keyed_trace(dp.c, g, 200, 2 + g() % 30, /*back=*/false);
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const trace_request& q = trace[i];
-    const tick floor = store.purge_floor();
-    const tick eff = std::max(q.now, floor);
-    // States the store drops during this request are dropped at `eff`.
+    const tick floor = floor_for(store, q.key);
+    // States the store drops during this request are judged at `judge`.
+    const tick judge = o.in_time_order ? std::max(q.now, store.horizon()) : store.horizon();
+    const tick eff = judge;
     std::map<std::string, any_state> before = ref.all();
     const decision want = ref.decide_at(q.key, q.now, q.cost, floor);
     const decision got = store.try_acquire_at(q.key, q.now, q.cost);
@@ -72,7 +74,7 @@ TEST(KeyedEvict, NeverMoreThanMaxKeysAndEveryEvictionCounted) {
 TEST(KeyedEvict, EvictsTheStateNearestToFresh) {
   // One shard of 3 keys, 1 unit per 100 ticks, burst 5: "old" spent 1 unit
   // long ago (fresh soonest), the others spent 5 units just now.
-  keyed_limiter k(gcra::make({1, 100}, 5).value(), {.max_keys = 3, .shards = 1, .hash_seed = 2});
+  keyed_limiter k(gcra::make({1, 100}, 5).value(), {.max_keys = 3, .shards = 1, .in_time_order = true, .hash_seed = 2});
   ASSERT_TRUE(k.try_acquire_at("old", 0).allowed);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(k.try_acquire_at("busy1", 50).allowed);

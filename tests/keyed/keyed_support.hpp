@@ -1,12 +1,15 @@
 // Shared by the keyed store's tests: random policies (every algorithm and
 // composites of them, from the core's property-test generators), keyed
 // traces, and the reference the store must equal: one core state per key,
-// decided at max(now, floor) with durations counted from the caller's now.
+// decided at its own now while the store holds the key's state, and at
+// max(now, the shard's drop bound) while it holds none (durations counted
+// from the caller's now).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -108,12 +111,20 @@ inline decision rebased(decision d, tick now, tick eff) {
   return d;
 }
 
+/// The instant below which the store reads a request on `key`: its shard's
+/// drop bound while it holds no state for the key (semantics.md, "Keys"),
+/// none (INT64_MIN) while it does. Read before the request is decided.
+inline tick floor_for(const keyed_limiter& store, std::string_view key) {
+  return store.state_of(key) ? std::numeric_limits<tick>::min() : store.drop_bound(key);
+}
+
 /// The reference: one core state per key, never dropped.
 class reference {
  public:
   explicit reference(any_policy p) : p_(std::move(p)), fresh_(fresh_state(p_)) {}
 
-  /// The decision the store must give for `key` at `now` with purge floor `floor`.
+  /// The decision the store must give for `key` at `now` when it reads the
+  /// request as at least `floor` (floor_for).
   decision decide_at(const std::string& key, tick now, std::int64_t cost, tick floor) {
     const tick eff = std::max(now, floor);
     auto it = states_.try_emplace(key, fresh_).first;

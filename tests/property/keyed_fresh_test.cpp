@@ -1,7 +1,8 @@
 // is_fresh is exactly what lossless purging needs: on random traces (clock
 // stepping back) of every algorithm and of composites, a state dropped
-// whenever it is fresh at the purge floor, with every request read as at
-// least that floor, decides exactly as the state that was kept.
+// whenever it is fresh at an instant, with every later request on its key
+// read as at least that instant (the keyed store's drop bound), decides
+// exactly as the state that was kept.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -58,7 +58,7 @@ TEST(RedisComposite, AgreesWithTheMemoryStore) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < traces; ++t) {
     memory_store_options mo;
-    mo.keyed.auto_purge = false;  // no purge floor: exactly the core on each key
+    mo.keyed.auto_purge = false;  // no purge: exactly the core on each key
     memory_store mem(mo);
     // Three policies (composites or plain), each defined in both stores.
     std::vector<check> pool;

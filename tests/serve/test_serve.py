@@ -805,6 +805,98 @@ class NginxAuthRequest(ServeCase):
         self.assertEqual(st, 500)
 
 
+class ClientTime(ServeCase):
+    """With server.client_time, one client's "now" moves only the keys it decides on."""
+
+    def test_keys_far_in_the_future_move_no_other_key(self):
+        # The report: calls on fresh keys decades ahead handed an exhausted
+        # key a fresh burst, then locked every key out for decades.
+        s, _ = self.start_config(base_config({"api": "gcra 10/1s burst=2"}, server="client_time = true\n"))
+        conn = s.conn()
+        t0 = 10**9
+        for allowed in (True, True, False):
+            st, _, b = s.decide([("api", "exhausted")], now=t0, conn=conn)
+            self.assertEqual(b["allowed"], allowed)
+        future = t0 + 50 * 365 * 86400 * 10**9
+        for i in range(3000):  # enough new keys for every shard to grow (and sweep)
+            st, _, b = s.decide([("api", "future:%d" % i)], now=future, conn=conn)
+            self.assertTrue(b["allowed"])
+        st, _, b = s.decide([("api", "exhausted")], now=t0 + 1, conn=conn)
+        self.assertEqual(st, 429)
+        self.assertEqual(b["source"], "store")
+        self.assertLess(b["retry_after_ns"], 10**9)  # its own wait: under a tenth of a second
+        st, _, b = s.decide([("api", "later")], now=t0 + 1, conn=conn)
+        self.assertEqual(st, 200)
+        self.assertEqual(b["checks"][0]["remaining"], 1)
+        self.assertEqual(b["checks"][0]["reset_after_ns"], 10**8)  # one unit from t0 + 1, not from decades ahead
+        st, _, b = s.decide([("api", "later")], now=t0 + 2, conn=conn)
+        self.assertEqual((st, b["checks"][0]["remaining"]), (200, 0))
+        st, _, b = s.decide([("api", "later")], now=t0 + 3, conn=conn)
+        self.assertEqual(st, 429)
+        self.assertLess(b["retry_after_ns"], 10**9)
+        conn.close()
+
+
+class MemoryBound(ServeCase):
+    """store.max_keys: a new key past the bound is answered by store.on_failure and counted."""
+
+    def test_bound_refuses_new_keys_and_keeps_old_ones(self):
+        store = '[store]\nmax_keys = 3\non_failure = "fail-closed"\nfail_closed_retry_after = "2s"\n'
+        s, _ = self.start_config(base_config({"api": "gcra 1/1h burst=2"}, server="client_time = true\n") + store)
+        conn = s.conn()
+        now = 10**12
+        for key in ("a", "b", "c"):
+            st, _, b = s.decide([("api", key)], now=now, conn=conn)
+            self.assertEqual((st, b["source"]), (200, "store"))
+        st, _, b = s.decide([("api", "a")], now=now, conn=conn)  # a spent
+        self.assertEqual((st, b["checks"][0]["remaining"]), (200, 0))
+        st, h, b = s.decide([("api", "d")], now=now, conn=conn)
+        self.assertEqual((st, b["source"]), (429, "fail-closed"))
+        self.assertEqual(h["retry-after"], "2")
+        # A held key keeps its state: a is spent, not handed a fresh limit.
+        st, _, b = s.decide([("api", "a")], now=now + 1, conn=conn)
+        self.assertEqual((st, b["source"]), (429, "store"))
+        self.assertGreater(b["retry_after_ns"], 1799 * 10**9)
+        text = s.metrics()
+        self.assertEqual(metric(text, "sluice_keys"), 3)
+        self.assertEqual(metric(text, "sluice_store_max_keys"), 3)
+        self.assertEqual(metric(text, "sluice_store_refused_total"), 1)
+        self.assertEqual(metric(text, "sluice_store_fallbacks_total"), 1)
+        self.assertEqual(metric(text, 'sluice_store_decisions_total{source="fail-closed"}'), 1)
+        self.assertEqual(metric(text, "sluice_store_purged_total"), 0)
+        per_key = metric(text, "sluice_store_bytes_per_key")
+        self.assertGreater(per_key, 16)
+        self.assertEqual(metric(text, "sluice_store_bytes") // 3, per_key)
+        conn.close()
+
+    def test_the_schedule_purges_fresh_states_and_frees_room(self):
+        # The service's own clock: states fresh after 100 ms are purged every
+        # 100 ms, and the bound admits new keys again.
+        store = '[store]\nmax_keys = 2\npurge_interval = "100ms"\n'
+        s, _ = self.start_config(base_config({"api": "gcra 10/1s burst=1"}) + store)
+        for key in ("a", "b"):
+            st, _, b = s.decide([("api", key)])
+            self.assertEqual((st, b["source"]), (200, "store"))
+        st, _, b = s.decide([("api", "c")])
+        self.assertEqual((st, b["source"]), (429, "fail-closed"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and metric(s.metrics(), "sluice_store_purged_total") < 2:
+            time.sleep(0.05)
+        self.assertEqual(metric(s.metrics(), "sluice_store_purged_total"), 2)
+        self.assertEqual(metric(s.metrics(), "sluice_keys"), 0)
+        st, _, b = s.decide([("api", "c")])
+        self.assertEqual((st, b["source"]), (200, "store"))
+
+    def test_bad_values_name_the_field(self):
+        for text, field in (('max_keys = -1', "max_keys"), ('max_keys = "many"', "max_keys"),
+                            ('purge_interval = 5', "purge_interval")):
+            path = write_config(base_config({"api": "gcra 1/1s"}) + "[store]\n" + text + "\n")
+            self.addCleanup(os.unlink, path)
+            r = subprocess.run([BINARY, "serve", "--check", path], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(field, r.stderr)
+
+
 class Install(unittest.TestCase):
     def test_cmake_install_gives_binary_config_and_unit(self):
         build = os.environ.get("SLUICE_BUILD_DIR")

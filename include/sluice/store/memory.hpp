@@ -18,6 +18,12 @@
 // that meets the closed gate waits for it (one grace period, never the
 // carry-over), so each is wholly old or wholly new, and none is lost.
 //
+// With `max_keys`, the store never holds more states than that over all its
+// policies (one keyed_budget shared by their keyed stores): a new key whose
+// request would be admitted at the bound is answered by `on_full`, after
+// the fresh states a sweep of its shard finds are dropped; held keys always
+// decide on their state (semantics.md, "Keys": Bounded memory).
+//
 // Request ids (idempotent charging) are remembered for a window of the
 // store's ticks (default 60 s of nanoseconds); a repeat within it gets the
 // first decision again, `source::replayed`.
@@ -41,9 +47,20 @@ namespace sluice {
 /// How a memory_store is sized.
 struct memory_store_options {
   /// The options of every policy's keyed store (max_keys, shards,
-  /// auto_purge, hash seed) — each policy has its own, so max_keys bounds
-  /// the keys of each policy.
+  /// auto_purge, in_time_order, hash seed) — each policy has its own, so
+  /// keyed.max_keys (eviction) bounds the keys of each policy.
   keyed_options keyed{};
+  /// The most states the store holds over all its policies (0: no bound);
+  /// past it new keys are refused, never evicted for (see the overview).
+  std::size_t max_keys = 0;
+  /// How a refused new key is answered: fail-open (admitted, nothing
+  /// stored, `source::fail_open`), fail-closed (denied, `retry_after =
+  /// full_retry_after`, `source::fail_closed`) or local (decided on a fresh
+  /// state that is not kept, `source::fallback`). Each is counted in
+  /// `store_stats::fallbacks`.
+  failure_mode on_full = failure_mode::fail_closed;
+  /// The `retry_after` of a fail-closed answer at the bound, in ticks.
+  tick full_retry_after = 1'000'000'000;
   /// How long a request id is remembered, in the store's ticks (ns for the
   /// Unix clock): a repeat of an id decided at `t` is replayed while its
   /// `now` is before `t + idempotency_window`. 0 turns ids off (every
@@ -109,6 +126,10 @@ class memory_store final : public store {
   /// every policy.
   [[nodiscard]] store_stats stats() const override;
 
+  /// The keyed stores' counts summed over every policy (keys, purged,
+  /// evicted, refused, bytes).
+  [[nodiscard]] keyed_stats keyed_totals() const;
+
   /// The id of a defined name, if any.
   [[nodiscard]] std::optional<policy_id> find(std::string_view name) const;
 
@@ -118,9 +139,11 @@ class memory_store final : public store {
   /// calling it) for an unknown id. `fn` must not call `define`.
   bool with_keyed(policy_id id, const std::function<void(keyed_limiter&)>& fn);
 
-  /// Drops every fresh state of every policy at `now` (keyed_limiter::purge)
-  /// and forgets request ids older than the window. Returns the states
-  /// dropped.
+  /// Drops every fresh state of every policy at `now` (keyed_limiter::purge,
+  /// in slices of 1024 slots: lock-free decisions never wait, a new key at
+  /// most one slice) and forgets request ids older than the window. `now`
+  /// is the purge promise: no request will be stamped before it. Returns
+  /// the states dropped.
   std::size_t purge(tick now);
 
   /// Calls `fn` with each defined policy's name and keyed store, in the
