@@ -223,6 +223,11 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
                                                               std::span<decision> per_check,
                                                               std::span<std::optional<tick>> grows) {
+  if (denials && !r.id.empty()) {
+    // Not the cache's to answer (a repeat must replay), but it goes to the
+    // store at `now`: the cache must know (deny_cache.hpp).
+    for (std::size_t i = 0; i < r.checks.size(); ++i) denials->note(r.checks[i].policy, r.checks[i].key, r.now);
+  }
   if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
