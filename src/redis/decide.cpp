@@ -95,6 +95,15 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes);
   }
   end_piece(s, at);
+  if (has_id) {
+    // ARGV[2]: the request's identity, kept beside its first decision and
+    // compared with a repeat's in the same call (semantics.md, "Request ids").
+    thread_local std::string identity;
+    identity_of(r, es, identity);
+    const std::size_t from = begin_piece(s);
+    s.bytes.append(identity);
+    end_piece(s, from);
+  }
   c.views = s.pieces.size() - c.first;
   s.calls.push_back(c);
 }
@@ -110,6 +119,8 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
   if (!status) return outcome::failure;
   bool ok = true;
   switch (*status) {
+    case 5:
+      return outcome::id_conflict;
     case 4:
       return outcome::skipped;
     case 3:

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "detail/request_identity.hpp"
 #include "redis/binary.hpp"
 #include "redis/slots.hpp"
 #include "redis/store_impl.hpp"
@@ -77,6 +78,11 @@ bool redis_store::impl::one_slot(const store_request& r, const entry* const* es)
       slot = s;
     }
   return true;
+}
+
+void redis_store::impl::identity_of(const store_request& r, const entry* const* es, std::string& out) const {
+  detail::request_identity(
+      r, [&](std::size_t i) -> std::string_view { return es[i]->name; }, out);
 }
 
 void redis_store::impl::append_id_key(const store_request& r, const entry* const* es, std::string& out) const {
@@ -208,6 +214,12 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       count(mismatches, peek);
       count(errors, peek);
       return error_decision(r, per_check);
+    case outcome::id_conflict: {  // a used id with other checks: refused, nothing decided (semantics.md)
+      count(id_conflicts, peek);
+      store_decision c = error_decision(r, per_check);
+      c.from = source::id_conflict;
+      return c;
+    }
     case outcome::not_sent:  // a cluster node's breaker is open: no call was made
       count(fallbacks, peek);
       count(breaker_open, peek);
@@ -382,6 +394,8 @@ redis_store_stats redis_store::redis_stats() const {
   s.base.store_failures = get(p.failures);
   s.base.clock_skew = get(p.skew);
   s.base.deny_cache_hits = get(p.deny_hits);
+  s.base.id_conflicts = get(p.id_conflicts);
+  s.base.by_rule = get(p.by_rule);
   s.mismatches = get(p.mismatches);
   s.corrupt = get(p.corrupt);
   s.breaker_open = get(p.breaker_open);

@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_support import BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
-from test_serve import MixedCosts, ReplayParity, replay_seconds  # noqa: E402
+from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
 def store_section(redis, prefix, **options):
@@ -217,6 +217,16 @@ class MixedCostsOnRedis(MixedCosts):
         redis = RedisServer()
         self.addCleanup(redis.stop)
         return store_section(redis, fresh_prefix(), deny_cache="false")
+
+
+class RequestIdsOnRedis(RequestIds):
+    """RequestIds on the Redis store: the same answers as on the memory
+    store (a used id with other checks was a 500 here)."""
+
+    def store_section(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        return store_section(redis, fresh_prefix())
 
 
 class ReadinessOnRedis(RedisCase):
