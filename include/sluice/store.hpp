@@ -16,7 +16,12 @@
 // Every store decides exactly as the core `decide` on each key's own state
 // (one conformance suite runs the same traces through every store). A store
 // that cannot answer (Redis down, slow, full) decides by its configured
-// failure mode, and says so in `store_decision::from`.
+// failure mode, and says so in `store_decision::from` — except a request
+// whose answer needs no state (semantics.md, "Answers that need no state"):
+// one that holds no state at all (always-allow, always-deny and composites
+// of them only) is decided in process with no call; one whose answer the
+// rules know (a cost past a leaf's capacity, all(X, always-deny), ...)
+// keeps that answer (`source::rule`) when the store fails.
 //
 // Thread safety: every member function of a store may be called from any
 // number of threads at once, `define` included: a decision that overlaps a

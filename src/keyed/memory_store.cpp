@@ -32,6 +32,9 @@ using store_guard = keyed_detail::basic_read_guard<keyed_detail::domain::store>;
 /// gate is closed and after a grace period.
 struct policy_entry {
   std::string name;
+  // No part holds a state (always-allow / always-deny only): a redefinition
+  // keeps the parts' kinds, so this never changes.
+  bool stateless = false;
   std::atomic<keyed_limiter*> current{nullptr};
   std::atomic<bool> closed{false};
   std::mutex redefine;                   // one redefinition of this name at a time
@@ -73,6 +76,18 @@ constexpr std::size_t id_stripes = 16;
 bool expired(tick at, tick now, tick window) noexcept {
   __extension__ using wide = __int128;
   return static_cast<wide>(now) - at >= window;
+}
+
+/// Whether `p` is made of always-allow and always-deny only.
+bool holds_no_state(const any_policy& p) noexcept {
+  const auto parts = [](const auto& c) {
+    for (const auto& part : c.parts())
+      if (!holds_no_state(part)) return false;
+    return true;
+  };
+  if (const auto* a = std::get_if<all_of>(&p)) return parts(*a);
+  if (const auto* o = std::get_if<any_of>(&p)) return parts(*o);
+  return std::holds_alternative<always_allow>(p) || std::holds_alternative<always_deny>(p);
 }
 
 store_decision error_decision(std::span<decision> per_check, std::size_t n) {
@@ -353,7 +368,12 @@ struct memory_store::impl {
       for (auto& g : grows) g.reset();
       return error_decision(per_check, n);
     }
-    if (r.id.empty() || opt.idempotency_window <= 0) {
+    // A request that reads no state charges nothing and answers the same
+    // every time: its id is not remembered (semantics.md, "Request ids"),
+    // as in every store.
+    bool no_state = true;
+    for (std::size_t i = 0; i < n && no_state; ++i) no_state = entry_of(r.checks[i].policy)->stateless;
+    if (r.id.empty() || opt.idempotency_window <= 0 || no_state) {
       const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
                                       : decide_checks(r, per_check, commit);
       if (!grows.empty()) fill_grows(r, d, per_check, grows);
@@ -415,6 +435,7 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
         return error{"policies", "the store holds at most " + std::to_string(im.opt.max_policies) + " policies"};
       auto fresh = std::make_unique<policy_entry>();
       fresh->name = std::string(name);
+      fresh->stateless = holds_no_state(policy);
       fresh->owned = im.make_limiter(policy, im.opt.keyed);
       fresh->current.store(fresh->owned.get(), std::memory_order_relaxed);
       id = static_cast<policy_id>(im.entries.size());

@@ -300,6 +300,9 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     return error_decision(r, per_check);
   }
   if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
+  // No state to read (always-* only): decided here, exactly, with no call,
+  // so no failure of the store can change it.
+  if (stateless(r, es.data())) return decide_stateless(r, es.data(), peek, per_check, grows);
   if (auto cached = local_answer(r, es.data(), peek, per_check, grows)) return *cached;
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
@@ -357,6 +360,9 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       done[i] = true;
     } else if (!one_slot(requests[i], es[i].data())) {
       out[i] = refuse_cross_slot(requests[i], false, {});
+      done[i] = true;
+    } else if (stateless(requests[i], es[i].data())) {
+      out[i] = decide_stateless(requests[i], es[i].data(), false, {});
       done[i] = true;
     } else if (no_time) {
       out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});

@@ -220,6 +220,22 @@ struct redis_store::impl {
                           std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
                         std::span<std::optional<tick>> grows = {});
+  /// The answer when the store could not answer: the rules' known answer
+  /// (source::rule, counted in by_rule) unless the mode is local or the
+  /// answer depends on a state; else the failure mode's (counted in
+  /// fallbacks).
+  store_decision fall_back(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows = {});
+  /// Whether no check of `r` holds a state (every policy made of always-*).
+  static bool stateless(const store_request& r, const entry* const* es) noexcept {
+    for (std::size_t i = 0; i < r.checks.size(); ++i)
+      if (!es[i]->p->leaves().empty()) return false;
+    return true;
+  }
+  /// Decides a stateless request in process, exactly as the core on no
+  /// state (semantics.md, "Answers that need no state"): no call.
+  store_decision decide_stateless(const store_request& r, const entry* const* es, bool peek,
+                                  std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   static store_decision error_decision(const store_request& r, std::span<decision> per_check);
   /// The answer without a call, if any: the deny cache's, or the failure
   /// mode's while the breaker is open.

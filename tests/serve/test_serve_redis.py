@@ -358,6 +358,65 @@ class FailureModesOnRedis(RedisCase):
         self.back(redis, s)
 
 
+class StatelessOnRedis(RedisCase):
+    """always-allow and always-deny need no state (semantics.md, "Answers
+    that need no state"): decided by the service with no Redis call, and
+    the same under every failure mode while Redis is killed or stopped. A
+    request mixing a stateless check with a stateful one: a denying one
+    denies whatever the mode; an admitting one leaves the answer to the
+    stateful check, hence to the mode."""
+
+    POLICIES = {"open": "always-allow", "shut": "always-deny", "api": "gcra 3/3h burst=3"}
+
+    def test_no_call_to_redis(self):
+        redis = self.redis()
+        s, _ = self.start_on(redis, self.POLICIES, server="threads = 1\n")
+        self.assertEqual(s.decide([("api", "k")])[0], 200)  # loads the library: not what is counted
+        before = CallsPerRequestOnRedis.calls(redis)
+        for i in range(10):
+            st, _, b = s.decide([("open", "k%d" % i)], rid="o%d" % i)
+            self.assertEqual((st, b["allowed"], b["source"]), (200, True, "store"))
+            st, h, b = s.decide([("shut", "k%d" % i)])
+            self.assertEqual((st, b["allowed"], b["source"], b["retry_after_ns"]), (429, False, "store", "never"))
+            self.assertNotIn("retry-after", h)
+        after = CallsPerRequestOnRedis.calls(redis)
+        used = {c: after.get(c, 0) - before.get(c, 0) for c in set(after) | set(before)}
+        self.assertEqual({c: v for c, v in used.items() if v and c != "info"}, {})
+
+    def test_every_failure_mode_while_redis_is_down(self):
+        checked = 0
+        for mode in ("fail-open", "fail-closed", "local"):
+            for fault in ("kill", "stop"):
+                redis = self.redis()
+                s, _ = self.start_on(redis, self.POLICIES, server="threads = 1\n", on_failure='"%s"' % mode,
+                                     command_timeout='"100ms"')
+                self.assertEqual(s.decide([("api", "k")])[0], 200)
+                if fault == "kill":
+                    redis.kill9()
+                else:
+                    redis.pause()
+                where = (mode, fault)
+                for i in range(3):
+                    st, _, b = s.decide([("open", "k")])
+                    self.assertEqual((st, b["source"]), (200, "store"), where)
+                    st, _, b = s.decide([("shut", "k")])
+                    self.assertEqual((st, b["source"], b["retry_after_ns"]), (429, "store", "never"), where)
+                # A denying stateless check beside a stateful one: denied in every mode.
+                st, _, b = s.decide([("shut", "k"), ("api", "k")])
+                self.assertEqual((st, b["allowed"]), (429, False), where)
+                self.assertEqual(b["source"], "fallback" if mode == "local" else "rule", where)
+                # An admitting one leaves it to the stateful check: the mode decides.
+                st, _, b = s.decide([("open", "k"), ("api", "k")])
+                want = {"fail-open": (200, "fail-open"), "fail-closed": (429, "fail-closed"),
+                        "local": (200, "fallback")}[mode]
+                self.assertEqual((st, b["source"]), want, where)
+                if fault == "stop":
+                    redis.resume()
+                s.stop()
+                checked += 1
+        self.assertEqual(checked, 6)
+
+
 class ForeignValueOnRedis(RedisCase):
     """A key holding a value sluice did not write is an error answer, never
     an admit, counted; the value is left as it was."""
