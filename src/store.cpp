@@ -19,6 +19,10 @@ std::string_view name_of(source s) noexcept {
       return "fail-closed";
     case source::error:
       return "error";
+    case source::id_conflict:
+      return "id-conflict";
+    case source::rule:
+      return "rule";
   }
   return "unknown";
 }

@@ -16,7 +16,12 @@
 // Every store decides exactly as the core `decide` on each key's own state
 // (one conformance suite runs the same traces through every store). A store
 // that cannot answer (Redis down, slow, full) decides by its configured
-// failure mode, and says so in `store_decision::from`.
+// failure mode, and says so in `store_decision::from` — except a request
+// whose answer needs no state (semantics.md, "Answers that need no state"):
+// one that holds no state at all (always-allow, always-deny and composites
+// of them only) is decided in process with no call; one whose answer the
+// rules know (a cost past a leaf's capacity, all(X, always-deny), ...)
+// keeps that answer (`source::rule`) when the store fails.
 //
 // Thread safety: every member function of a store may be called from any
 // number of threads at once, `define` included: a decision that overlaps a
@@ -68,6 +73,8 @@ enum class source : std::uint8_t {
   fail_open,    ///< the store failed: admitted by the configured mode
   fail_closed,  ///< the store failed: denied by the configured mode
   error,        ///< a bad state at a key, or a bad request: denied, counted
+  id_conflict,  ///< a repeated request id with other checks: refused, nothing decided or charged
+  rule,         ///< the store failed, but the answer needs no state: decided by rule (semantics.md)
 };
 
 /// What a remote store does when it cannot answer in time, answers with an
@@ -80,9 +87,12 @@ enum class failure_mode : std::uint8_t {
   local,        ///< decide in process, with the same policy (source::fallback)
 };
 
+/// How many sources there are (for tables indexed by source).
+inline constexpr std::size_t source_count = 9;
+
 /// The name of a source, for logs, metrics and the command's output:
 /// "store", "deny-cache", "replayed", "fallback", "fail-open",
-/// "fail-closed", "error".
+/// "fail-closed", "error", "id-conflict", "rule".
 std::string_view name_of(source s) noexcept;
 
 /// One request: its checks, decided atomically as all_of, at `now`.
@@ -94,9 +104,15 @@ struct store_request {
   /// which some check's cost (its own, or this) is below 1 is a bad request
   /// (`source::error`).
   std::int64_t cost = 1;
-  /// An optional idempotency id (empty: none). A repeat of an id already
-  /// decided within the store's idempotency window gets the first decision
-  /// again (`source::replayed`) and is not charged twice.
+  /// An optional idempotency id (empty: none; semantics.md, "Request ids").
+  /// The request's identity is its ordered checks, each as (policy name,
+  /// key bytes, `cost_of` the check), and their number — not `now`, nor the
+  /// policies' configurations. A repeat of an id already decided within the
+  /// store's idempotency window with the same identity gets the first
+  /// decision again (`source::replayed`, its figures too) and is not
+  /// charged twice; with another identity it is refused
+  /// (`source::id_conflict`: denied, `retry_after = never`, nothing decided
+  /// or charged, the first decision still remembered), in every store.
   std::string_view id;
 };
 
@@ -145,6 +161,8 @@ struct store_stats {
   std::uint64_t replayed = 0;         ///< ... as a repeat of a request id
   std::uint64_t fallbacks = 0;        ///< ... by the failure mode (fallback, fail-open, fail-closed)
   std::uint64_t errors = 0;           ///< ... as an error (bad state, bad request)
+  std::uint64_t id_conflicts = 0;     ///< ... refused: a repeated request id with other checks
+  std::uint64_t by_rule = 0;          ///< ... by rule while the store failed (source::rule)
   std::uint64_t store_failures = 0;   ///< calls to the store that failed (timeout, refused, ...)
   std::uint64_t clock_skew = 0;       ///< requests behind a key's latest admit by more than the tolerance
   std::uint64_t keys = 0;             ///< states held (memory store; 0 where unknown)

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "detail/request_identity.hpp"
 #include "keyed_impl.hpp"
 #include "reclaim.hpp"
 #include "sluice/reconfigure.hpp"
@@ -45,6 +46,9 @@ struct carry_chain {
 /// grace period.
 struct policy_entry {
   std::string name;
+  // No part holds a state (always-allow / always-deny only): a redefinition
+  // keeps the parts' kinds, so this never changes.
+  bool stateless = false;
   std::atomic<keyed_limiter*> current{nullptr};
   std::atomic<const carry_chain*> pending{nullptr};  // null: every state is carried over
   std::atomic<bool> closed{false};
@@ -100,14 +104,16 @@ struct alignas(64) counter_stripe {
   std::atomic<std::uint64_t> from_store{0};
   std::atomic<std::uint64_t> replayed{0};
   std::atomic<std::uint64_t> errors{0};
+  std::atomic<std::uint64_t> conflicts{0};
 };
 constexpr std::size_t owned_stripes = 63;
 
-enum class counter { from_store, replayed, errors };
+enum class counter { from_store, replayed, errors, conflicts };
 
 /// A remembered request id.
 struct id_entry {
   tick at = 0;
+  std::string identity;  // detail::request_identity of its first request
   store_decision d;
   std::vector<decision> per_check;
   std::vector<std::optional<tick>> grows;  // each check's grows_after, read right after the first decision
@@ -126,6 +132,18 @@ constexpr std::size_t id_stripes = 16;
 bool expired(tick at, tick now, tick window) noexcept {
   __extension__ using wide = __int128;
   return static_cast<wide>(now) - at >= window;
+}
+
+/// Whether `p` is made of always-allow and always-deny only.
+bool holds_no_state(const any_policy& p) noexcept {
+  const auto parts = [](const auto& c) {
+    for (const auto& part : c.parts())
+      if (!holds_no_state(part)) return false;
+    return true;
+  };
+  if (const auto* a = std::get_if<all_of>(&p)) return parts(*a);
+  if (const auto* o = std::get_if<any_of>(&p)) return parts(*o);
+  return std::holds_alternative<always_allow>(p) || std::holds_alternative<always_deny>(p);
 }
 
 store_decision error_decision(std::span<decision> per_check, std::size_t n) {
@@ -295,8 +313,10 @@ struct memory_store::impl {
   void add(const keyed_detail::reader_slot* slot, counter c, std::uint64_t n = 1) noexcept {
     const unsigned i = slot->index;
     counter_stripe& s = stripes[i < owned_stripes ? i : owned_stripes];
-    std::atomic<std::uint64_t>& v =
-        c == counter::from_store ? s.from_store : (c == counter::replayed ? s.replayed : s.errors);
+    std::atomic<std::uint64_t>& v = c == counter::from_store ? s.from_store
+                                    : c == counter::replayed ? s.replayed
+                                    : c == counter::errors   ? s.errors
+                                                             : s.conflicts;
     if (i < owned_stripes) {
       v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     } else {
@@ -369,8 +389,8 @@ struct memory_store::impl {
 
   id_stripe& stripe_of(std::string_view id) { return ids[std::hash<std::string_view>{}(id) % id_stripes]; }
 
-  void remember(id_stripe& s, std::string_view id, tick now, const store_decision& d, std::span<decision> per_check,
-                std::span<const std::optional<tick>> grows, std::size_t n) {
+  void remember(id_stripe& s, std::string_view id, std::string identity, tick now, const store_decision& d,
+                std::span<decision> per_check, std::span<const std::optional<tick>> grows, std::size_t n) {
     while (!s.order.empty() && (s.map.size() >= std::max<std::size_t>(opt.max_ids / id_stripes, 1) ||
                                 expired(s.order.front().first, now, opt.idempotency_window))) {
       auto it = s.map.find(s.order.front().second);
@@ -379,6 +399,7 @@ struct memory_store::impl {
     }
     id_entry e;
     e.at = now;
+    e.identity = std::move(identity);
     e.d = d;
     e.d.from = source::replayed;
     if (!per_check.empty()) e.per_check.assign(per_check.begin(), per_check.begin() + static_cast<std::ptrdiff_t>(n));
@@ -547,15 +568,32 @@ struct memory_store::impl {
       for (auto& g : grows) g.reset();
       return error_decision(per_check, n);
     }
-    if (r.id.empty() || opt.idempotency_window <= 0) {
+    // A request that reads no state charges nothing and answers the same
+    // every time: its id is not remembered (semantics.md, "Request ids"),
+    // as in every store.
+    bool no_state = true;
+    for (std::size_t i = 0; i < n && no_state; ++i) no_state = entry_of(r.checks[i].policy)->stateless;
+    if (r.id.empty() || opt.idempotency_window <= 0 || no_state) {
       const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
                                       : decide_checks(r, per_check, commit);
       if (!grows.empty()) fill_grows(r, d, per_check, grows);
       return d;
     }
+    std::string identity;
+    detail::request_identity(
+        r, [&](std::size_t i) -> std::string_view { return entry_of(r.checks[i].policy)->name; }, identity);
     id_stripe& s = stripe_of(r.id);
     std::lock_guard lock(s.mu);  // a repeat arriving meanwhile waits, then replays
     if (const id_entry* e = remembered(s, r.id, r.now, opt.idempotency_window); e != nullptr) {
+      if (e->identity != identity) {
+        // Another request under a used id: refused, nothing decided
+        // (semantics.md, "Request ids").
+        if (commit) add(counter::conflicts);
+        for (auto& g : grows) g.reset();
+        store_decision c = error_decision(per_check, n);
+        c.from = source::id_conflict;
+        return c;
+      }
       if (commit) add(counter::replayed);
       return replay(*e, per_check, grows, n);
     }
@@ -568,7 +606,7 @@ struct memory_store::impl {
       std::optional<tick> mine[max_checks];
       const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
       fill_grows(r, d, pc, g);
-      remember(s, r.id, r.now, d, pc, g.first(n), n);
+      remember(s, r.id, std::move(identity), r.now, d, pc, g.first(n), n);
     }
     return d;
   }
@@ -597,6 +635,7 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
         return error{"policies", "the store holds at most " + std::to_string(im.opt.max_policies) + " policies"};
       auto fresh = std::make_unique<policy_entry>();
       fresh->name = std::string(name);
+      fresh->stateless = holds_no_state(policy);
       fresh->owned = im.make_limiter(policy, im.opt.keyed);
       fresh->current.store(fresh->owned.get(), std::memory_order_relaxed);
       id = static_cast<policy_id>(im.entries.size());
@@ -655,9 +694,10 @@ store_stats memory_store::stats() const {
     out.from_store += s.from_store.load(std::memory_order_relaxed);
     out.replayed += s.replayed.load(std::memory_order_relaxed);
     out.errors += s.errors.load(std::memory_order_relaxed);
+    out.id_conflicts += s.conflicts.load(std::memory_order_relaxed);
   }
   if (im.opt.keyed.budget) out.fallbacks = im.opt.keyed.budget->refused();
-  out.decisions = out.from_store + out.replayed + out.errors + out.fallbacks;
+  out.decisions = out.from_store + out.replayed + out.errors + out.fallbacks + out.id_conflicts;
   std::lock_guard lock(impl_->define_mu);
   for (const auto& e : im.entries) {
     std::lock_guard r(e->redefine);

@@ -136,6 +136,8 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   strings.emplace_back(has_id ? "1" : "0");
   strings.push_back(id_ttl);
   strings.push_back(record);
+  strings.emplace_back();
+  if (has_id) identity_of(r, es, strings.back());
   for (std::size_t k = 0; k < before.size(); ++k) {
     strings.push_back(before[k] ? "=" + std::string(*before[k]) : std::string("-"));
     strings.push_back(!written[k] ? std::string() : written[k]->empty() ? std::string("-") : *written[k]);
@@ -152,6 +154,8 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
       return outcome::ok;
     case 0:
       return outcome::conflict;
+    case 5:
+      return outcome::id_conflict;
     case 2:
       if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
       return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check, grows);

@@ -95,6 +95,15 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes);
   }
   end_piece(s, at);
+  if (has_id) {
+    // ARGV[2]: the request's identity, kept beside its first decision and
+    // compared with a repeat's in the same call (semantics.md, "Request ids").
+    thread_local std::string identity;
+    identity_of(r, es, identity);
+    const std::size_t from = begin_piece(s);
+    s.bytes.append(identity);
+    end_piece(s, from);
+  }
   c.views = s.pieces.size() - c.first;
   s.calls.push_back(c);
 }
@@ -110,6 +119,8 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
   if (!status) return outcome::failure;
   bool ok = true;
   switch (*status) {
+    case 5:
+      return outcome::id_conflict;
     case 4:
       return outcome::skipped;
     case 3:
@@ -289,6 +300,9 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     return error_decision(r, per_check);
   }
   if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
+  // No state to read (always-* only): decided here, exactly, with no call,
+  // so no failure of the store can change it.
+  if (stateless(r, es.data())) return decide_stateless(r, es.data(), peek, per_check, grows);
   if (auto cached = local_answer(r, es.data(), peek, per_check, grows)) return *cached;
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
@@ -346,6 +360,9 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       done[i] = true;
     } else if (!one_slot(requests[i], es[i].data())) {
       out[i] = refuse_cross_slot(requests[i], false, {});
+      done[i] = true;
+    } else if (stateless(requests[i], es[i].data())) {
+      out[i] = decide_stateless(requests[i], es[i].data(), false, {});
       done[i] = true;
     } else if (no_time) {
       out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});

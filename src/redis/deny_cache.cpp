@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include "keyed/hash.hpp"
 
@@ -11,6 +12,7 @@ namespace sluice::redis {
 struct deny_cache::slot {
   std::uint64_t hash = 0;  // of the key
   std::uint64_t version = 0;
+  tick at = 0;            // the `now` of the denial
   tick until = 0;         // first tick the request may be admitted (unless never_)
   std::int64_t cost = 0;  // the smallest cost this denial covers
   policy_id policy = 0;
@@ -22,7 +24,8 @@ struct deny_cache::slot {
 struct alignas(64) deny_cache::shard {
   mutable std::mutex mu;
   std::atomic<std::uint64_t> generation{0};
-  std::vector<slot> slots;  // requires mu
+  std::vector<slot> slots;    // requires mu
+  std::vector<tick> horizon;  // per bucket: the latest `now` sent to the store for its keys; requires mu
 };
 
 namespace {
@@ -44,7 +47,10 @@ deny_cache::deny_cache(std::size_t capacity, std::size_t shards) {
   slots_per_shard_ = std::bit_ceil(std::max<std::size_t>(ways, (capacity + shard_count_ - 1) / shard_count_));
   shard_shift_ = static_cast<unsigned>(64 - std::countr_zero(shard_count_));
   shards_ = std::make_unique<shard[]>(shard_count_);
-  for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].slots.resize(slots_per_shard_);
+  for (std::size_t i = 0; i < shard_count_; ++i) {
+    shards_[i].slots.resize(slots_per_shard_);
+    shards_[i].horizon.assign(slots_per_shard_ / ways, std::numeric_limits<tick>::min());
+  }
 }
 
 deny_cache::~deny_cache() = default;
@@ -61,26 +67,49 @@ std::size_t deny_cache::bucket_of(std::uint64_t h, policy_id policy) const {
 }
 
 std::optional<tick> deny_cache::lookup(policy_id policy, std::uint64_t version, std::string_view key, std::int64_t cost,
-                                       tick now) const {
+                                       tick now) {
   const std::uint64_t h = key_hash(key);
   shard& s = shard_of(h);
   const std::size_t b = bucket_of(h, policy);
   std::lock_guard lock(s.mu);
+  // Recorded first: a request this cache does not answer goes to the store,
+  // and may admit there at `now`.
+  tick& mark = s.horizon[b / ways];
+  mark = std::max(mark, now);
   for (std::size_t i = b; i < b + ways; ++i) {
     const slot& e = s.slots[i];
     if (!same(e, h, policy, key)) continue;
     if (e.version != version || cost < e.cost) return std::nullopt;
-    if (e.never_) return never;
-    if (now < e.until) return e.until - now;
-    return std::nullopt;
+    // A `never` may be an end past the last tick, which an earlier stamp
+    // (read at an earlier time) can bring back within it: only at or after
+    // the denial's own `now`.
+    if (e.never_) return now >= e.at ? std::optional<tick>(never) : std::nullopt;
+    // Once a request at or past the end has gone to the store (the mark),
+    // the key's time may have moved past it: never answered again.
+    if (now >= e.until || mark >= e.until) return std::nullopt;
+    tick wait = 0;
+    if (__builtin_sub_overflow(e.until, now, &wait)) return never;  // a wait past the largest tick
+    return wait;
   }
   return std::nullopt;
+}
+
+void deny_cache::note(policy_id policy, std::string_view key, tick now) {
+  const std::uint64_t h = key_hash(key);
+  shard& s = shard_of(h);
+  std::lock_guard lock(s.mu);
+  tick& mark = s.horizon[bucket_of(h, policy) / ways];
+  mark = std::max(mark, now);
 }
 
 void deny_cache::insert(policy_id policy, std::uint64_t version, std::string_view key, std::int64_t cost, tick now,
                         tick retry_after, std::uint64_t seen_generation) {
   if (retry_after <= 0 || cost < 1) return;
   const bool is_never = retry_after == never;
+  // Stamped before tick 0, a `never` may be a wait longer than a tick count
+  // holds (the key's time far ahead of `now`), which a later stamp brings
+  // within one: not a denial that holds for later requests.
+  if (is_never && now < 0) return;
   tick until = 0;
   if (!is_never && __builtin_add_overflow(now, retry_after, &until)) return;  // past the end of time: never cached
   const std::uint64_t h = key_hash(key);
@@ -105,6 +134,7 @@ void deny_cache::insert(policy_id policy, std::uint64_t version, std::string_vie
   }
   target->hash = h;
   target->version = version;
+  target->at = now;
   target->until = until;
   target->cost = cost;
   target->policy = policy;

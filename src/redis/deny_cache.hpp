@@ -7,9 +7,24 @@
 // trip. A "never" denial (a cost no state could admit) holds for costs ≥ c
 // until the policy's configuration changes.
 //
-// The answer is exact in `allowed`. Its `retry_after` (until - now) is a
-// lower bound: exact unless someone else consumed meanwhile, never longer
-// than the store would say. Keys: (policy id, policy version, key bytes),
+// The time rule (semantics.md, "Time and arithmetic", "Keys") reads a
+// request stamped before a key's latest admit at that admit's time. So an
+// entry holds only while no request on its key stamped at or past its end
+// has gone to the store since: the cache keeps, per bucket of keys, the
+// latest `now` it was asked about (`lookup` records it; `note` for a request
+// that bypasses the lookup), and an entry whose end that mark has reached
+// never answers again, whatever the order of the stamps. A `never` entry (a
+// cost no state admits, or an end past the last tick, which an earlier
+// stamp may bring back within it) answers only requests stamped at or after
+// its denial, and is kept only for a denial stamped at tick 0 or later
+// (before it, a `never` may be a wait too long for a tick count, which a
+// later stamp brings within one).
+//
+// The answer is exact in `allowed` for the requests of the process that
+// holds the cache (between processes whose clocks disagree it may over-deny,
+// never over-admit). Its `retry_after` (until - now) is a lower bound: exact
+// unless someone else consumed meanwhile, never longer than the store would
+// say. Keys: (policy id, policy version, key bytes),
 // compared in full (no hash-only matches, so no collision can deny a key
 // that was not denied).
 //
@@ -55,14 +70,21 @@ class deny_cache {
 
   /// The cached answer for a request of `cost` on `key` under (`policy`,
   /// `version`) at the caller's `now`: `retry_after` of a denial (`never`
-  /// for a never-denial), or nullopt when the cache cannot answer (ask the
-  /// store). Requires cost ≥ 1.
+  /// for a never-denial, or a wait past the largest tick), or nullopt when
+  /// the cache cannot answer (ask the store). Records `now` as sent to the
+  /// store for the key (see the file comment). Requires cost ≥ 1.
   [[nodiscard]] std::optional<tick> lookup(policy_id policy, std::uint64_t version, std::string_view key,
-                                           std::int64_t cost, tick now) const;
+                                           std::int64_t cost, tick now);
+
+  /// Records that a request on (`policy`, `key`) at `now` goes to the store
+  /// without a lookup (one with a request id): an entry of that key whose
+  /// end `now` reaches no longer answers.
+  void note(policy_id policy, std::string_view key, tick now);
 
   /// Records a store denial: a request of `cost` on `key` at the caller's
   /// `now` was denied with `retry_after` (> 0, or `never`). An entry for the
-  /// same (policy, key) is replaced. Ignored when `retry_after` ≤ 0, or when
+  /// same (policy, key) is replaced. Ignored when `retry_after` ≤ 0, for a
+  /// `never` at a `now` below 0 (see the file comment), or when
   /// `seen_generation` (from `generation(key)` before the store call) is no
   /// longer the key's generation.
   void insert(policy_id policy, std::uint64_t version, std::string_view key, std::int64_t cost, tick now,

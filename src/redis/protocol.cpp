@@ -105,6 +105,15 @@ std::optional<error> walk_make(const any_policy& p, const std::string& path, std
   auto lp = leaf_of(p);
   if (!lp) return lp.err();
   lp.value().suffix = path;
+  // Its capacity: what a fresh state has room for, kept only when the core
+  // agrees that it admits that much and denies one more `never`.
+  const any_state fresh = fresh_state(p);
+  const decision one = peek(p, fresh, 0, 1);
+  const std::int64_t room = !one.allowed ? 0 : (one.remaining < detail::i64_max ? one.remaining + 1 : detail::i64_max);
+  const decision over = room < detail::i64_max ? peek(p, fresh, 0, room + 1) : decision{};
+  if ((room == 0 || peek(p, fresh, 0, room).allowed) && room < detail::i64_max && !over.allowed &&
+      over.retry_after == never)
+    lp.value().most = room;
   out.push_back(std::move(lp).value());
   return std::nullopt;
 }

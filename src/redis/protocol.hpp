@@ -42,6 +42,10 @@ struct leaf_plan {
   char letter = 'g';                   ///< the state's type letter (g, q, f, c, u, s, b)
   char tag[tag_size] = {};             ///< letter + 8 hex digits: CRC-32C of the whole policy and the leaf's index
   std::string suffix;                  ///< appended to the check's key ("" for a plain policy, ":0.1" ...)
+  /// The largest cost the leaf admits at once, on a fresh state (its
+  /// capacity; semantics.md, "Answers that need no state"): every larger
+  /// cost is denied `never` whatever the state. INT64_MAX when unknown.
+  std::int64_t most = detail::i64_max;
   // GCRA, token bucket: S·W = sq·L + sr; leaky queue: Q·W = sq·L + sr and
   // W = wq·L + wr (L ≥ 1).
   detail::i128 sq = 0, sr = 0;

@@ -9,8 +9,11 @@
 #include <string>
 #include <utility>
 
+#include "detail/request_identity.hpp"
 #include "redis/binary.hpp"
+#include "redis/combine.hpp"
 #include "redis/slots.hpp"
+#include "redis/state_free.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
@@ -77,6 +80,11 @@ bool redis_store::impl::one_slot(const store_request& r, const entry* const* es)
       slot = s;
     }
   return true;
+}
+
+void redis_store::impl::identity_of(const store_request& r, const entry* const* es, std::string& out) const {
+  detail::request_identity(
+      r, [&](std::size_t i) -> std::string_view { return es[i]->name; }, out);
 }
 
 void redis_store::impl::append_id_key(const store_request& r, const entry* const* es, std::string& out) const {
@@ -202,6 +210,57 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
   return out;
 }
 
+store_decision redis_store::impl::fall_back(const store_request& r, const entry* const* es, bool peek,
+                                            std::span<decision> per_check, std::span<std::optional<tick>> grows) {
+  if (opt.on_failure != failure_mode::local) {  // the local limiter follows the rules itself, with figures
+    std::array<const redis::plan*, max_checks> plans{};
+    for (std::size_t i = 0; i < r.checks.size(); ++i) plans[i] = es[i]->p;
+    const redis::rule_answer rule = redis::rule_of(r, plans.data());
+    if (rule.k != redis::known::depends) {
+      // Known without a state: no failure mode may turn it round
+      // (semantics.md, "Answers that need no state"). No figures.
+      count(by_rule, peek);
+      store_decision out;
+      out.at = r.now;
+      out.from = source::rule;
+      out.d.allowed = rule.k == redis::known::admit;
+      out.d.retry_after = out.d.allowed ? 0 : never;
+      for (std::size_t i = 0; i < per_check.size() && i < r.checks.size(); ++i) {
+        per_check[i] = out.d;
+        per_check[i].part = -1;
+      }
+      for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+      return out;
+    }
+  }
+  count(fallbacks, peek);
+  return failed(r, es, peek, per_check, grows);
+}
+
+store_decision redis_store::impl::decide_stateless(const store_request& r, const entry* const* es, bool peek,
+                                                   std::span<decision> per_check,
+                                                   std::span<std::optional<tick>> grows) {
+  std::vector<const any_policy*> pols;
+  std::vector<any_state> states;
+  std::array<std::int64_t, max_checks> costs{};
+  std::array<decision, max_checks> mine{};
+  const std::span<decision> pc = per_check.empty() ? std::span<decision>(mine.data(), r.checks.size()) : per_check;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    pols.push_back(&es[i]->p->policy());
+    states.push_back(fresh_state(es[i]->p->policy()));
+    costs[i] = cost_of(r, r.checks[i]);
+  }
+  store_decision out;
+  out.d = redis::combine(pols, states, r.now, std::span<const std::int64_t>(costs.data(), r.checks.size()), pc);
+  out.from = source::store;
+  out.at = r.now;
+  for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i)
+    grows[i] = grows_after_of(*pols[i], states[i], r.now, pc[i].remaining);
+  count(decisions, peek);
+  count(from_store, peek);
+  return out;
+}
+
 store_decision redis_store::impl::conclude(const store_request& r, const entry* const* es, outcome o,
                                            store_decision out, bool peek, std::span<decision> per_check,
                                            std::span<std::optional<tick>> grows) {
@@ -241,21 +300,30 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       count(mismatches, peek);
       count(errors, peek);
       return error_decision(r, per_check);
+    case outcome::id_conflict: {  // a used id with other checks: refused, nothing decided (semantics.md)
+      count(id_conflicts, peek);
+      store_decision c = error_decision(r, per_check);
+      c.from = source::id_conflict;
+      return c;
+    }
     case outcome::not_sent:  // a cluster node's breaker is open: no call was made
-      count(fallbacks, peek);
       count(breaker_open, peek);
-      return failed(r, es, peek, per_check, grows);
+      return fall_back(r, es, peek, per_check, grows);
     default:
       break;
   }
   count(failures, peek);
-  count(fallbacks, peek);
-  return failed(r, es, peek, per_check, grows);
+  return fall_back(r, es, peek, per_check, grows);
 }
 
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
                                                               std::span<decision> per_check,
                                                               std::span<std::optional<tick>> grows) {
+  if (denials && !r.id.empty()) {
+    // Not the cache's to answer (a repeat must replay), but it goes to the
+    // store at `now`: the cache must know (deny_cache.hpp).
+    for (std::size_t i = 0; i < r.checks.size(); ++i) denials->note(r.checks[i].policy, r.checks[i].key, r.now);
+  }
   if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
@@ -283,9 +351,8 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
   }
   if (breaker && !breaker->allow_call_now()) {
     count(decisions, peek);
-    count(fallbacks, peek);
     count(breaker_open, peek);
-    return failed(r, es, peek, per_check, grows);
+    return fall_back(r, es, peek, per_check, grows);
   }
   return std::nullopt;
 }
@@ -423,6 +490,8 @@ redis_store_stats redis_store::redis_stats() const {
   s.base.store_failures = get(p.failures);
   s.base.clock_skew = get(p.skew);
   s.base.deny_cache_hits = get(p.deny_hits);
+  s.base.id_conflicts = get(p.id_conflicts);
+  s.base.by_rule = get(p.by_rule);
   s.mismatches = get(p.mismatches);
   s.corrupt = get(p.corrupt);
   s.breaker_open = get(p.breaker_open);

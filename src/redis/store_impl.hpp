@@ -57,15 +57,16 @@ struct entry {
 
 /// How a call's answer turned out.
 enum class outcome : std::uint8_t {
-  ok,        ///< a decision
-  corrupt,   ///< a key holds a foreign or corrupt value
-  unknown,   ///< a key holds a value of a configuration this store does not know
-  mismatch,  ///< the script and the core disagree (or a state the library cannot hold)
-  failure,   ///< no usable answer: the failure mode decides
-  not_sent,  ///< the call's node has its circuit breaker open (a cluster): the failure mode decides
-  stale,     ///< a key holds an earlier configuration's value: carry it over
-  skipped,   ///< not run (a pipeline stopped at a stale request): send again
-  conflict,  ///< a compare-and-set found a key changed: read again
+  ok,           ///< a decision
+  corrupt,      ///< a key holds a foreign or corrupt value
+  unknown,      ///< a key holds a value of a configuration this store does not know
+  mismatch,     ///< the script and the core disagree (or a state the library cannot hold)
+  failure,      ///< no usable answer: the failure mode decides
+  not_sent,     ///< the call's node has its circuit breaker open (a cluster): the failure mode decides
+  stale,        ///< a key holds an earlier configuration's value: carry it over
+  skipped,      ///< not run (a pipeline stopped at a stale request): send again
+  conflict,     ///< a compare-and-set found a key changed: read again
+  id_conflict,  ///< a repeated request id whose first request had another identity: refused
 };
 
 /// The outcome of a call that got no reply (or an error reply, from
@@ -135,7 +136,8 @@ struct redis_store::impl {
 
   std::atomic<std::uint64_t> deny_hits{0}, breaker_open{0};
   std::atomic<std::uint64_t> decisions{0}, from_store{0}, replayed{0}, fallbacks{0}, errors{0}, failures{0}, skew{0},
-      mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0};
+      mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0}, id_conflicts{0},
+      by_rule{0};
 
   impl(redis_store_options o, std::unique_ptr<redis::backend> b);
 
@@ -154,6 +156,9 @@ struct redis_store::impl {
   /// (its id key is put there too: append_id_key); always true on one
   /// server.
   bool one_slot(const store_request& r, const entry* const* es) const;
+
+  /// `r`'s request id identity (detail::request_identity), into `out`.
+  void identity_of(const store_request& r, const entry* const* es, std::string& out) const;
 
   /// Appends the key of `r`'s request id: `<prefix>i:<id>`, in a cluster
   /// `<prefix>i:{<tag>}<id>` with the tag of the slot of `r`'s state keys.
@@ -228,6 +233,22 @@ struct redis_store::impl {
                           std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
                         std::span<std::optional<tick>> grows = {});
+  /// The answer when the store could not answer: the rules' known answer
+  /// (source::rule, counted in by_rule) unless the mode is local or the
+  /// answer depends on a state; else the failure mode's (counted in
+  /// fallbacks).
+  store_decision fall_back(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows = {});
+  /// Whether no check of `r` holds a state (every policy made of always-*).
+  static bool stateless(const store_request& r, const entry* const* es) noexcept {
+    for (std::size_t i = 0; i < r.checks.size(); ++i)
+      if (!es[i]->p->leaves().empty()) return false;
+    return true;
+  }
+  /// Decides a stateless request in process, exactly as the core on no
+  /// state (semantics.md, "Answers that need no state"): no call.
+  store_decision decide_stateless(const store_request& r, const entry* const* es, bool peek,
+                                  std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
   static store_decision error_decision(const store_request& r, std::span<decision> per_check);
   /// The answer without a call, if any: the deny cache's, or the failure
   /// mode's while the breaker is open.

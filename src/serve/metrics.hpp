@@ -104,8 +104,8 @@ class metrics {
   std::array<std::atomic<std::uint64_t>, latency_bounds.size() + 1> buckets_{};
   std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> latency_sum_ns_{0};
-  std::array<std::atomic<std::uint64_t>, 600> status_{};  // index: status code 0..599
-  std::array<std::atomic<std::uint64_t>, 7> sources_{};   // index: sluice::source
+  std::array<std::atomic<std::uint64_t>, 600> status_{};            // index: status code 0..599
+  std::array<std::atomic<std::uint64_t>, source_count> sources_{};  // index: sluice::source
 };
 
 /// `ns` as seconds with up to nine decimals ("0.000012", "3", "1.5").

@@ -150,6 +150,7 @@ void run_checks(store& st, metrics& m, const service::active& a, std::span<const
     out.shadow[i] = sd.d;
     (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
   }
+  if (out.from == source::id_conflict) return;  // refused, not decided: no policy's count
   for (std::size_t k = 0; k < out.enforced.size(); ++k) {
     policy_counters* pc = a.counters[checks[out.enforced[k]].policy];
     (out.d.allowed ? pc->allowed : pc->denied).fetch_add(1, std::memory_order_relaxed);
@@ -574,6 +575,15 @@ void service::decide_json(const active& a, const http_request& req, http_respons
   const tick t0 = steady_clock::now();
   run_checks(*store_, metrics_, a, checks, now ? *now : store_->now(), id, o);
   metrics_.observe_latency(steady_clock::now() - t0);
+  if (o.from == source::id_conflict) {
+    // The id was first used for another request (other policies, keys,
+    // costs or order): refused, nothing decided or charged (semantics.md,
+    // "Request ids"), the same on every store.
+    bad_request(metrics_, res, 409, "id",
+                "already used for a request with other checks (policies, keys, costs or their order); a request id "
+                "names one request");
+    return;
+  }
   // A store error is the service's failure, not a limit: 500, the body
   // saying so ("source":"error"), never an admit.
   res.status = o.d.allowed ? 200 : (o.from == source::error ? 500 : 429);

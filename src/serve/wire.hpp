@@ -58,11 +58,13 @@ std::string policy_member(std::string_view name, const any_policy& p);
 std::string ratelimit_member(std::string_view name, std::int64_t remaining, std::optional<tick> t_ns);
 
 /// Whether an answer from `s` carries the checks' real figures (remaining,
-/// the time until it grows): not when a failure mode answered without the
-/// store (fail-open, fail-closed) or the store answered with an error. Such
-/// an answer carries RateLimit-Policy but no RateLimit field.
+/// the time until it grows): not when a failure mode or a rule answered
+/// without the store (fail-open, fail-closed, rule), the store answered
+/// with an error, or refused a request id. Such an answer carries
+/// RateLimit-Policy but no RateLimit field.
 [[nodiscard]] constexpr bool figures_known(source s) noexcept {
-  return s != source::fail_open && s != source::fail_closed && s != source::error;
+  return s != source::fail_open && s != source::fail_closed && s != source::error && s != source::id_conflict &&
+         s != source::rule;
 }
 
 /// Writes `s` as a JSON string body fragment (quotes included), escaping

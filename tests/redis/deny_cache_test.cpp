@@ -29,17 +29,52 @@ TEST(DenyCache, DeniesSameOrLargerCostUntilTheRetryTime) {
   EXPECT_EQ(c.lookup(1, 7, "k", 3, 100), 50);
   EXPECT_EQ(c.lookup(1, 7, "k", 9, 120), 30);
   EXPECT_EQ(c.lookup(1, 7, "k", 3, 149), 1);
-  EXPECT_FALSE(c.lookup(1, 7, "k", 3, 150).has_value());  // at until: ask the store
   EXPECT_FALSE(c.lookup(1, 7, "k", 2, 120).has_value());  // a smaller cost may pass
   // A caller whose clock is behind the denial: retry counts from its own now.
   EXPECT_EQ(c.lookup(1, 7, "k", 3, 90), 60);
+  EXPECT_FALSE(c.lookup(1, 7, "k", 3, 150).has_value());  // at until: ask the store
+}
+
+TEST(DenyCache, AnEndOnceReachedIsNeverRevivedByAnEarlierStamp) {
+  // A request at or past the end went to the store and may have admitted
+  // there, moving the key's time past the end: a request stamped before the
+  // end is read at that time (semantics.md, "Keys"), so the entry is done.
+  deny_cache c;
+  c.insert(1, 7, "k", 3, 100, 50);                        // until 150
+  EXPECT_FALSE(c.lookup(1, 7, "k", 1, 150).has_value());  // any cost: the request goes to the store
+  EXPECT_FALSE(c.lookup(1, 7, "k", 3, 120).has_value());
+  EXPECT_FALSE(c.lookup(1, 7, "k", 3, 90).has_value());
+  // The same through note (a request with an id, which skips the lookup).
+  c.insert(1, 7, "j", 3, 100, 50);
+  EXPECT_EQ(c.lookup(1, 7, "j", 3, 120), 30);
+  c.note(1, "j", 149);
+  EXPECT_EQ(c.lookup(1, 7, "j", 3, 120), 30);
+  c.note(1, "j", 150);
+  EXPECT_FALSE(c.lookup(1, 7, "j", 3, 120).has_value());
+  // An insert after the mark passed its end is never answered either (a
+  // denial whose call raced with a later-stamped one).
+  c.insert(1, 7, "j", 3, 100, 40);
+  EXPECT_FALSE(c.lookup(1, 7, "j", 3, 101).has_value());
+  // A new denial with an end past the mark answers again.
+  c.insert(1, 7, "j", 3, 100, 100);
+  EXPECT_EQ(c.lookup(1, 7, "j", 3, 160), 40);
+}
+
+TEST(DenyCache, AWaitPastTheLastTickIsNever) {
+  deny_cache c;
+  c.insert(1, 1, "k", 1, 0, INT64_MAX - 1);       // until INT64_MAX - 1
+  EXPECT_EQ(c.lookup(1, 1, "k", 1, -10), never);  // INT64_MAX + 9 ticks away
+  EXPECT_EQ(c.lookup(1, 1, "k", 1, 0), INT64_MAX - 1);
 }
 
 TEST(DenyCache, NeverHoldsUntilTheVersionChanges) {
   deny_cache c;
   c.insert(2, 1, "k", 11, 5, never);
   EXPECT_EQ(c.lookup(2, 1, "k", 11, INT64_MAX), never);
-  EXPECT_EQ(c.lookup(2, 1, "k", 1000, INT64_MIN), never);
+  EXPECT_EQ(c.lookup(2, 1, "k", 1000, 5), never);
+  // Stamped before the denial: a `never` that was an end past the last tick
+  // may come within it from an earlier time, so the store answers.
+  EXPECT_FALSE(c.lookup(2, 1, "k", 1000, INT64_MIN).has_value());
   EXPECT_FALSE(c.lookup(2, 1, "k", 10, 5).has_value());
   EXPECT_FALSE(c.lookup(2, 2, "k", 11, 5).has_value());  // reconfigured: a new version
 }

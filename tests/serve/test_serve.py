@@ -210,6 +210,53 @@ shadow = true
         self.assertEqual((st, h["retry-after"]), (403, "1"))
 
 
+class RequestIds(ServeCase):
+    """A request id names one request (semantics.md, "Request ids"): the same
+    checks again replay, other checks under a used id are a 409 naming `id`,
+    never another request's replayed admit (also run on Redis:
+    RequestIdsOnRedis, with the same answers)."""
+
+    def store_section(self):
+        return ""
+
+    def server(self):
+        s, _ = self.start_config(base_config({"api": "fixed-window 1/1h", "big": "fixed-window 5/1h"}, "",
+                                             "client_time = true\n") + self.store_section())
+        return s
+
+    def test_an_id_first_used_for_another_key_is_a_conflict_not_an_admit(self):
+        s = self.server()
+        now = 86400 * 1000 * 10**9
+        self.assertEqual(s.decide([("api", "bob")], now=now)[0], 200)
+        self.assertEqual(s.decide([("api", "bob")], now=now + 1)[0], 429)  # bob is over his limit
+        st, _, first = s.decide([("api", "alice")], rid="order-1", now=now + 2)
+        self.assertEqual((st, first["source"]), (200, "store"))
+        # bob under alice's id: refused, not alice's admit replayed.
+        st, h, b = s.decide([("api", "bob")], rid="order-1", now=now + 3)
+        self.assertEqual(st, 409, b)
+        self.assertEqual(b["error"]["field"], "id")
+        self.assertNotIn("ratelimit", h)
+        # Every other way of being another request.
+        for checks, cost in [([("big", "alice")], None), ([("api", "alice", 2)], None), ([("api", "alice")], 3),
+                             ([("api", "alice"), ("big", "alice")], None)]:
+            st, _, b = s.decide(checks, cost=cost, rid="order-1", now=now + 4)
+            self.assertEqual((st, b["error"]["field"]), (409, "id"), (checks, cost))
+        st, _, b = s.decide([("api", "carol"), ("big", "carol")], rid="order-2", now=now + 5)
+        self.assertEqual(st, 200)
+        st, _, b = s.decide([("big", "carol"), ("api", "carol")], rid="order-2", now=now + 6)
+        self.assertEqual((st, b["error"]["field"]), (409, "id"))  # the same checks in another order
+        # The same request again replays the first answer; nothing above was charged.
+        st, _, b = s.decide([("api", "alice")], rid="order-1", now=now + 7)
+        self.assertEqual((st, b["source"], b["remaining"]), (200, "replayed", first["remaining"]))
+        st, _, b = s.decide([("big", "alice")], now=now + 8)
+        self.assertEqual((st, b["remaining"]), (200, 4))
+        self.assertEqual(s.decide([("api", "bob")], now=now + 9)[0], 429)
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_store_decisions_total{source="id-conflict"}'), 6)
+        # bob, alice, carol and alice's replay: no conflict is counted as a decision of a policy.
+        self.assertEqual(metric(m, 'sluice_decisions_total{policy="api",result="allowed"}'), 4)
+
+
 class MixedCosts(ServeCase):
     """Checks of different costs in one request are one atomic decision: a
     denial by any of them charges none (also run on Redis: MixedCostsOnRedis)."""

@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_support import BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
-from test_serve import MixedCosts, ReplayParity, replay_seconds  # noqa: E402
+from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
 def store_section(redis, prefix, **options):
@@ -219,6 +219,16 @@ class MixedCostsOnRedis(MixedCosts):
         return store_section(redis, fresh_prefix(), deny_cache="false")
 
 
+class RequestIdsOnRedis(RequestIds):
+    """RequestIds on the Redis store: the same answers as on the memory
+    store (a used id with other checks was a 500 here)."""
+
+    def store_section(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        return store_section(redis, fresh_prefix())
+
+
 class ReadinessOnRedis(RedisCase):
     """/readyz follows Redis: not ready while it is down (kill -9) or hung
     (SIGSTOP), ready again once it answers; decisions come from it again."""
@@ -346,6 +356,65 @@ class FailureModesOnRedis(RedisCase):
         self.assertGreaterEqual(failed, 1)
         self.assertLessEqual(failed, 5)
         self.back(redis, s)
+
+
+class StatelessOnRedis(RedisCase):
+    """always-allow and always-deny need no state (semantics.md, "Answers
+    that need no state"): decided by the service with no Redis call, and
+    the same under every failure mode while Redis is killed or stopped. A
+    request mixing a stateless check with a stateful one: a denying one
+    denies whatever the mode; an admitting one leaves the answer to the
+    stateful check, hence to the mode."""
+
+    POLICIES = {"open": "always-allow", "shut": "always-deny", "api": "gcra 3/3h burst=3"}
+
+    def test_no_call_to_redis(self):
+        redis = self.redis()
+        s, _ = self.start_on(redis, self.POLICIES, server="threads = 1\n")
+        self.assertEqual(s.decide([("api", "k")])[0], 200)  # loads the library: not what is counted
+        before = CallsPerRequestOnRedis.calls(redis)
+        for i in range(10):
+            st, _, b = s.decide([("open", "k%d" % i)], rid="o%d" % i)
+            self.assertEqual((st, b["allowed"], b["source"]), (200, True, "store"))
+            st, h, b = s.decide([("shut", "k%d" % i)])
+            self.assertEqual((st, b["allowed"], b["source"], b["retry_after_ns"]), (429, False, "store", "never"))
+            self.assertNotIn("retry-after", h)
+        after = CallsPerRequestOnRedis.calls(redis)
+        used = {c: after.get(c, 0) - before.get(c, 0) for c in set(after) | set(before)}
+        self.assertEqual({c: v for c, v in used.items() if v and c != "info"}, {})
+
+    def test_every_failure_mode_while_redis_is_down(self):
+        checked = 0
+        for mode in ("fail-open", "fail-closed", "local"):
+            for fault in ("kill", "stop"):
+                redis = self.redis()
+                s, _ = self.start_on(redis, self.POLICIES, server="threads = 1\n", on_failure='"%s"' % mode,
+                                     command_timeout='"100ms"')
+                self.assertEqual(s.decide([("api", "k")])[0], 200)
+                if fault == "kill":
+                    redis.kill9()
+                else:
+                    redis.pause()
+                where = (mode, fault)
+                for i in range(3):
+                    st, _, b = s.decide([("open", "k")])
+                    self.assertEqual((st, b["source"]), (200, "store"), where)
+                    st, _, b = s.decide([("shut", "k")])
+                    self.assertEqual((st, b["source"], b["retry_after_ns"]), (429, "store", "never"), where)
+                # A denying stateless check beside a stateful one: denied in every mode.
+                st, _, b = s.decide([("shut", "k"), ("api", "k")])
+                self.assertEqual((st, b["allowed"]), (429, False), where)
+                self.assertEqual(b["source"], "fallback" if mode == "local" else "rule", where)
+                # An admitting one leaves it to the stateful check: the mode decides.
+                st, _, b = s.decide([("open", "k"), ("api", "k")])
+                want = {"fail-open": (200, "fail-open"), "fail-closed": (429, "fail-closed"),
+                        "local": (200, "fallback")}[mode]
+                self.assertEqual((st, b["source"]), want, where)
+                if fault == "stop":
+                    redis.resume()
+                s.stop()
+                checked += 1
+        self.assertEqual(checked, 6)
 
 
 class ForeignValueOnRedis(RedisCase):

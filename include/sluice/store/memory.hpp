@@ -25,8 +25,10 @@
 // decide on their state (semantics.md, "Keys": Bounded memory).
 //
 // Request ids (idempotent charging) are remembered for a window of the
-// store's ticks (default 60 s of nanoseconds); a repeat within it gets the
-// first decision again, `source::replayed`.
+// store's ticks (default 60 s of nanoseconds), each with its request's
+// identity (store.hpp); a repeat within it gets the first decision again,
+// `source::replayed`, and a repeat with other checks is refused,
+// `source::id_conflict`.
 //
 // Thread safety: every member function may be called from any number of
 // threads at once (store.hpp).

@@ -12,7 +12,11 @@
 --   written), {4} (skipped, see below).
 --
 -- FCALL L_decide (or L_peek, read-only) numkeys [id-key]
--- state-keys...  blob
+-- state-keys...  blob [identity]
+--   identity (with an id only): the request's identity (the C++
+--   detail::request_identity: its ordered checks' policy names, keys and
+--   costs), stored at the head of the id's record; a repeat whose identity
+--   differs answers {5} (an id conflict), reading and writing nothing else.
 --   blob: th tl tns base batch has_id id_ttl_ms, then the request as a tree in
 --   prefix form: 'A' n (all_of: every child admits, then every child
 --   consumes), 'O' n (any_of: the first child that admits consumes), with n
@@ -20,15 +24,18 @@
 --   and its arguments, taking the next state key. The root is 'A' over the
 --   request's checks. Reply: {admitted, then per leaf the value before (nil
 --   when fresh) and the value written (nil when not written)}; {2, record}
---   when the request id was decided before; {3, then per leaf its value}
---   when a leaf's key holds another configuration's value (nothing written).
+--   when the request id was decided before (the record without its
+--   identity); {5} when it was decided before for another request; {3, then
+--   per leaf its value} when a leaf's key holds another configuration's
+--   value (nothing written).
 --
 -- FCALL L_cas numkeys [id-key] state-keys...  has_id id_ttl_ms record
--- then per state key: expected ('-' for none, '=' .. value) new ('' for no
--- write, '-' to delete) px ('0' for no expiry)
+-- identity, then per state key: expected ('-' for none, '=' .. value) new
+-- ('' for no write, '-' to delete) px ('0' for no expiry)
 --   Writes the new values (and the request id's record) only if every key
 --   still holds its expected value: {1}; else {0}, nothing written; {2,
---   record} for a repeated request id. The client decides a request whose
+--   record} for a repeated request id, {5} for a used id whose request had
+--   another identity. The client decides a request whose
 --   states it had to carry over from an earlier configuration (status 3)
 --   itself, with the core, and writes the result with this call.
 --
@@ -91,12 +98,23 @@ redis.register_function('@LIB@_one', function(KEYS, ARGV)
   return {1, v, after}
 end)
 
--- A request id's record: 'th tl admitted', then per leaf '|', its tag and
--- two items, the value before and the value written: '-' for none, else
--- the value's length, ':' and its bytes.
+-- A request id's record: its identity as an item, then 'th tl admitted',
+-- then per leaf '|', its tag and two items, the value before and the value
+-- written: '-' for none, else the value's length, ':' and its bytes.
 local function item(x)
   if x then return #x .. ':' .. x end
   return '-'
+end
+
+-- The id's record at `key` for a request of `identity`: nil when none, the
+-- record after its identity when the identities are equal, false when the
+-- id was first used for another request.
+local function recorded(key, identity)
+  local rec = get(key)
+  if not rec then return nil end
+  local head = item(identity)
+  if string.sub(rec, 1, #head) ~= head then return false end
+  return string.sub(rec, #head + 1)
 end
 
 local function run(KEYS, ARGV, peek)
@@ -105,7 +123,8 @@ local function run(KEYS, ARGV, peek)
   if batch ~= 0 and batch == halted then return {4} end
   local ki = 1
   if has_id == 1 then
-    local rec = get(KEYS[1])
+    local rec = recorded(KEYS[1], ARGV[2])
+    if rec == false then return {5} end
     if rec then return {2, rec} end
     ki = 2
   end
@@ -173,7 +192,7 @@ local function run(KEYS, ARGV, peek)
     for _, r in ipairs(commit) do put(r[1], r[3], r[4], tns, base) end
   end
   if has_id == 1 and not peek then
-    local rec = {string.format('%d %d %d', th, tl, ok and 1 or 0)}
+    local rec = {item(ARGV[2]), string.format('%d %d %d', th, tl, ok and 1 or 0)}
     for i = 1, nf do
       local f = found[i]
       rec[#rec + 1] = '|' .. f[5] .. item(f[2]) .. item(f[3])
@@ -193,11 +212,12 @@ redis.register_function{
 redis.register_function('@LIB@_cas', function(KEYS, ARGV)
   local ki = 1
   if ARGV[1] == '1' then
-    local rec = get(KEYS[1])
+    local rec = recorded(KEYS[1], ARGV[4])
+    if rec == false then return {5} end
     if rec then return {2, rec} end
     ki = 2
   end
-  local ai = 4
+  local ai = 5
   for k = ki, #KEYS do
     local v, want = get(KEYS[k]), ARGV[ai]
     if v then
@@ -207,7 +227,7 @@ redis.register_function('@LIB@_cas', function(KEYS, ARGV)
     end
     ai = ai + 3
   end
-  ai = 4
+  ai = 5
   for k = ki, #KEYS do
     local new, px = ARGV[ai + 1], ARGV[ai + 2]
     if new == '-' then
@@ -217,6 +237,6 @@ redis.register_function('@LIB@_cas', function(KEYS, ARGV)
     end
     ai = ai + 3
   end
-  if ARGV[1] == '1' then redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[2]) end
+  if ARGV[1] == '1' then redis.call('SET', KEYS[1], item(ARGV[4]) .. ARGV[3], 'PX', ARGV[2]) end
   return {1}
 end)
