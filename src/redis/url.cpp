@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "redis/client.hpp"
+#include "redis/url_query.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -19,7 +20,8 @@ int hex_value(char c) {
   return -1;
 }
 
-// Percent-decodes `in` into `out`; false on a malformed escape.
+}  // namespace
+
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
   out.reserve(in.size());
@@ -37,6 +39,8 @@ bool percent_decode(std::string_view in, std::string& out) {
   }
   return true;
 }
+
+namespace {
 
 // A decimal integer in [lo, hi], the whole of `s`.
 bool parse_int(std::string_view s, std::int64_t lo, std::int64_t hi, std::int64_t& v) {
@@ -93,7 +97,7 @@ std::string url::redacted() const {
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  s = "redis://";
+  s = tls.on ? "rediss://" : "redis://";
   if (!user.empty() || !password.empty()) {
     s += user;
     if (!password.empty()) s += ":***";
@@ -107,12 +111,20 @@ std::string url::redacted() const {
 
 result<url> parse_url(std::string_view text) {
   constexpr std::string_view redis_scheme = "redis://";
+  constexpr std::string_view tls_scheme = "rediss://";
   constexpr std::string_view unix_scheme = "unix://";
   if (text.substr(0, unix_scheme.size()) == unix_scheme) return parse_unix(text.substr(unix_scheme.size()));
-  if (text.substr(0, redis_scheme.size()) != redis_scheme)
-    return fail("scheme", "must be redis:// or unix:// (rediss:// and TLS are not supported)");
-  std::string_view rest = text.substr(redis_scheme.size());
+  const bool tls = text.substr(0, tls_scheme.size()) == tls_scheme;
+  if (!tls && text.substr(0, redis_scheme.size()) != redis_scheme)
+    return fail("scheme", "must be redis://, rediss:// (TLS) or unix://");
+  std::string_view rest = text.substr(tls ? tls_scheme.size() : redis_scheme.size());
   url u;
+  u.tls.on = tls;
+  // The query (TLS settings) follows the authority and the database.
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    if (auto e = apply_url_query(rest.substr(q + 1), u)) return *e;
+    rest = rest.substr(0, q);
+  }
 
   // authority [ "/" db ]
   std::string_view authority = rest;
@@ -123,8 +135,7 @@ result<url> parse_url(std::string_view text) {
     db_part = rest.substr(slash + 1);
     has_db = true;
   }
-  if (authority.find('?') != std::string_view::npos || authority.find('#') != std::string_view::npos)
-    return fail("host", "has a query or fragment; redis:// URLs take none");
+  if (authority.find('#') != std::string_view::npos) return fail("host", "has a fragment; redis:// URLs take none");
 
   // userinfo "@" hostport; the last '@' ends the userinfo (a password may hold an unescaped '@').
   std::string_view hostport = authority;

@@ -57,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_case{"redis+cluster://h:1,bad host:2", "host"}, bad_case{"redis+cluster://h:1/1", "db"},
                       bad_case{"redis+cluster://h:1/x", "db"}, bad_case{"redis+cluster://u@h:1", "password"},
                       bad_case{"redis+cluster://:%zz@h:1", "password"}, bad_case{"redis+cluster://[::1:1", "host"},
-                      bad_case{"redis+cluster://h:1?x=1", "host"}));
+                      bad_case{"redis+cluster://h:1?x=1", "query"}));
 
 TEST(ClusterUrl, TooManySeeds) {
   std::string u = "redis+cluster://";
