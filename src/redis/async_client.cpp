@@ -289,7 +289,7 @@ struct async_client::impl {
     for (auto& o : queued)
       if (o->done) next = std::min(next, o->deadline);
     for (auto& o : sent)
-      if (o->done && !o->internal) next = std::min(next, o->deadline);
+      if (o->done && !o->internal && o->deadline > now) next = std::min(next, o->deadline);
     if (ph == phase::ready && !sent.empty() && !stalled) next = std::min(next, sent.front()->written_at + stall);
     if (next != steady::time_point::max()) arm(next);
 
