@@ -95,3 +95,20 @@ TEST(RedisPipelinedStore, ThreadsDecidingAtOnceAdmitExactlyTheLimit) {
 
 }  // namespace
 }  // namespace sluice::redis_test
+
+namespace sluice::redis_test {
+namespace {
+
+TEST(RedisPipelinedStore, ServerClockModeReadsTimeThroughTheAsyncClient) {
+  redis_store_options o = pipelined();
+  o.server_clock = true;
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const check c{st->define("g", any_policy{gcra::make(rate{5, 100'000'000}, 3).value()}).value(), "k"};
+  const store_decision d = st->decide_at(one_check(c, 0));
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_GT(d.at, 0);
+}
+
+}  // namespace
+}  // namespace sluice::redis_test
