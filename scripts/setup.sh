@@ -9,17 +9,19 @@
 set -euo pipefail
 
 # git: `make lint` checks the tracked files. The Redis store builds on
-# hiredis, the service on Boost, toml++, nlohmann-json and yaml-cpp (envoyproxy/ratelimit
-# configs: node marks give every error its line and column), its Envoy front end
-# on grpc++ and protobuf; the tests start their own redis-server and nginx (on
-# free ports) and reach them with curl, python3's http.client and grpcio.
+# hiredis, and its asynchronous client on Boost.Asio with OpenSSL (rediss://;
+# the TLS tests make their certificates with openssl); the service on Boost,
+# toml++, nlohmann-json and yaml-cpp (envoyproxy/ratelimit configs: node marks
+# give every error its line and column), its Envoy front end on grpc++ and
+# protobuf; the tests start their own redis-server (also as sentinels) and
+# nginx (on free ports) and reach them with curl, python3's http.client and grpcio.
 # libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
 # --no-install-recommends needs it named.
 packages=(make cmake ninja-build g++ pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
           libfmt-dev libcli11-dev libabsl-dev
           clang-format clang-tidy
-          libhiredis-dev libboost-dev libtomlplusplus-dev nlohmann-json3-dev libyaml-cpp-dev
+          libhiredis-dev libboost-dev libssl-dev openssl libtomlplusplus-dev nlohmann-json3-dev libyaml-cpp-dev
           redis-server redis-tools nginx-light curl python3
           libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
           python3-grpcio python3-protobuf)

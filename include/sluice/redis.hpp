@@ -51,14 +51,23 @@ namespace sluice {
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
   /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
+  /// over TLS `rediss://...[?ca_file=...&cert_file=...&key_file=...&server_name=...&verify=no]`;
   /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
-  /// (seed nodes; docs/redis.md, "Redis Cluster").
+  /// (seed nodes; docs/redis.md, "Redis Cluster"); behind Sentinel,
+  /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER[/db]`
+  /// (`rediss+sentinel://` over TLS; docs/redis-client.md).
   std::string url = "redis://127.0.0.1:6379";
   /// The password, when the URL gives none (read from a file or the
   /// environment, so that the secret need not sit in the URL; the URL's
   /// user, if any, logs in with it). A URL that gives one too is an error
   /// ("password"): a secret is given in one place. Never printed.
   std::string password;
+  /// The client of a single server (redis://, unix://): false, a pool of
+  /// synchronous connections (one per calling thread); true, the
+  /// asynchronous client, one connection on which the calls of every
+  /// thread are pipelined (docs/redis-client.md). rediss:// and
+  /// redis+sentinel:// always use the asynchronous client.
+  bool pipelined_client = false;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";

@@ -43,6 +43,26 @@
 
 namespace sluice::redis {
 
+/// TLS to a Redis server (`rediss://`): the settings of a URL's query
+/// (`?ca_file=...&cert_file=...&key_file=...&server_name=...&verify=no`).
+/// Only the asynchronous client speaks TLS (async_client.hpp, tls.hpp).
+struct tls_settings {
+  /// True for `rediss://`.
+  bool on = false;
+  /// PEM file of the CAs to trust; empty: the system's CAs.
+  std::string ca_file;
+  /// PEM client certificate (chain) and its private key, for servers that
+  /// ask for one (`tls-auth-clients yes`); both or neither.
+  std::string cert_file;
+  std::string key_file;
+  /// The name sent as SNI and verified in the server's certificate (a DNS
+  /// name or an IP address); empty: the URL's host.
+  std::string server_name;
+  /// False only with an explicit `verify=no`: the certificate is not checked
+  /// (the store logs a warning).
+  bool verify = true;
+};
+
 /// Where a Redis server is and how to log in: the parts of a URL.
 struct url {
   /// Host name or address (TCP); empty for a unix socket.
@@ -57,6 +77,8 @@ struct url {
   std::string password;
   /// Database index for SELECT, 0..(2^31 - 1); 0 sends no SELECT.
   std::int32_t db = 0;
+  /// TLS (`rediss://`) and its settings.
+  tls_settings tls{};
 
   /// True for a unix-socket URL.
   [[nodiscard]] bool is_unix() const noexcept { return !socket_path.empty(); }
@@ -65,10 +87,12 @@ struct url {
 };
 
 /// Parses `redis://[user[:password]@]host[:port][/db]` (also
-/// `redis://:password@host`) and `unix:///path/to/socket[?db=N]`; user and
-/// password are percent-decoded. An IPv6 host is written in brackets
-/// (`redis://[::1]:6379`). Errors name the part at fault: "scheme", "user",
-/// "password", "host", "port", "db", "path", "query".
+/// `redis://:password@host`), `rediss://...` (the same over TLS, with the
+/// query parameters of `tls_settings`) and `unix:///path/to/socket[?db=N]`;
+/// user, password and query values are percent-decoded. An IPv6 host is
+/// written in brackets (`redis://[::1]:6379`). Errors name the part at fault:
+/// "scheme", "user", "password", "host", "port", "db", "path", "query", or
+/// the query parameter ("ca_file", "verify", ...).
 result<url> parse_url(std::string_view text);
 
 /// How a `client` connects and how long it waits.

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "redis/cluster.hpp"
+#include "redis/sentinel.hpp"
+#include "redis/sync_client.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -100,8 +102,10 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
     co.breaker_cool_down = options.breaker_cool_down;
     return std::unique_ptr<backend>(std::make_unique<cluster_client>(std::move(co)));
   }
+  if (is_sentinel_url(options.url)) return open_sentinel_backend(options);
   auto where = parse_url(options.url);
   if (!where) return where.err();
+  if (where.value().tls.on || options.pipelined_client) return open_async_backend(options, std::move(where).value());
   client_options co;
   co.where = std::move(where).value();
   if (auto e = apply_password(co.where, options.password)) return *e;

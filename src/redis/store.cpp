@@ -23,6 +23,7 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b
     : opt(std::move(o)),
       cli(std::move(b)),
       single_server(dynamic_cast<redis::client*>(cli.get())),
+      pipelined(dynamic_cast<redis::sync_client*>(cli.get())),
       cluster(dynamic_cast<redis::cluster_client*>(cli.get())),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
@@ -109,8 +110,8 @@ store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool
 }
 
 std::optional<tick> redis_store::impl::server_now() {
-  if (single_server == nullptr) return std::nullopt;  // open() refuses the server clock in a cluster
-  const auto res = single_server->call({"TIME"});
+  if (single_server == nullptr && pipelined == nullptr) return std::nullopt;  // open() refuses it in a cluster
+  const auto res = single_server != nullptr ? single_server->call({"TIME"}) : pipelined->call({"TIME"});
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   if (arr == nullptr || arr->size() != 2) return std::nullopt;

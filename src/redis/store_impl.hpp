@@ -25,6 +25,7 @@
 #include "redis/figures.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
+#include "redis/sync_client.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/store/memory.hpp"
 
@@ -111,6 +112,8 @@ struct redis_store::impl {
   // One server (`single_server` is then the same object), or a cluster (`cluster`).
   std::unique_ptr<redis::backend> cli;
   redis::client* single_server = nullptr;
+  // One server (or a Sentinel master) through the asynchronous client.
+  redis::sync_client* pipelined = nullptr;
   redis::cluster_client* cluster = nullptr;
   redis::functions fns;
   std::int64_t ttl_base = 0;  // ms added to every state's time-to-fresh (or the fixed expiry)

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "redis/client.hpp"
+#include "redis/url_query.hpp"
 #include "sluice/redact.hpp"
 
 namespace sluice::redis {
@@ -21,7 +22,8 @@ int hex_value(char c) {
   return -1;
 }
 
-// Percent-decodes `in` into `out`; false on a malformed escape.
+}  // namespace
+
 bool percent_decode(std::string_view in, std::string& out) {
   out.clear();
   out.reserve(in.size());
@@ -39,6 +41,8 @@ bool percent_decode(std::string_view in, std::string& out) {
   }
   return true;
 }
+
+namespace {
 
 // A decimal integer in [lo, hi], the whole of `s`.
 bool parse_int(std::string_view s, std::int64_t lo, std::int64_t hi, std::int64_t& v) {
@@ -140,7 +144,7 @@ std::string url::redacted() const {
     if (db != 0) s += "?db=" + std::to_string(db);
     return s;
   }
-  s = "redis://" + login();
+  s = (tls.on ? "rediss://" : "redis://") + login();
   s += host.find(':') != std::string::npos ? "[" + host + "]" : host;
   s += ':' + std::to_string(port);
   if (db != 0) s += '/' + std::to_string(db);
@@ -149,19 +153,26 @@ std::string url::redacted() const {
 
 result<url> parse_url(std::string_view text) {
   constexpr std::string_view redis_scheme = "redis://";
+  constexpr std::string_view tls_scheme = "rediss://";
   constexpr std::string_view unix_scheme = "unix://";
   if (text.substr(0, unix_scheme.size()) == unix_scheme) return parse_unix(text.substr(unix_scheme.size()));
-  if (text.substr(0, redis_scheme.size()) != redis_scheme)
-    return fail("scheme", "must be redis:// or unix:// (rediss:// and TLS are not supported)");
-  std::string_view rest = text.substr(redis_scheme.size());
+  const bool tls = text.substr(0, tls_scheme.size()) == tls_scheme;
+  if (!tls && text.substr(0, redis_scheme.size()) != redis_scheme)
+    return fail("scheme", "must be redis://, rediss:// (TLS) or unix://");
+  std::string_view rest = text.substr(tls ? tls_scheme.size() : redis_scheme.size());
   url u;
-
-  // [ userinfo "@" ] authority [ "/" db ]: the userinfo ends at the last '@'
-  // (a password may hold an unescaped '@', '/', '?' or '#'; a host, port or
-  // db never holds '@'), so nothing before it is ever echoed in an error.
+  u.tls.on = tls;
+  // [ userinfo "@" ] authority [ "/" db ] [ "?" query ]: the userinfo ends at
+  // the last '@' (a password may hold an unescaped '@', '/', '?' or '#'; a
+  // host, port, db or TLS setting never holds '@'), so nothing before it is
+  // ever echoed in an error. The query (TLS settings) follows.
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     if (auto e = parse_userinfo(rest.substr(0, at), u)) return *e;
     rest = rest.substr(at + 1);
+  }
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    if (auto e = apply_url_query(rest.substr(q + 1), u)) return *e;
+    rest = rest.substr(0, q);
   }
   std::string_view hostport = rest;
   std::string_view db_part;
@@ -171,8 +182,8 @@ result<url> parse_url(std::string_view text) {
     db_part = rest.substr(slash + 1);
     has_db = true;
   }
-  if (rest.find('?') != std::string_view::npos || rest.find('#') != std::string_view::npos)
-    return fail("query", "a redis:// URL takes no query or fragment (redis://[user:password@]host[:port][/db])");
+  if (rest.find('#') != std::string_view::npos)
+    return fail("query", "a redis:// URL takes no fragment (redis://[user:password@]host[:port][/db][?query])");
 
   // host [ ":" port ], IPv6 in brackets
   std::string_view host;

@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
     Hostile, ParseUrlRejects,
     ::testing::Values(
         bad_case{"", "scheme"}, bad_case{"localhost:6379", "scheme"}, bad_case{"http://h", "scheme"},
-        bad_case{"rediss://h", "scheme"}, bad_case{"REDIS://h", "scheme"}, bad_case{"redis://", "host"},
+        bad_case{"rediss//h", "scheme"}, bad_case{"REDIS://h", "scheme"}, bad_case{"redis://", "host"},
         bad_case{"redis://:6379", "host"}, bad_case{"redis://:pw@", "host"}, bad_case{"redis:///0", "host"},
         bad_case{"redis://h:0", "port"}, bad_case{"redis://h:65536", "port"}, bad_case{"redis://h:abc", "port"},
         bad_case{"redis://h:", "port"}, bad_case{"redis://h:-1", "port"}, bad_case{"redis://h:+80", "port"},

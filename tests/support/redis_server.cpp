@@ -123,8 +123,20 @@ redis_server::~redis_server() {
 
 void redis_server::write_config() const {
   std::ofstream f(dir_ + "/redis.conf", std::ios::trunc);
-  f << "port " << port_ << "\n"
-    << "bind 127.0.0.1\n"
+  if (options_.sentinel) {
+    f << "port " << port_ << "\nbind 127.0.0.1\ndaemonize no\ndir " << dir_ << "\nlogfile " << dir_ << "/redis.log\n";
+    for (const auto& line : options_.extra_config) f << line << "\n";
+    if (!f) throw std::runtime_error("redis_server: cannot write " + dir_ + "/redis.conf");
+    return;
+  }
+  if (options_.tls) {
+    f << "port 0\ntls-port " << port_ << "\ntls-cert-file " << options_.tls->cert_file << "\ntls-key-file "
+      << options_.tls->key_file << "\ntls-ca-cert-file " << options_.tls->ca_file << "\ntls-auth-clients "
+      << (options_.tls->auth_clients ? "yes" : "no") << "\n";
+  } else {
+    f << "port " << port_ << "\n";
+  }
+  f << "bind 127.0.0.1\n"
     << "protected-mode yes\n"
     << "daemonize no\n"
     << "dir " << dir_ << "\n"
@@ -150,7 +162,10 @@ bool redis_server::answers_ping() const {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port_);
   bool ok = false;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+  if (options_.tls) {
+    // A TLS port: accepting a connection is the sign of life.
+    ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  } else if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
     const char ping[] = "PING\r\n";
     if (::send(fd, ping, sizeof ping - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof ping - 1)) {
       pollfd p{fd, POLLIN, 0};
@@ -183,7 +198,10 @@ bool redis_server::start_once(std::string& why) {
     if (err >= 0) ::dup2(err, 2);
     // Close the test's sockets (its Redis connections among them) in the child.
     for (int fd = 3; fd < 4096; ++fd) ::close(fd);
-    ::execl(binary_.c_str(), binary_.c_str(), conf.c_str(), static_cast<char*>(nullptr));
+    if (options_.sentinel)
+      ::execl(binary_.c_str(), binary_.c_str(), conf.c_str(), "--sentinel", static_cast<char*>(nullptr));
+    else
+      ::execl(binary_.c_str(), binary_.c_str(), conf.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   pid_ = pid;

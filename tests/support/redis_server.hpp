@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct redis_server_options {
   /// A Redis Cluster node: the port is picked so that port + 10000 (the
   /// cluster bus) is free too. The caller adds "cluster-enabled yes".
   bool cluster_bus = false;
+  /// TLS only: the free port is the TLS port (`port 0`, `tls-port P`) with
+  /// these PEM files; readiness is then a TCP connect, not a PING.
+  struct tls_files {
+    std::string cert_file, key_file, ca_file;
+    /// `tls-auth-clients yes`: clients must present a certificate of the CA.
+    bool auth_clients = false;
+  };
+  std::optional<tls_files> tls{};
+  /// A redis-sentinel process instead (`redis-server --sentinel`): only
+  /// port, bind, dir, logfile and `extra_config` (the `sentinel monitor`
+  /// lines) are written.
+  bool sentinel = false;
 };
 
 /// One redis-server process. Not copyable; the destructor stops it (SIGCONT,

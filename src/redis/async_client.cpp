@@ -1,0 +1,626 @@
+// async_client: one pipelined connection on Asio — queue, one write for
+// everything queued, hiredis's reader, per-call deadlines, connect + TLS +
+// login, reconnect with backoff (async_client.hpp). The FUNCTION library
+// path is in async_fcall.cpp.
+#include "redis/async_client.hpp"
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <variant>
+
+#include "redis/async_impl.hpp"
+#include "redis/resp.hpp"
+#include "redis/tls.hpp"
+
+namespace sluice::redis {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using unix_socket = asio::local::stream_protocol::socket;
+using tls_stream = asio::ssl::stream<tcp::socket>;
+using steady = std::chrono::steady_clock;
+using boost::system::error_code;
+
+/// One socket and what belongs to it: the reader, the buffers. Shared with
+/// its pending operations, so closing it never frees what they use.
+struct transport {
+  std::variant<std::monostate, tcp::socket, tls_stream, unix_socket> stream;
+  redisReader* reader = redisReaderCreate();
+  std::array<char, 64 * 1024> rbuf{};
+  std::string wbuf;
+  bool tls = false;
+
+  transport() = default;
+  transport(const transport&) = delete;
+  transport& operator=(const transport&) = delete;
+  ~transport() {
+    close();
+    if (reader != nullptr) redisReaderFree(reader);
+  }
+  template <class F>
+  void with(F&& f) {
+    std::visit(
+        [&](auto& s) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(s)>, std::monostate>) f(s);
+        },
+        stream);
+  }
+  void close() noexcept {
+    error_code ec;
+    if (auto* t = std::get_if<tcp::socket>(&stream)) t->close(ec);
+    if (auto* s = std::get_if<tls_stream>(&stream)) s->lowest_layer().close(ec);
+    if (auto* u = std::get_if<unix_socket>(&stream)) u->close(ec);
+  }
+  tcp::socket* tcp_layer() {
+    if (auto* t = std::get_if<tcp::socket>(&stream)) return t;
+    if (auto* s = std::get_if<tls_stream>(&stream)) return &s->next_layer();
+    return nullptr;
+  }
+};
+
+struct async_client::impl {
+  impl(async_client& o, asio::any_io_executor ex)
+      : owner(o),
+        strand(asio::make_strand(ex)),
+        resolver(strand),
+        connect_timer(strand),
+        deadline_timer(strand),
+        where(o.options_.where.redacted()) {}
+
+  enum class phase : std::uint8_t { idle, connecting, handshake, login, ready, closed };
+
+  async_client& owner;
+  asio::strand<asio::any_io_executor> strand;
+  tcp::resolver resolver;
+  asio::steady_timer connect_timer;
+  asio::steady_timer deadline_timer;
+  std::string where;
+  std::shared_ptr<tls_context> tls;
+  std::chrono::nanoseconds stall{};
+
+  // All below: only on the strand.
+  phase ph = phase::idle;
+  std::shared_ptr<transport> t;
+  std::deque<std::unique_ptr<op>> queued;  // not written yet, in order
+  std::deque<std::unique_ptr<op>> sent;    // written, awaiting replies, in order
+  bool writing = false;
+  bool write_scheduled = false;
+  bool timer_armed = false;
+  steady::time_point armed_at{};
+  steady::time_point down_until{};
+  std::chrono::nanoseconds backoff{};
+  call_error down_error{};
+  push_handler push;
+
+  // ------------------------------------------------------------ completion
+
+  static void finish(std::unique_ptr<op>& o, batch_result r) {
+    if (!o->done) return;
+    auto h = std::move(o->done);
+    o->done = nullptr;
+    h(std::move(r));
+  }
+
+  static call_error with_kind(call_error e, bool maybe_applied) {
+    e.maybe_applied = maybe_applied;
+    return e;
+  }
+
+  // ------------------------------------------------------------ submit
+
+  void exec(std::unique_ptr<op> o) {
+    const auto now = steady::now();
+    if (ph == phase::closed) {
+      finish(o, call_error{call_error::io, where + ": the client is closed", false});
+      return;
+    }
+    if (ph == phase::idle) {
+      if (now < down_until) {
+        call_error e = down_error;
+        e.message += " (backing off before reconnecting)";
+        e.maybe_applied = false;
+        finish(o, std::move(e));
+        return;
+      }
+      start_connect();
+    }
+    o->deadline = now + owner.options_.command_timeout;
+    if (ph != phase::ready) o->deadline += owner.options_.connect_timeout;
+    arm(o->deadline);
+    queued.push_back(std::move(o));
+    if (ph == phase::ready) schedule_write();
+  }
+
+  // ------------------------------------------------------------ writing
+
+  void schedule_write() {
+    if (write_scheduled || writing || ph != phase::ready) return;
+    write_scheduled = true;
+    asio::post(strand, [self = owner.shared_from_this()] {
+      self->impl_->write_scheduled = false;
+      self->impl_->start_write();
+    });
+  }
+
+  void start_write() {
+    if (writing || ph != phase::ready) return;
+    t->wbuf.clear();
+    const auto now = steady::now();
+    std::uint64_t commands = 0;
+    while (!queued.empty()) {
+      auto o = std::move(queued.front());
+      queued.pop_front();
+      if (!o->done) continue;  // timed out before it was written
+      t->wbuf += o->bytes;
+      std::string().swap(o->bytes);
+      o->written = true;
+      o->written_at = now;
+      commands += o->expected;
+      sent.push_back(std::move(o));
+    }
+    if (t->wbuf.empty()) return;
+    write(t, commands);
+  }
+
+  void write(const std::shared_ptr<transport>& tr, std::uint64_t commands) {
+    writing = true;
+    owner.writes_.fetch_add(1, std::memory_order_relaxed);
+    owner.commands_.fetch_add(commands, std::memory_order_relaxed);
+    tr->with([&](auto& s) {
+      asio::async_write(s, asio::buffer(tr->wbuf),
+                        [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t) {
+                          impl& m = *self->impl_;
+                          if (tr != m.t) return;  // a connection since closed
+                          m.writing = false;
+                          if (ec) {
+                            m.lost(call_error{call_error::io, m.where + ": write: " + m.describe(ec), true});
+                            return;
+                          }
+                          if (m.ph == phase::ready) m.start_write();
+                        });
+    });
+  }
+
+  // ------------------------------------------------------------ reading
+
+  void start_read(const std::shared_ptr<transport>& tr) {
+    tr->with([&](auto& s) {
+      s.async_read_some(
+          asio::buffer(tr->rbuf), [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
+            impl& m = *self->impl_;
+            if (tr != m.t) return;
+            if (ec) {
+              const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+              std::string why = eof ? "the server closed the connection" : m.describe(ec);
+              m.lost(call_error{call_error::io, m.where + ": read: " + why, true});
+              return;
+            }
+            if (redisReaderFeed(tr->reader, tr->rbuf.data(), n) != REDIS_OK) {
+              m.lost(call_error{call_error::protocol, m.where + ": " + std::string(tr->reader->errstr), true});
+              return;
+            }
+            while (tr == m.t) {
+              void* raw = nullptr;
+              if (redisReaderGetReply(tr->reader, &raw) != REDIS_OK) {
+                m.lost(call_error{call_error::protocol, m.where + ": " + std::string(tr->reader->errstr), true});
+                return;
+              }
+              if (raw == nullptr) break;
+              reply r;
+              const bool ok = convert_reply(static_cast<redisReply*>(raw), r);
+              freeReplyObject(raw);
+              if (!ok) {
+                m.lost(call_error{call_error::protocol, m.where + ": a reply of an unknown RESP type", true});
+                return;
+              }
+              m.deliver(std::move(r));
+            }
+            if (tr == m.t) m.start_read(tr);
+          });
+    });
+  }
+
+  void deliver(reply r) {
+    owner.replies_.fetch_add(1, std::memory_order_relaxed);
+    if (sent.empty()) {
+      if (push) {
+        push(std::move(r));
+        return;
+      }
+      lost(call_error{call_error::protocol, where + ": a reply no command asked for", true});
+      return;
+    }
+    op& o = *sent.front();
+    o.got.push_back(std::move(r));
+    if (o.got.size() < o.expected) return;
+    auto done = std::move(sent.front());
+    sent.pop_front();
+    if (!done->done) {
+      owner.late_replies_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    finish(done, std::move(done->got));
+  }
+
+  // ------------------------------------------------------------ deadlines
+
+  void arm(steady::time_point at) {
+    if (timer_armed && armed_at <= at) return;
+    timer_armed = true;
+    armed_at = at;
+    deadline_timer.expires_at(at);
+    deadline_timer.async_wait([self = owner.shared_from_this()](const error_code& ec) {
+      if (ec == asio::error::operation_aborted) return;
+      self->impl_->on_deadline();
+    });
+  }
+
+  void on_deadline() {
+    timer_armed = false;
+    const auto now = steady::now();
+    std::vector<std::unique_ptr<op>> expired;  // unwritten: removed
+    std::vector<op*> expired_sent;             // written: keep their place
+    for (auto it = queued.begin(); it != queued.end();) {
+      if ((*it)->done && (*it)->deadline <= now) {
+        expired.push_back(std::move(*it));
+        it = queued.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& o : sent)
+      if (o->done && !o->internal && o->deadline <= now) expired_sent.push_back(o.get());
+    const bool stalled = ph == phase::ready && !sent.empty() && sent.front()->written_at + stall <= now;
+    // Re-arm before calling anyone (a handler may submit).
+    steady::time_point next = steady::time_point::max();
+    for (auto& o : queued)
+      if (o->done) next = std::min(next, o->deadline);
+    for (auto& o : sent)
+      if (o->done && !o->internal && o->deadline > now) next = std::min(next, o->deadline);
+    if (ph == phase::ready && !sent.empty() && !stalled) next = std::min(next, sent.front()->written_at + stall);
+    if (next != steady::time_point::max()) arm(next);
+
+    const auto ms = std::to_string(owner.options_.command_timeout.count());
+    for (op* o : expired_sent) {
+      owner.timeouts_.fetch_add(1, std::memory_order_relaxed);
+      auto h = std::move(o->done);
+      o->done = nullptr;
+      h(call_error{call_error::timeout, where + ": no reply within the command timeout (" + ms + " ms)", true});
+    }
+    for (auto& o : expired) {
+      owner.timeouts_.fetch_add(1, std::memory_order_relaxed);
+      finish(o, call_error{call_error::timeout,
+                           where + ": not sent within the command timeout (" + ms + " ms; connecting)", false});
+    }
+    if (stalled && ph == phase::ready)
+      lost(call_error{call_error::io,
+                      where + ": no reply for " +
+                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(stall).count()) +
+                          " ms: connection closed",
+                      true});
+  }
+
+  // ------------------------------------------------------------ connecting
+
+  void start_connect() {
+    ph = phase::connecting;
+    auto tr = std::make_shared<transport>();
+    t = tr;
+    const url& u = owner.options_.where;
+    connect_timer.expires_after(owner.options_.connect_timeout);
+    connect_timer.async_wait([self = owner.shared_from_this(), tr](const error_code& ec) {
+      impl& m = *self->impl_;
+      if (ec || tr != m.t || m.ph == phase::ready) return;
+      const auto ms = std::to_string(m.owner.options_.connect_timeout.count());
+      std::string why = m.ph == phase::handshake ? "no TLS handshake within the connect timeout (" + ms +
+                                                       " ms): a plaintext port, or a hung server?"
+                        : m.ph == phase::login ? "no answer to the login within the connect timeout (" + ms + " ms)"
+                                               : "connect timeout (" + ms + " ms)";
+      m.connect_failed(call_error{call_error::timeout, m.where + ": " + why, false});
+    });
+    auto on_connect = [self = owner.shared_from_this(), tr](const error_code& ec) {
+      impl& m = *self->impl_;
+      if (tr != m.t) return;
+      if (ec) {
+        m.connect_failed(call_error{call_error::refused, m.where + ": connect: " + ec.message(), false});
+        return;
+      }
+      m.connected();
+    };
+    if (u.is_unix()) {
+      tr->stream.emplace<unix_socket>(strand);
+      std::get<unix_socket>(tr->stream)
+          .async_connect(asio::local::stream_protocol::endpoint(u.socket_path), std::move(on_connect));
+      return;
+    }
+    if (u.tls.on) {
+      tr->stream.emplace<tls_stream>(strand, tls->native());
+      tr->tls = true;
+    } else {
+      tr->stream.emplace<tcp::socket>(strand);
+    }
+    error_code ec;
+    const auto addr = asio::ip::make_address(u.host, ec);
+    if (!ec) {
+      tr->tcp_layer()->async_connect(tcp::endpoint(addr, u.port), std::move(on_connect));
+      return;
+    }
+    resolver.async_resolve(
+        u.host, std::to_string(u.port),
+        [self = owner.shared_from_this(), tr, on_connect](const error_code& rec,
+                                                          const tcp::resolver::results_type& hosts) mutable {
+          impl& m = *self->impl_;
+          if (tr != m.t) return;
+          if (rec) {
+            m.connect_failed(call_error{call_error::refused, m.where + ": resolve: " + rec.message(), false});
+            return;
+          }
+          asio::async_connect(*tr->tcp_layer(), hosts,
+                              [on_connect](const error_code& cec, const tcp::endpoint&) { on_connect(cec); });
+        });
+  }
+
+  void connected() {
+    const url& u = owner.options_.where;
+    if (tcp::socket* s = t->tcp_layer()) {
+      error_code ec;
+      s->set_option(tcp::no_delay(true), ec);
+      if (owner.options_.keepalive) {
+        s->set_option(asio::socket_base::keep_alive(true), ec);
+        // hiredis's redisKeepAlive(15): idle 15 s, probes every 5 s, 3 of them.
+        const int idle = 15, intvl = 5, cnt = 3;
+        ::setsockopt(s->native_handle(), IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+        ::setsockopt(s->native_handle(), IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+        ::setsockopt(s->native_handle(), IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+      }
+    }
+    if (!t->tls) {
+      start_read(t);
+      login();
+      return;
+    }
+    ph = phase::handshake;
+    auto& s = std::get<tls_stream>(t->stream);
+    if (!tls->prepare(s.native_handle(), u.host)) {
+      connect_failed(call_error{call_error::refused, where + ": TLS: the name to verify is refused by OpenSSL", false});
+      return;
+    }
+    s.async_handshake(asio::ssl::stream_base::client, [self = owner.shared_from_this(), tr = t](const error_code& ec) {
+      impl& m = *self->impl_;
+      if (tr != m.t) return;
+      if (ec) {
+        auto& st = std::get<tls_stream>(tr->stream);
+        m.connect_failed(
+            call_error{call_error::refused,
+                       m.where + ": " + m.tls->explain(st.native_handle(), ec, m.owner.options_.where.host), false});
+        return;
+      }
+      m.start_read(tr);
+      m.login();
+    });
+  }
+
+  // AUTH and SELECT (and PING over TLS) in one write; user commands wait.
+  void login() {
+    const url& u = owner.options_.where;
+    std::vector<std::vector<std::string_view>> setup;
+    const std::string db = std::to_string(u.db);
+    if (!u.user.empty())
+      setup.push_back({"AUTH", u.user, u.password});
+    else if (!u.password.empty())
+      setup.push_back({"AUTH", u.password});
+    if (u.db != 0) setup.push_back({"SELECT", db});
+    if (setup.empty() && t->tls) setup.push_back({"PING"});
+    if (setup.empty()) {
+      ready();
+      return;
+    }
+    ph = phase::login;
+    auto o = std::make_unique<op>();
+    o->internal = true;
+    o->expected = setup.size();
+    std::vector<std::string> names;
+    for (const auto& cmd : setup) {
+      format_command(t->wbuf, cmd);
+      names.emplace_back(cmd[0]);
+    }
+    o->written = true;
+    o->written_at = steady::now();
+    o->done = [self = owner.shared_from_this(), tr = t, names](batch_result r) {
+      impl& m = *self->impl_;
+      if (tr != m.t) return;
+      if (auto* e = std::get_if<call_error>(&r)) {
+        call_error f = *e;
+        f.maybe_applied = false;
+        if (f.kind == call_error::io) f.kind = call_error::refused;
+        m.connect_failed(std::move(f));
+        return;
+      }
+      const auto& replies = std::get<std::vector<reply>>(r);
+      for (std::size_t i = 0; i < replies.size(); ++i)
+        if (replies[i].is_error()) {
+          call_error f = server_error(m.where + ": " + names[i] + " failed: " + replies[i].str);
+          if (names[i] == "AUTH") f.kind = call_error::auth;
+          m.connect_failed(std::move(f));
+          return;
+        }
+      m.ready();
+    };
+    sent.push_back(std::move(o));
+    write(t, setup.size());
+  }
+
+  void ready() {
+    ph = phase::ready;
+    connect_timer.cancel();
+    backoff = {};
+    owner.connects_.fetch_add(1, std::memory_order_relaxed);
+    // Calls that waited for the connection get their full command timeout from now.
+    const auto now = steady::now();
+    for (auto& o : queued) o->deadline = std::max(o->deadline, now + owner.options_.command_timeout);
+    schedule_write();
+  }
+
+  // A connect, handshake or login failed: nothing of the callers' was sent.
+  void connect_failed(call_error e) {
+    owner.connect_failures_.fetch_add(1, std::memory_order_relaxed);
+    const std::chrono::nanoseconds first = owner.options_.reconnect_backoff;
+    const std::chrono::nanoseconds most = owner.options_.reconnect_backoff_max;
+    backoff = backoff.count() == 0 ? first : std::min(most, backoff * 2);
+    down_until = steady::now() + backoff;
+    down_error = e;
+    drop(std::move(e), false);
+  }
+
+  // An established connection broke: the calls written to it may have run.
+  void lost(call_error e) {
+    if (ph == phase::connecting || ph == phase::handshake || ph == phase::login) {
+      // Over TLS 1.3 a refused client certificate shows on the first read.
+      e.kind = e.kind == call_error::protocol ? e.kind : call_error::refused;
+      connect_failed(std::move(e));
+      return;
+    }
+    owner.broken_.fetch_add(1, std::memory_order_relaxed);
+    drop(std::move(e), true);
+  }
+
+  // Closes the connection; fails the written calls with `e` and, when the
+  // connect failed, the queued ones too (else they go out on a new one).
+  void drop(call_error e, bool established) {
+    if (t) t->close();
+    t.reset();
+    writing = false;
+    connect_timer.cancel();
+    if (ph != phase::closed) ph = phase::idle;
+    std::vector<std::unique_ptr<op>> failed;
+    for (auto& o : sent) failed.push_back(std::move(o));
+    sent.clear();
+    if (!established || ph == phase::closed) {
+      for (auto& o : queued) failed.push_back(std::move(o));
+      queued.clear();
+    }
+    const bool reconnect = !queued.empty();
+    for (auto& o : failed) {
+      if (o->internal) continue;
+      finish(o, with_kind(e, o->written && established));
+    }
+    if (reconnect && ph == phase::idle) start_connect();
+  }
+
+  std::string describe(const error_code& ec) const {
+    if (t && t->tls && ec.category() == asio::error::get_ssl_category()) return tls->explain(nullptr, ec, "");
+    return ec.message();
+  }
+};
+
+// ---------------------------------------------------------------- async_client
+
+async_client::async_client(asio::any_io_executor ex, async_client_options options)
+    : options_(std::move(options)), impl_(std::make_unique<impl>(*this, std::move(ex))) {
+  const auto st = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(1000), 4 * options_.command_timeout);
+  impl_->stall = options_.stall_timeout.count() > 0 ? options_.stall_timeout : st;
+}
+
+async_client::~async_client() = default;
+
+result<std::shared_ptr<async_client>> async_client::create(asio::any_io_executor ex, async_client_options options) {
+  std::shared_ptr<tls_context> tls = options.tls;
+  if (options.where.tls.on && !tls) {
+    auto made = tls_context::make(options.where.tls);
+    if (!made) return made.err();
+    tls = std::move(made).value();
+  }
+  std::shared_ptr<async_client> c(new async_client(std::move(ex), std::move(options)));
+  c->impl_->tls = std::move(tls);
+  return c;
+}
+
+void async_client::submit(std::unique_ptr<op> o) {
+  asio::post(impl_->strand,
+             [self = shared_from_this(), o = std::move(o)]() mutable { self->impl_->exec(std::move(o)); });
+}
+
+void async_client::async_call(std::span<const std::string_view> argv, call_handler done) {
+  if (argv.empty()) {
+    done(call_error{call_error::protocol, "an empty command", false});
+    return;
+  }
+  auto o = std::make_unique<op>();
+  format_command(o->bytes, argv);
+  o->done = [h = std::move(done)](batch_result r) {
+    if (auto* e = std::get_if<call_error>(&r)) return h(std::move(*e));
+    reply& rep = std::get<std::vector<reply>>(r)[0];
+    if (rep.is_error()) return h(server_error(std::move(rep.str)));
+    h(std::move(rep));
+  };
+  submit(std::move(o));
+}
+
+void async_client::async_pipeline(std::span<const std::vector<std::string_view>> commands, batch_handler done) {
+  if (commands.empty()) {
+    done(std::vector<reply>{});
+    return;
+  }
+  auto o = std::make_unique<op>();
+  for (const auto& cmd : commands) {
+    if (cmd.empty()) {
+      done(call_error{call_error::protocol, "an empty command in a pipeline", false});
+      return;
+    }
+    format_command(o->bytes, cmd);
+  }
+  o->expected = commands.size();
+  o->done = std::move(done);
+  submit(std::move(o));
+}
+
+void async_client::submit_formatted(std::string bytes, std::size_t replies, batch_handler done) {
+  auto o = std::make_unique<op>();
+  o->bytes = std::move(bytes);
+  o->expected = replies;
+  o->done = std::move(done);
+  submit(std::move(o));
+}
+
+void async_client::close() {
+  asio::post(impl_->strand, [self = shared_from_this()] {
+    impl& m = *self->impl_;
+    m.ph = impl::phase::closed;
+    m.deadline_timer.cancel();
+    m.resolver.cancel();
+    m.drop(call_error{call_error::io, m.where + ": the client is closed", true}, true);
+    m.push = nullptr;
+  });
+}
+
+void async_client::set_push_handler(push_handler h) {
+  asio::post(impl_->strand,
+             [self = shared_from_this(), h = std::move(h)]() mutable { self->impl_->push = std::move(h); });
+}
+
+asio::any_io_executor async_client::executor() const { return impl_->strand; }
+
+library_mode async_client::mode() const noexcept {
+  return script_mode_.load(std::memory_order_relaxed) ? library_mode::script : library_mode::function;
+}
+
+async_stats async_client::stats() const noexcept {
+  auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  return async_stats{ld(connects_), ld(connect_failures_), ld(broken_),       ld(writes_),        ld(commands_),
+                     ld(replies_),  ld(timeouts_),         ld(late_replies_), ld(library_loads_), ld(script_loads_)};
+}
+
+}  // namespace sluice::redis

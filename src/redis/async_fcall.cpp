@@ -1,0 +1,177 @@
+// async_client's FUNCTION library path, the same as client.cpp's
+// (send_round/receive_fcalls) in continuation form: FCALL; on "Function not
+// found" FUNCTION LOAD REPLACE and the missing calls again, once; when
+// FUNCTION/FCALL is refused, EVALSHA of the script form from then on, with
+// SCRIPT LOAD on NOSCRIPT.
+#include <utility>
+
+#include "redis/async_impl.hpp"
+#include "redis/resp.hpp"
+
+namespace sluice::redis {
+
+result<bool> async_client::set_library(std::string name, std::string code) {
+  if (auto ok = check_library(name, code); !ok) return ok;
+  auto lib = std::make_shared<library>();
+  lib->name = std::move(name);
+  lib->script = script_form(code);
+  lib->code = std::move(code);
+  std::lock_guard lock(lib_mu_);
+  lib_ = std::move(lib);
+  return true;
+}
+
+std::shared_ptr<const async_client::library> async_client::current_library() const {
+  std::lock_guard lock(lib_mu_);
+  return lib_;
+}
+
+void async_client::async_fcall(const function_call& fc, call_handler done) {
+  async_fcall_each(std::span(&fc, 1), [h = std::move(done)](std::vector<call_result> v) {
+    call_result& r = v[0];
+    if (auto* rep = std::get_if<reply>(&r); rep != nullptr && rep->is_error())
+      return h(server_error(std::move(rep->str)));
+    h(std::move(r));
+  });
+}
+
+void async_client::async_fcall_each(std::span<const function_call> calls, each_handler done) {
+  const std::size_t n = calls.size();
+  auto fail_all = [&](call_error e) {
+    std::vector<call_result> out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) out.emplace_back(e);
+    done(std::move(out));
+  };
+  if (n == 0) return done({});
+  auto lib = current_library();
+  if (!lib) return fail_all(call_error{call_error::protocol, "fcall before set_library", false});
+  auto j = std::make_shared<fcall_job>();
+  j->calls.reserve(n);
+  for (const function_call& fc : calls) {
+    if (fc.num_keys > fc.keys_then_args.size())
+      return fail_all(call_error{call_error::protocol, "function_call: num_keys exceeds keys_then_args", false});
+    j->calls.push_back({std::string(fc.function), fc.num_keys, {fc.keys_then_args.begin(), fc.keys_then_args.end()}});
+  }
+  j->out.resize(n);
+  j->pending.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) j->pending.push_back(i);
+  j->lib = std::move(lib);
+  j->done = [n, h = std::move(done)](batch_result r) {
+    std::vector<call_result> out;
+    out.reserve(n);
+    if (auto* e = std::get_if<call_error>(&r)) {
+      for (std::size_t i = 0; i < n; ++i) out.emplace_back(*e);
+    } else {
+      for (auto& rep : std::get<std::vector<reply>>(r)) out.emplace_back(std::move(rep));
+    }
+    h(std::move(out));
+  };
+  run_round(std::move(j));
+}
+
+void async_client::run_round(std::shared_ptr<fcall_job> j) {
+  j->script = script_mode_.load(std::memory_order_relaxed);
+  if (j->script) {
+    {
+      std::lock_guard lock(j->lib->sha_mu);
+      j->sha = j->lib->sha;
+    }
+    if (j->sha.empty()) {
+      load_library(j, [self = shared_from_this(), j] { self->run_round(j); });
+      return;
+    }
+  }
+  std::string bytes;
+  std::vector<std::string_view> cmd;
+  for (std::size_t i : j->pending) {
+    const auto& c = j->calls[i];
+    const std::string num_keys = std::to_string(c.num_keys);
+    cmd.clear();
+    const auto keys = std::span(c.keys_then_args).subspan(0, c.num_keys);
+    const auto args = std::span(c.keys_then_args).subspan(c.num_keys);
+    if (j->script) {
+      cmd.insert(cmd.end(), {"EVALSHA", j->sha, num_keys});
+      cmd.insert(cmd.end(), keys.begin(), keys.end());
+      cmd.push_back(c.function);
+      cmd.insert(cmd.end(), args.begin(), args.end());
+    } else {
+      cmd.insert(cmd.end(), {"FCALL", c.function, num_keys});
+      cmd.insert(cmd.end(), c.keys_then_args.begin(), c.keys_then_args.end());
+    }
+    format_command(bytes, cmd);
+  }
+  submit_formatted(std::move(bytes), j->pending.size(),
+                   [self = shared_from_this(), j](batch_result r) { self->on_round(j, std::move(r)); });
+}
+
+void async_client::on_round(std::shared_ptr<fcall_job> j, batch_result r) {
+  if (auto* e = std::get_if<call_error>(&r)) return j->done(std::move(*e));
+  auto& replies = std::get<std::vector<reply>>(r);
+  std::vector<std::size_t> again;
+  bool need_load = false;
+  bool refused = false;
+  for (std::size_t k = 0; k < j->pending.size(); ++k) {
+    reply& rep = replies[k];
+    if (rep.is_error()) {
+      const bool missing = j->script ? is_noscript(rep.str) : is_function_missing(rep.str);
+      const bool refused_here = !j->script && is_function_refused(rep.str);
+      if (missing || refused_here) {
+        need_load = need_load || missing;
+        refused = refused || refused_here;
+        again.push_back(j->pending[k]);
+      }
+    }
+    j->out[j->pending[k]] = std::move(rep);
+  }
+  if (again.empty() || j->round >= 2) return j->done(std::move(j->out));
+  ++j->round;
+  j->pending = std::move(again);
+  if (refused && !j->script) {
+    script_mode_.store(true, std::memory_order_relaxed);
+    std::lock_guard lock(j->lib->sha_mu);
+    j->lib->sha.clear();  // loaded as a script by the next round
+  } else if (need_load) {
+    if (j->loaded) return j->done(std::move(j->out));  // once per batch: the error replies stay
+    load_library(j, [self = shared_from_this(), j] { self->run_round(j); });
+    return;
+  }
+  run_round(std::move(j));
+}
+
+void async_client::load_library(std::shared_ptr<fcall_job> j, std::function<void()> then) {
+  j->loaded = true;
+  if (script_mode_.load(std::memory_order_relaxed)) return load_script(std::move(j), std::move(then));
+  library_loads_.fetch_add(1, std::memory_order_relaxed);
+  const std::vector<std::string_view> cmd{"FUNCTION", "LOAD", "REPLACE", j->lib->code};
+  async_pipeline(std::span(&cmd, 1), [self = shared_from_this(), j, then = std::move(then)](batch_result r) mutable {
+    if (auto* e = std::get_if<call_error>(&r)) return j->done(std::move(*e));
+    const reply& rep = std::get<std::vector<reply>>(r)[0];
+    if (!rep.is_error()) return then();
+    if (!is_function_refused(rep.str))
+      return j->done(
+          call_error{call_error::server, "FUNCTION LOAD of library " + j->lib->name + ": " + rep.str, false});
+    self->script_mode_.store(true, std::memory_order_relaxed);  // refused: a script from now on
+    self->load_script(j, std::move(then));
+  });
+}
+
+void async_client::load_script(std::shared_ptr<fcall_job> j, std::function<void()> then) {
+  script_loads_.fetch_add(1, std::memory_order_relaxed);
+  const std::vector<std::string_view> cmd{"SCRIPT", "LOAD", j->lib->script};
+  async_pipeline(std::span(&cmd, 1), [j, then = std::move(then)](batch_result r) {
+    if (auto* e = std::get_if<call_error>(&r)) return j->done(std::move(*e));
+    const reply& rep = std::get<std::vector<reply>>(r)[0];
+    if (rep.is_error())
+      return j->done(call_error{call_error::server, "SCRIPT LOAD of library " + j->lib->name + ": " + rep.str, false});
+    if (!rep.as_string() || rep.str.size() != 40)
+      return j->done(call_error{call_error::protocol, "SCRIPT LOAD answered without a SHA1", false});
+    {
+      std::lock_guard lock(j->lib->sha_mu);
+      j->lib->sha = rep.str;
+    }
+    then();
+  });
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,56 @@
+// The pieces of async_client shared by its two files (async_client.cpp: the
+// connection; async_fcall.cpp: the FUNCTION library path). Private.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "redis/async_client.hpp"
+
+namespace sluice::redis {
+
+/// One submission: commands in RESP, answered by `expected` replies.
+struct async_client::op {
+  std::string bytes;
+  std::size_t expected = 1;
+  std::vector<reply> got;
+  /// Empty once the caller was answered (a timed-out op keeps its place).
+  batch_handler done;
+  std::chrono::steady_clock::time_point deadline{};
+  std::chrono::steady_clock::time_point written_at{};
+  bool written = false;
+  bool internal = false;  // the login of a new connection
+};
+
+/// The FUNCTION library, as client.cpp keeps it.
+struct async_client::library {
+  std::string name;
+  std::string code;    // the FUNCTION library
+  std::string script;  // its EVAL form
+  mutable std::mutex sha_mu;
+  mutable std::string sha;  // SHA1 of `script` once SCRIPT LOAD answered; requires sha_mu
+};
+
+/// One async_fcall_each: the calls (owned), their replies so far, the calls
+/// of the round in flight.
+struct async_client::fcall_job {
+  struct call {
+    std::string function;
+    std::size_t num_keys = 0;
+    std::vector<std::string> keys_then_args;
+  };
+  std::vector<call> calls;
+  std::vector<reply> out;
+  std::vector<std::size_t> pending;
+  std::shared_ptr<const library> lib;
+  std::string sha;
+  bool script = false;
+  bool loaded = false;
+  int round = 0;
+  batch_handler done;
+};
+
+}  // namespace sluice::redis

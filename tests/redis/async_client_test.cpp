@@ -1,0 +1,318 @@
+// The asynchronous client (async_client.hpp) and its synchronous face
+// (sync_client.hpp) against a real redis-server: the client tests of
+// client_test.cpp again, the FUNCTION/EVALSHA library path, pipelining (one
+// write for everything pending, replies in order), a completion token, and
+// reconnecting.
+#include "redis/async_client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/sync_client.hpp"
+#include "support/redis_server.hpp"
+
+namespace sluice::redis {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using testing::redis_server;
+using testing::redis_server_options;
+
+async_client_options options_for(const std::string& text) {
+  auto u = parse_url(text);
+  EXPECT_TRUE(u.ok()) << (u.ok() ? "" : u.err().what());
+  async_client_options o;
+  o.where = u.ok() ? u.value() : url{};
+  o.command_timeout = 2000ms;
+  return o;
+}
+
+std::unique_ptr<sync_client> open_sync(const std::string& text) {
+  auto c = sync_client::open(options_for(text));
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.err().what());
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+const async_client& async_of(sync_client& s) { return dynamic_cast<const async_client&>(s.async()); }
+
+reply ok(call_result r) {
+  if (auto* e = std::get_if<call_error>(&r)) {
+    ADD_FAILURE() << e->what();
+    return reply{};
+  }
+  return std::get<reply>(std::move(r));
+}
+
+call_error failure(call_result r) {
+  if (!std::holds_alternative<call_error>(r)) {
+    ADD_FAILURE() << "a reply where an error was expected";
+    return call_error{};
+  }
+  return std::get<call_error>(std::move(r));
+}
+
+constexpr std::string_view test_library = R"(#!lua name=sluice_async_test_v1
+redis.register_function('incr_by', function(keys, args) return redis.call('INCRBY', keys[1], args[1]) end)
+redis.register_function('fail', function(keys, args) return redis.error_reply('sluice: corrupt state') end)
+)";
+
+std::int64_t incr(sync_client& c, std::string_view key, std::string_view by) {
+  const std::string_view argv[] = {key, by};
+  return ok(c.fcall({"incr_by", 1, argv})).as_integer().value_or(-1);
+}
+
+// ---------------------------------------------------------------- the client tests again
+
+TEST(AsyncClient, CallDecodesEveryReplyType) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  EXPECT_EQ(ok(c->call({"SET", "k", "v"})).as_status(), "OK");
+  EXPECT_EQ(ok(c->call({"GET", "k"})).as_string(), "v");
+  EXPECT_TRUE(ok(c->call({"GET", "missing"})).is_nil());
+  EXPECT_EQ(ok(c->call({"INCRBY", "n", "41"})).as_integer(), 41);
+  const reply arr = ok(c->call({"MGET", "k", "missing", "n"}));
+  ASSERT_NE(arr.as_array(), nullptr);
+  ASSERT_EQ(arr.elements.size(), 3u);
+  EXPECT_EQ(arr.elements[0].as_string(), "v");
+  EXPECT_TRUE(arr.elements[1].is_nil());
+  EXPECT_EQ(arr.elements[2].as_string(), "41");
+  EXPECT_FALSE(ok(c->call({"PING"})).as_string().has_value());
+}
+
+TEST(AsyncClient, BinarySafeArguments) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  const std::string key("a\0b\r\nc", 6);
+  const std::string value("\0\xff\r\n", 4);
+  EXPECT_EQ(ok(c->call({"SET", key, value})).as_status(), "OK");
+  EXPECT_EQ(ok(c->call({"GET", key})).as_string(), value);
+}
+
+TEST(AsyncClient, ErrorReplyIsServerErrorAndTheConnectionStays) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  ok(c->call({"SET", "k", "v"}));
+  const call_error e = failure(c->call({"INCR", "k"}));
+  EXPECT_EQ(e.kind, call_error::server);
+  EXPECT_NE(e.message.find("not an integer"), std::string::npos) << e.message;
+  EXPECT_EQ(ok(c->call({"GET", "k"})).as_string(), "v");
+  EXPECT_EQ(async_of(*c).stats().connects, 1u);
+  EXPECT_EQ(failure(c->call(std::span<const std::string_view>{})).kind, call_error::protocol);
+}
+
+TEST(AsyncClient, PasswordAndAclLogin) {
+  redis_server srv({.password = "p@ss word", .acl_users = {"app on >apppw ~app:* +@all"}});
+  auto good = open_sync("redis://:p%40ss%20word@127.0.0.1:" + std::to_string(srv.port()));
+  EXPECT_EQ(ok(good->call({"PING"})).as_status(), "PONG");
+  auto none = open_sync(srv.url());
+  EXPECT_EQ(failure(none->call({"GET", "k"})).kind, call_error::auth);
+  auto wrong = open_sync("redis://:nope@127.0.0.1:" + std::to_string(srv.port()));
+  const call_error e = failure(wrong->call({"GET", "k"}));
+  EXPECT_EQ(e.kind, call_error::auth) << e.what();
+  EXPECT_FALSE(e.maybe_applied);
+  EXPECT_EQ(e.message.find("nope"), std::string::npos) << e.message;  // never the password
+  auto app = open_sync("redis://app:apppw@127.0.0.1:" + std::to_string(srv.port()));
+  EXPECT_EQ(ok(app->call({"SET", "app:x", "1"})).as_status(), "OK");
+  const call_error denied = failure(app->call({"SET", "other", "1"}));
+  EXPECT_EQ(denied.kind, call_error::server);
+  EXPECT_NE(denied.message.find("NOPERM"), std::string::npos);
+}
+
+TEST(AsyncClient, SelectsTheDatabase) {
+  redis_server srv({.unix_socket = true});
+  auto db3 = open_sync(srv.url() + "/3");
+  auto db0 = open_sync(srv.url());
+  ok(db3->call({"SET", "k", "three"}));
+  EXPECT_TRUE(ok(db0->call({"GET", "k"})).is_nil());
+  auto sock = open_sync(srv.unix_url() + "?db=3");
+  EXPECT_EQ(ok(sock->call({"GET", "k"})).as_string(), "three");
+  auto bad = open_sync(srv.url() + "/99");
+  const call_error e = failure(bad->call({"PING"}));
+  EXPECT_EQ(e.kind, call_error::server);
+  EXPECT_NE(e.message.find("SELECT failed"), std::string::npos) << e.message;
+}
+
+TEST(AsyncClient, ThreadsSharePipelinedOneConnection) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  constexpr int threads = 8;
+  constexpr int per_thread = 500;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < per_thread; ++i)
+        if (!std::holds_alternative<reply>(c->call({"INCR", "shared"}))) failures.fetch_add(1);
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ok(c->call({"GET", "shared"})).as_string(), std::to_string(threads * per_thread));
+  const auto s = async_of(*c).stats();
+  EXPECT_EQ(s.connects, 1u);
+  EXPECT_EQ(s.commands, static_cast<std::uint64_t>(threads * per_thread + 1));
+  std::printf("8 threads x 500 calls: %llu commands in %llu writes\n", static_cast<unsigned long long>(s.commands),
+              static_cast<unsigned long long>(s.writes));
+}
+
+// ---------------------------------------------------------------- the library
+
+TEST(AsyncClient, LibraryLoadedWhenMissingAndAfterFlush) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  ASSERT_TRUE(c->set_library("sluice_async_test_v1", std::string(test_library)).ok());
+  EXPECT_EQ(incr(*c, "n", "5"), 5);
+  EXPECT_EQ(async_of(*c).stats().library_loads, 1u);
+  EXPECT_EQ(incr(*c, "n", "1"), 6);
+  ok(c->call({"FUNCTION", "FLUSH"}));
+  EXPECT_EQ(incr(*c, "n", "1"), 7);
+  EXPECT_EQ(async_of(*c).stats().library_loads, 2u);
+  EXPECT_EQ(async_of(*c).mode(), library_mode::function);
+  // The function's own error reply is a server error from fcall, an element from fcall_each.
+  const call_error e = failure(c->fcall({"fail", 0, {}}));
+  EXPECT_EQ(e.kind, call_error::server);
+  EXPECT_NE(e.message.find("corrupt"), std::string::npos);
+  EXPECT_FALSE(c->set_library("other", std::string(test_library)).ok());
+}
+
+TEST(AsyncClient, ScriptFormWhereFunctionIsRefused) {
+  redis_server srv({.acl_users = {"app on >pw ~* +@all -function -fcall"}});
+  auto c = open_sync("redis://app:pw@127.0.0.1:" + std::to_string(srv.port()));
+  ASSERT_TRUE(c->set_library("sluice_async_test_v1", std::string(test_library)).ok());
+  EXPECT_EQ(incr(*c, "n", "2"), 2);
+  EXPECT_EQ(async_of(*c).mode(), library_mode::script);
+  ok(c->call({"SCRIPT", "FLUSH"}));
+  EXPECT_EQ(incr(*c, "n", "3"), 5);  // NOSCRIPT -> SCRIPT LOAD -> once more
+  EXPECT_EQ(async_of(*c).stats().script_loads, 2u);
+}
+
+TEST(AsyncClient, PipelinedFcallEachKeepsOrder) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  ASSERT_TRUE(c->set_library("sluice_async_test_v1", std::string(test_library)).ok());
+  std::vector<std::array<std::string_view, 2>> args(300, {"n", "1"});
+  std::vector<function_call> calls;
+  for (std::size_t i = 0; i < args.size(); ++i) calls.push_back({i == 150 ? "fail" : "incr_by", 1, args[i]});
+  const auto out = c->fcall_each(calls);  // the first round meets a missing library
+  ASSERT_EQ(out.size(), calls.size());
+  std::int64_t want = 1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const reply r = ok(out[i]);
+    if (i == 150) {
+      EXPECT_TRUE(r.is_error());
+      continue;
+    }
+    EXPECT_EQ(r.as_integer(), want++) << i;
+  }
+}
+
+// ---------------------------------------------------------------- pipelining
+
+TEST(AsyncPipelining, OneWriteForEverythingPendingRepliesInOrder) {
+  redis_server srv;
+  asio::io_context io;
+  auto made = async_client::create(io.get_executor(), options_for(srv.url()));
+  ASSERT_TRUE(made.ok());
+  auto c = std::move(made).value();
+  constexpr int n = 1000;
+  std::vector<std::int64_t> seen;  // in callback order
+  seen.reserve(2 * n);
+  int bad = 0;
+  std::size_t target = n;
+  auto burst = [&] {
+    for (int i = 0; i < n; ++i)
+      c->async_call({"INCR", "p"}, [&](call_result r) {
+        auto* rep = std::get_if<reply>(&r);
+        if (rep == nullptr || !rep->as_integer()) ++bad;
+        seen.push_back(rep != nullptr ? rep->as_integer().value_or(-1) : -1);
+        if (seen.size() == target) io.stop();
+      });
+  };
+  // A first burst while connecting, a second one on the open connection.
+  asio::post(io, burst);
+  io.run_for(5s);
+  io.restart();
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(n));
+  const auto writes1 = c->stats().writes;
+  target = 2 * n;
+  asio::post(io, burst);
+  io.run_for(5s);
+  io.restart();
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(2 * n));
+  EXPECT_EQ(bad, 0);
+  for (int i = 0; i < 2 * n; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i + 1) << "callback " << i;
+  const auto s = c->stats();
+  EXPECT_EQ(writes1, 1u) << "the first burst waited for the connection and went out in one write";
+  EXPECT_EQ(s.writes, 2u) << "the second burst went out in one write";
+  EXPECT_EQ(s.commands, static_cast<std::uint64_t>(2 * n));
+  EXPECT_EQ(s.replies, static_cast<std::uint64_t>(2 * n));
+  c->close();
+  io.run_for(1s);
+}
+
+TEST(AsyncPipelining, CompletionTokenFuture) {
+  redis_server srv;
+  asio::io_context io;
+  auto guard = asio::make_work_guard(io);
+  std::thread loop([&] { io.run(); });
+  auto c = async_client::create(io.get_executor(), options_for(srv.url())).value();
+  auto f = c->async_command({"SET", "k", "v"}, asio::use_future);
+  EXPECT_EQ(ok(f.get()).as_status(), "OK");
+  EXPECT_EQ(ok(c->async_command({"GET", "k"}, asio::use_future).get()).as_string(), "v");
+  c->close();
+  guard.reset();
+  loop.join();
+}
+
+// ---------------------------------------------------------------- reconnecting
+
+TEST(AsyncClient, AServerThatClosedAnIdleConnectionIsReconnected) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
+  auto killer = open_sync(srv.url());
+  ok(killer->call({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}));
+  // The reader sees the EOF at once; the next call goes out on a new connection.
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  while (async_of(*c).stats().broken == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_EQ(async_of(*c).stats().broken, 1u);
+  EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
+  EXPECT_EQ(async_of(*c).stats().connects, 2u);
+}
+
+TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {
+  redis_server srv;
+  auto o = options_for(srv.url());
+  o.command_timeout = 200ms;
+  auto c = sync_client::open(o).value();
+  EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
+  srv.kill9();
+  const call_error first = failure(c->call({"PING"}));
+  EXPECT_TRUE(first.kind == call_error::io || first.kind == call_error::refused) << first.what();
+  // Refused, then backing off: every call answers at once, never sent.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) {
+    const call_error e = failure(c->call({"PING"}));
+    EXPECT_EQ(e.kind, call_error::refused) << e.what();
+    EXPECT_FALSE(e.maybe_applied);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
+  srv.restart();
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  bool back = false;
+  while (!back && std::chrono::steady_clock::now() < until) {
+    back = std::holds_alternative<reply>(c->call({"PING"}));
+    if (!back) std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_TRUE(back);
+}
+
+}  // namespace
+}  // namespace sluice::redis
