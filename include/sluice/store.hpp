@@ -77,6 +77,20 @@ enum class source : std::uint8_t {
   rule,         ///< the store failed, but the answer needs no state: decided by rule (semantics.md)
 };
 
+/// The URL schemes of the remote (Redis) stores, in one place: the command's
+/// `--store` and the service's `store.url` both read a URL with one of them
+/// as a Redis store's (the store itself parses the rest, and names the part
+/// at fault). `memory` is the in-process store.
+inline constexpr std::string_view remote_store_schemes[] = {
+    "redis://", "rediss://", "unix://", "redis+cluster://", "redis+sentinel://", "rediss+sentinel://"};
+
+/// Whether `url` starts with one of remote_store_schemes.
+[[nodiscard]] constexpr bool is_remote_store_url(std::string_view url) noexcept {
+  for (std::string_view s : remote_store_schemes)
+    if (url.substr(0, s.size()) == s) return true;
+  return false;
+}
+
 /// What a remote store does when it cannot answer in time, answers with an
 /// error (maxmemory, a busy script, ...), or its circuit breaker is open
 /// (semantics.md, "Remote stores": Failures). The Redis store's option, and

@@ -299,12 +299,12 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
-  const bool remote = s.url.rfind("redis://", 0) == 0 || s.url.rfind("rediss://", 0) == 0 ||
-                      s.url.rfind("unix://", 0) == 0 || s.url.rfind("redis+cluster://", 0) == 0;
+  const bool remote = is_remote_store_url(s.url);
   if (!s.is_memory() && !remote)
     errs.push_back(r.wrong(*r.get("url"), "url",
-                           "must be \"memory\", a redis://host:port[/db] or unix:///path URL, or "
-                           "redis+cluster://host:port[,host:port...] (got '" +
+                           "must be \"memory\", a redis://host:port[/db], rediss:// (TLS) or unix:///path URL, "
+                           "redis+cluster://host:port[,host:port...] or redis+sentinel://host:port[,...]/MASTER "
+                           "(got '" +
                                redact_url(s.url) + "')"));
   SLUICE_NOTE(read_password(r, remote, s));
   SLUICE_NOTE(r.str("snapshot", s.snapshot));

@@ -17,8 +17,10 @@ void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
 #ifdef SLUICE_HAVE_REDIS
   cmd.add_option("--store", spec,
                  "where the states live: memory (default: this process), redis://[user:password@]host:port[/db], "
-                 "unix://[user:password@]/path[?db=N], or redis+cluster://host:port[,host:port...] (a Redis "
-                 "Cluster); the password may come from $SLUICE_REDIS_PASSWORD instead");
+                 "rediss://... (TLS; ca_file, cert_file, key_file, server_name, verify=no as query parameters), "
+                 "unix://[user:password@]/path[?db=N], redis+cluster://host:port[,host:port...] (a Redis "
+                 "Cluster), or redis+sentinel://host:port[,host:port...]/MASTER[/db] (rediss+sentinel:// with TLS); "
+                 "the password may come from $SLUICE_REDIS_PASSWORD instead");
   if (prefix != nullptr)
     cmd.add_option("--store-prefix", *prefix, "the Redis store's key prefix (default: a fresh random one per run)");
 #else
@@ -30,7 +32,8 @@ void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
 namespace {
 constexpr const char* kinds =
 #ifdef SLUICE_HAVE_REDIS
-    "memory, redis://host:port[/db], unix:///path, redis+cluster://host:port[,host:port...]";
+    "memory, redis://host:port[/db], rediss://host:port[/db] (TLS), unix:///path, "
+    "redis+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/MASTER[/db]";
 #else
     "memory";
 #endif
@@ -48,7 +51,7 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     return out;
   }
 #ifdef SLUICE_HAVE_REDIS
-  if (spec.starts_with("redis://") || spec.starts_with("unix://") || spec.starts_with("redis+cluster://")) {
+  if (is_remote_store_url(spec)) {
     redis_store_options o;
     o.url = std::string(spec);
     o.prefix = setup.key_prefix;
