@@ -164,7 +164,12 @@ leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state
   } else if (l0 > 0) {
     out.release = detail::ceil_div(s.release, l0);
   } else if (l1 > 0) {
-    out.release = detail::clamp_wide(s.release * l1);
+    // Saturating: a release far out (an untouched debt) times L1 may pass
+    // 128 bits; clamped, as every other out-of-range release is.
+    i128 scaled = 0;
+    if (__builtin_mul_overflow(s.release, static_cast<i128>(l1), &scaled))
+      scaled = s.release < 0 ? -detail::wide_bound : detail::wide_bound;
+    out.release = detail::clamp_wide(scaled);
   } else {
     out.release = s.release;
   }

@@ -150,7 +150,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (f.value.find_first_of("\r\n") != std::string::npos) std::abort();
   const std::string_view path = sluice::serve::path_of(req.target);
   if (path == "/v1/authorize" && res.status != 204 && res.status != 403) std::abort();
-  if (path == "/v1/decide" && res.status != 200 && res.status != 429 && res.status != 400 && res.status != 405)
+  // 409: a request id already used for other checks (semantics.md, "Request ids").
+  if (path == "/v1/decide" && res.status != 200 && res.status != 429 && res.status != 400 && res.status != 405 &&
+      res.status != 409)
     std::abort();
   if (res.content_type == "application/json" && !nlohmann::json::accept(res.body)) std::abort();
   // The rules alone, on the same request.

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -167,8 +168,14 @@ testing::AssertionResult restarts_exactly(std::uint64_t seed, const temp_dir& di
   const std::size_t cut = 1 + g() % (trace.size() - 1);
   const tick at_cut = std::max(trace[cut - 1].now, trace[cut].now - 1);
   // Downtime: none, a few ticks, or up to several of the trace's windows.
-  const tick spread = std::max<tick>(1, trace.back().now - trace.front().now);
-  const tick down = seed % 3 == 0 ? 0 : static_cast<tick>(g() % static_cast<std::uint64_t>(3 * spread + 7));
+  // In unsigned arithmetic, and kept so that no shifted instant passes the
+  // largest tick (the traces reach the edges of the tick range).
+  const std::uint64_t spread = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(trace.back().now) - static_cast<std::uint64_t>(trace.front().now));
+  const std::uint64_t room = static_cast<std::uint64_t>(std::numeric_limits<tick>::max()) -
+                             static_cast<std::uint64_t>(std::max<tick>(0, trace.back().now));
+  const std::uint64_t span = room >= 7 && spread <= (room - 7) / 3 ? 3 * spread + 7 : room;
+  const tick down = seed % 3 == 0 || span == 0 ? 0 : static_cast<tick>(g() % span);
   for (std::size_t i = cut; i < trace.size(); ++i) trace[i].now += down;
   manual_clock clock(trace.front().now);
   const keyed_options o{.shards = 4, .auto_purge = false, .hash_seed = seed};

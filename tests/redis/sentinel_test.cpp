@@ -94,7 +94,9 @@ struct deployment {
   }
 };
 
-std::unique_ptr<sync_client> open_sentinel(const std::string& text, std::shared_ptr<sentinel_client>* out = nullptr) {
+// `out` observes the sentinel client without owning it: the sync_client owns
+// it and the io_context its timers live on, so it must not outlive them.
+std::unique_ptr<sync_client> open_sentinel(const std::string& text, std::weak_ptr<sentinel_client>* out = nullptr) {
   sentinel_options so;
   so.where = parse_sentinel_url(text).value();
   so.connect_timeout = 500ms;
@@ -118,11 +120,11 @@ std::uint16_t a_dead_port() {
 
 TEST(Sentinel, DiscoversTheMasterPastADeadSentinel) {
   deployment d;
-  std::shared_ptr<sentinel_client> s;
+  std::weak_ptr<sentinel_client> s;
   auto c = open_sentinel(d.url("127.0.0.1:" + std::to_string(a_dead_port())), &s);
   auto r = c->call({"SET", "k", "v"});
   ASSERT_TRUE(std::holds_alternative<reply>(r)) << std::get<call_error>(r).what();
-  EXPECT_EQ(s->master_address(), "127.0.0.1:" + std::to_string(d.master.port()));
+  EXPECT_EQ(s.lock()->master_address(), "127.0.0.1:" + std::to_string(d.master.port()));
   EXPECT_EQ(std::get<reply>(c->call({"GET", "k"})).as_string(), "v");
 
   auto unknown = open_sentinel("redis+sentinel://127.0.0.1:" + std::to_string(d.sentinels[0]->port()) + "/nosuch");
@@ -135,7 +137,7 @@ TEST(Sentinel, DiscoversTheMasterPastADeadSentinel) {
 
 TEST(Sentinel, FollowsAFailoverUnderLoad) {
   deployment d;
-  std::shared_ptr<sentinel_client> s;
+  std::weak_ptr<sentinel_client> s;
   auto c = open_sentinel(d.url(), &s);
   const std::string old_master = "127.0.0.1:" + std::to_string(d.master.port());
   const std::string new_master = "127.0.0.1:" + std::to_string(d.replica.port());
@@ -150,7 +152,7 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
     if (auto* rep = std::get_if<reply>(&r)) {
       ++ok;
       last = rep->as_integer().value_or(0);
-      if (s->master_address() == new_master) ++after_switch;
+      if (s.lock()->master_address() == new_master) ++after_switch;
     } else {
       const auto& e = std::get<call_error>(r);
       ++errors[std::string(call_error::name(e.kind)) + (e.maybe_applied ? " (maybe applied)" : "")];
@@ -170,7 +172,7 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
     failed += v;
     shown += " " + k + "=" + std::to_string(v);
   }
-  const auto st = s->stats();
+  const auto st = s.lock()->stats();
   std::printf(
       "sentinel failover: %lld calls, %lld answered, %lld errors (%s ), %lld after the switch; %llu "
       "+switch-master, %llu discoveries, %llu resent\n",
@@ -180,7 +182,7 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
       static_cast<unsigned long long>(st.resent));
   EXPECT_TRUE(failover_sent);
   EXPECT_EQ(ok + failed, calls);
-  EXPECT_EQ(s->master_address(), new_master) << "was " << old_master;
+  EXPECT_EQ(s.lock()->master_address(), new_master) << "was " << old_master;
   EXPECT_GE(after_switch, 500) << "the client did not follow within 30 s";
   EXPECT_GE(st.switches, 1u);
   // Later calls go to the new master: its own count is the client's.
