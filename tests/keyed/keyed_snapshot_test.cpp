@@ -181,7 +181,11 @@ testing::AssertionResult restarts_exactly(std::uint64_t seed, const temp_dir& di
   const keyed_options o{.shards = 4, .auto_purge = false, .hash_seed = seed};
   keyed_limiter running(dp.policy, o, clock);
   for (std::size_t i = 0; i < cut; ++i) (void)running.try_acquire_at(trace[i].key, trace[i].now, trace[i].cost);
-  clock.advance(at_cut - clock.now());
+  // To at_cut, in steps a tick can hold (the trace may span more than INT64_MAX).
+  while (clock.now() < at_cut) {
+    const std::uint64_t gap = static_cast<std::uint64_t>(at_cut) - static_cast<std::uint64_t>(clock.now());
+    clock.advance(static_cast<tick>(std::min<std::uint64_t>(gap, std::numeric_limits<tick>::max())));
+  }
   const std::string file = dir.file("r" + std::to_string(seed) + ".snap");
   auto saved = save_snapshot(running, file);
   if (!saved) return testing::AssertionFailure() << saved.err().what();
