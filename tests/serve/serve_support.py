@@ -146,6 +146,17 @@ def metric(text, name_and_labels):
     return None
 
 
+def wait_until(what, timeout, step=0.05):
+    """Calls `what` until it returns a true value or `timeout` seconds pass;
+    returns its last value."""
+    deadline = time.time() + timeout
+    while True:
+        v = what()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(step)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -18,25 +18,18 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import BINARY, ServeCase, base_config, free_port, metric, write_config  # noqa: E402
+from serve_support import (BINARY, RedisServer, ServeCase, base_config, free_port, metric, wait_until,  # noqa: E402
+                           write_config)
 
 PW = "Zq9-hush-%08x" % random.getrandbits(32)  # the server's password: must never be printed
 APP_PW = "Ap7-quiet-%08x" % random.getrandbits(32)  # the ACL user app's
 RULES = '\n[[rules]]\npolicy = "api"\nkey = "header:X-User"\n'
 
 
-def wait_until(what, timeout, step=0.05):
-    deadline = time.time() + timeout
-    while True:
-        v = what()
-        if v or time.time() > deadline:
-            return v
-        time.sleep(step)
-
-
-class AuthRedis:
+class AuthRedis(RedisServer):
     """A real redis-server with `requirepass PW` (and ACL users), on a free
-    127.0.0.1 port and a unix socket, stopped by PID."""
+    127.0.0.1 port and a unix socket, stopped by PID (kill9 and stop are
+    RedisServer's)."""
 
     def __init__(self, extra=()):
         self.exe, self.cli = shutil.which("redis-server"), shutil.which("redis-cli")
@@ -66,21 +59,6 @@ class AuthRedis:
 
     def url(self, userinfo=":" + PW):
         return "redis://%s@127.0.0.1:%d" % (userinfo, self.port) if userinfo else "redis://127.0.0.1:%d" % self.port
-
-    def kill9(self):
-        self.proc.kill()
-        self.proc.wait(10)
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def store_toml(url, **options):

@@ -16,7 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
+from serve_support import (BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, wait_until,  # noqa: E402
+                           write_config)
 from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
@@ -31,16 +32,6 @@ def store_section(redis, prefix, **options):
 def fresh_prefix():
     return "sluice:test:%08x:" % random.getrandbits(32)
 
-
-def wait_until(what, timeout, step=0.05):
-    """Calls `what` until it returns a true value or `timeout` seconds pass;
-    returns its last value."""
-    deadline = time.time() + timeout
-    while True:
-        v = what()
-        if v or time.time() > deadline:
-            return v
-        time.sleep(step)
 
 
 class RedisCase(ServeCase):
