@@ -105,10 +105,12 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
   if (is_sentinel_url(options.url)) return open_sentinel_backend(options);
   auto where = parse_url(options.url);
   if (!where) return where.err();
+  // The password's other sources (a file, the environment) hold for every
+  // client: rediss:// ignored them before.
+  if (auto e = apply_password(where.value(), options.password)) return *e;
   if (where.value().tls.on || options.pipelined_client) return open_async_backend(options, std::move(where).value());
   client_options co;
   co.where = std::move(where).value();
-  if (auto e = apply_password(co.where, options.password)) return *e;
   timeouts(co);
   return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
 }
