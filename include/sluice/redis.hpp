@@ -225,6 +225,17 @@ class redis_store final : public store {
                            std::span<std::optional<tick>> grows_after = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+  /// Without waiting, on the asynchronous client (rediss://, Sentinel,
+  /// `pipelined_client`): the call is pipelined with every other caller's
+  /// and `done` runs on the client's I/O thread when its reply comes or its
+  /// deadline passes; a decision that needs more calls (a carry-over,
+  /// server-clock mode's TIME) is made on a thread of the store's. With the
+  /// pooled client or a cluster, as `decide_at` (the caller waits).
+  void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
+                    decided done) override;
+  void peek_async(const store_request& r, decided done) override;
+  /// DBSIZE without waiting, as decide_async.
+  void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

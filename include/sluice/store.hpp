@@ -31,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -247,6 +248,29 @@ class store {
     r.now = now();
     return peek_at(r, per_check);
   }
+
+  /// What an asynchronous call hands back: the decision, once.
+  using decided = std::function<void(const store_decision&)>;
+
+  /// The asynchronous face of `decide_at`: decides `r` as `decide_at` does
+  /// and calls `done` with the answer exactly once — before returning (an
+  /// in-process store, an answer that needs no call) or later from a thread
+  /// of the store's (a remote store, when its reply comes or the call's
+  /// deadline passes). The caller keeps what `r` points to (checks, keys,
+  /// id) and `per_check` / `grows_after` alive until then. Never blocks on
+  /// a remote server (semantics.md, "The service's event loops"); the
+  /// default runs `decide_at`.
+  virtual void decide_async(const store_request& r, std::span<decision> per_check,
+                            std::span<std::optional<tick>> grows_after, decided done) {
+    done(decide_at(r, per_check, grows_after));
+  }
+
+  /// The asynchronous face of `peek_at`, as `decide_async`.
+  virtual void peek_async(const store_request& r, decided done) { done(peek_at(r)); }
+
+  /// The asynchronous face of `count_keys`: `done` gets its answer once,
+  /// now or from a thread of the store's. The default runs `count_keys`.
+  virtual void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) { done(count_keys()); }
 
   /// The store's counts.
   [[nodiscard]] virtual store_stats stats() const = 0;

@@ -12,6 +12,7 @@
 
 #include "redis/binary.hpp"
 #include "redis/combine.hpp"
+#include "redis/resp.hpp"
 #include "redis/store_impl.hpp"
 
 namespace sluice {
@@ -288,22 +289,28 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   return outcome::ok;
 }
 
+std::optional<store_decision> redis_store::impl::before_call(const store_request& r, bool peek, const entry** es,
+                                                             std::span<decision> per_check,
+                                                             std::span<std::optional<tick>> grows) {
+  for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+  if (!entries_of(r, es)) {
+    count(decisions, peek);
+    count(errors, peek);
+    return error_decision(r, per_check);
+  }
+  if (!one_slot(r, es)) return refuse_cross_slot(r, peek, per_check);
+  // No state to read (always-* only): decided here, exactly, with no call,
+  // so no failure of the store can change it.
+  if (stateless(r, es)) return decide_stateless(r, es, peek, per_check, grows);
+  return local_answer(r, es, peek, per_check, grows);
+}
+
 store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check,
                                       std::span<std::optional<tick>> grows) {
   std::array<const entry*, max_checks> es{};
   store_request r = request;
   if (peek) grows = {};
-  for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
-  if (!entries_of(r, es.data())) {
-    count(decisions, peek);
-    count(errors, peek);
-    return error_decision(r, per_check);
-  }
-  if (!one_slot(r, es.data())) return refuse_cross_slot(r, peek, per_check);
-  // No state to read (always-* only): decided here, exactly, with no call,
-  // so no failure of the store can change it.
-  if (stateless(r, es.data())) return decide_stateless(r, es.data(), peek, per_check, grows);
-  if (auto cached = local_answer(r, es.data(), peek, per_check, grows)) return *cached;
+  if (auto early = before_call(r, peek, es.data(), per_check, grows)) return *early;
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
     if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check, grows);
@@ -333,6 +340,95 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
   }
   return conclude(r, es.data(), o, out, peek, per_check, grows);
+}
+
+void redis_store::impl::enter() {
+  const std::lock_guard lock(flight_mu);
+  ++in_flight;
+}
+
+void redis_store::impl::leave() {
+  {
+    const std::lock_guard lock(flight_mu);
+    --in_flight;
+  }
+  flight_cv.notify_all();
+}
+
+namespace {
+
+/// One asynchronous decision between its call and its answer: the
+/// request's own copy of what `one` keeps on its stack.
+struct async_job {
+  store_request r;
+  bool peek = false;
+  std::span<decision> per_check;
+  std::span<std::optional<tick>> grows;
+  store::decided done;
+  std::array<const redis::entry*, max_checks> es{};
+  std::array<decision, max_checks> mine{};
+  redis::scratch s;  // the call's bytes: the client reads them until it answers
+  std::int64_t t0 = 0;
+};
+
+}  // namespace
+
+void redis_store::impl::one_async(const store_request& request, bool peek, std::span<decision> per_check,
+                                  std::span<std::optional<tick>> grows, store::decided done) {
+  if (peek) grows = {};
+  auto j = std::make_shared<async_job>();
+  j->r = request;
+  j->peek = peek;
+  if (auto early = before_call(j->r, peek, j->es.data(), per_check, grows)) return done(*early);
+  j->done = std::move(done);
+  j->grows = grows;
+  // Per-check decisions for the deny cache or `grows` when the caller wants none (as `one`).
+  if (!peek && per_check.empty() && (!grows.empty() || (denials && j->r.checks.size() > 1)))
+    per_check = std::span(j->mine.data(), j->r.checks.size());
+  j->per_check = per_check;
+  enter();
+  if (opt.server_clock) {
+    // TIME first, then the FCALL: two calls, decided on the slow lane.
+    slow.post([this, j] {
+      const store_decision d = one(j->r, j->peek, j->per_check, j->grows);
+      j->done(d);
+      leave();
+    });
+    return;
+  }
+  clear(j->s);
+  build(j->r, j->es.data(), peek, 0, j->s);
+  seal(j->s);
+  j->t0 = redis::circuit_breaker::steady_ns();
+  pipelined->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
+    redis::call_result& res = v[0];
+    if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
+      res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
+    figures.observe(redis::circuit_breaker::steady_ns() - j->t0);
+    figures.note(res);
+    store_decision out;
+    std::vector<std::optional<std::string>> stale;
+    outcome o = outcome::failure;
+    if (const auto* rep = std::get_if<redis::reply>(&res)) {
+      o = judge(j->r, j->es.data(), *rep, j->peek, out, j->per_check, stale, j->grows);
+    } else {
+      o = redis::outcome_of(std::get<redis::call_error>(res));
+    }
+    if (o == outcome::stale) {
+      // A value of an earlier configuration: carried over with a
+      // compare-and-set (more calls). The stale reply wrote nothing, so
+      // the slow lane decides the request afresh, exactly as `one`.
+      slow.post([this, j] {
+        const store_decision d = one(j->r, j->peek, j->per_check, j->grows);
+        j->done(d);
+        leave();
+      });
+      return;
+    }
+    const store_decision d = conclude(j->r, j->es.data(), o, out, j->peek, j->per_check, j->grows);
+    j->done(d);
+    leave();
+  });
 }
 
 void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {

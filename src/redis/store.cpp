@@ -16,6 +16,7 @@
 #include "redis/state_free.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/reconfigure.hpp"
+#include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 
 namespace sluice {
@@ -376,11 +377,21 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
     return error{"server_clock",
                  "not with a cluster: each primary has its own clock, so no one TIME holds for every key"};
   auto p = std::make_unique<impl>(std::move(options), std::move(b).value());
+  // The one server's name in health lines and breaker figures, whichever
+  // client reaches it (a Sentinel deployment: its URL, redacted).
+  const auto node_of = [](const redis::url& u) {
+    return u.is_unix()
+               ? u.socket_path
+               : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
+  };
   if (p->single_server != nullptr) {
-    const redis::url& u = p->single_server->options().where;
-    p->node = u.is_unix() ? u.socket_path
-                          : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" +
-                                std::to_string(u.port);
+    p->node = node_of(p->single_server->options().where);
+  } else if (p->pipelined != nullptr) {
+    if (auto u = redis::parse_url(p->opt.url)) {
+      p->node = node_of(*u);
+    } else {
+      p->node = redact_url(p->opt.url);
+    }
   }
   if (p->cluster != nullptr && p->opt.on_health_change) {
     impl* self = p.get();
@@ -395,7 +406,16 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
 }
 
 redis_store::redis_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
-redis_store::~redis_store() = default;
+
+redis_store::~redis_store() {
+  // Asynchronous decisions still waiting are answered first (the closed
+  // client fails their calls at once; the failure mode answers), while
+  // every part of the store they use is alive.
+  if (impl_->pipelined == nullptr) return;
+  impl_->pipelined->async().close();
+  std::unique_lock lock(impl_->flight_mu);
+  impl_->flight_cv.wait(lock, [this] { return impl_->in_flight == 0; });
+}
 
 result<policy_id> redis_store::define(std::string_view name, const any_policy& policy) {
   return define_at(name, policy, now());
@@ -461,6 +481,32 @@ store_decision redis_store::decide_at(const store_request& r, std::span<decision
 
 store_decision redis_store::peek_at(const store_request& r, std::span<decision> per_check) {
   return impl_->one(r, true, per_check);
+}
+
+void redis_store::decide_async(const store_request& r, std::span<decision> per_check,
+                               std::span<std::optional<tick>> grows_after, decided done) {
+  if (impl_->pipelined == nullptr) return done(impl_->one(r, false, per_check, grows_after));
+  impl_->one_async(r, false, per_check, grows_after, std::move(done));
+}
+
+void redis_store::peek_async(const store_request& r, decided done) {
+  if (impl_->pipelined == nullptr) return done(impl_->one(r, true, {}));
+  impl_->one_async(r, true, {}, {}, std::move(done));
+}
+
+void redis_store::count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) {
+  if (impl_->pipelined == nullptr) return done(count_keys());
+  impl_->enter();
+  static constexpr std::string_view dbsize[] = {"DBSIZE"};
+  impl_->pipelined->async().async_call(dbsize, [this, h = std::move(done)](const redis::call_result& res) {
+    const auto* rep = std::get_if<redis::reply>(&res);
+    if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) {
+      h(std::nullopt);
+    } else {
+      h(static_cast<std::uint64_t>(*rep->as_integer()));
+    }
+    impl_->leave();
+  });
 }
 
 void redis_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {

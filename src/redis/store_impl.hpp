@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "redis/figures.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
+#include "redis/slow_lane.hpp"
 #include "redis/sync_client.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/store/memory.hpp"
@@ -134,6 +136,14 @@ struct redis_store::impl {
   std::unique_ptr<redis::circuit_breaker> breaker;  // null: none
   std::unique_ptr<redis::deny_cache> denials;       // null: off
 
+  // The asynchronous path (decide_async): the decisions that need more
+  // than one call go to `slow`; `in_flight` counts the asynchronous
+  // decisions not yet answered (the store's end waits for them).
+  redis::slow_lane slow;
+  std::mutex flight_mu;
+  std::condition_variable flight_cv;
+  std::int64_t in_flight = 0;  // requires flight_mu
+
   redis::call_figures figures;  // latency, failures by reason
   std::string node;             // the one server's "host:port" or socket path (health lines, breaker_view)
 
@@ -193,6 +203,20 @@ struct redis_store::impl {
   store_decision one(const store_request& r, bool peek, std::span<decision> per_check,
                      std::span<std::optional<tick>> grows = {});
   void many(std::span<const store_request> requests, std::span<store_decision> out);
+  /// What `one` answers before any call, if anything: a bad or cross-slot
+  /// request's error, a stateless request's decision, the deny cache's or
+  /// an open breaker's answer; else nullopt, with `es` filled.
+  std::optional<store_decision> before_call(const store_request& r, bool peek, const entry** es,
+                                            std::span<decision> per_check, std::span<std::optional<tick>> grows);
+  /// `one` without waiting (store::decide_async): one FCALL on the
+  /// asynchronous client, judged on its I/O thread; a reply that needs
+  /// more calls (a carry-over) is decided again on `slow`. Requires
+  /// `pipelined`.
+  void one_async(const store_request& r, bool peek, std::span<decision> per_check, std::span<std::optional<tick>> grows,
+                 store::decided done);
+  /// Counts an asynchronous decision in (`enter`) and out (`leave`).
+  void enter();
+  void leave();
   /// Appends request `r`'s call to `s` (its keys and binary argument).
   void build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch, redis::scratch& s) const;
   /// The outcome of a call's reply; `out` holds the decision when ok (and

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,48 @@ TEST_P(RedisPipelinedConformance, PerCheckDecisionsOneCallAtATime) {
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
 }
 
+// The store seen through its asynchronous face: every decision and peek
+// made with decide_async / peek_async and waited for here, so the shared
+// conformance suite runs through the path the service takes.
+class through_async final : public store {
+ public:
+  explicit through_async(store& s) : s_(s) {}
+  result<policy_id> define(std::string_view name, const any_policy& policy) override { return s_.define(name, policy); }
+  store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows_after) override {
+    std::promise<store_decision> p;
+    auto f = p.get_future();
+    s_.decide_async(r, per_check, grows_after, [&p](const store_decision& d) { p.set_value(d); });
+    return f.get();
+  }
+  void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override {
+    s_.decide_many_at(requests, out);
+  }
+  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
+    if (!per_check.empty()) return s_.peek_at(r, per_check);  // the asynchronous peek has no per-check figures
+    std::promise<store_decision> p;
+    auto f = p.get_future();
+    s_.peek_async(r, [&p](const store_decision& d) { p.set_value(d); });
+    return f.get();
+  }
+  [[nodiscard]] tick now() const noexcept override { return s_.now(); }
+  [[nodiscard]] store_stats stats() const override { return s_.stats(); }
+
+ private:
+  store& s_;
+};
+
+TEST_P(RedisPipelinedConformance, PerCheckDecisionsThroughTheAsynchronousFace) {
+  auto st = open_store(pipelined());
+  ASSERT_TRUE(st);
+  through_async a(*st);
+  std::size_t refused = 0;
+  const auto traces = draw_traces(GetParam(), 100, 1'000'000, refused, false);
+  for (std::size_t j = 0; j < traces.size(); ++j)
+    ASSERT_EQ(conformance::run_conformance(a, traces[j], "y" + std::to_string(j) + ":"), "");
+  EXPECT_EQ(st->redis_stats().mismatches, 0U);
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisPipelinedConformance, ::testing::ValuesIn(conformance::all_algorithms),
                          algorithm_test_name);
 
@@ -93,11 +136,64 @@ TEST(RedisPipelinedStore, ThreadsDecidingAtOnceAdmitExactlyTheLimit) {
   EXPECT_EQ(admitted.load(), limit);
 }
 
+TEST(RedisPipelinedStore, ManyDecisionsInFlightAtOnceAdmitExactlyTheLimit) {
+  // Issued from one thread without waiting: all in flight together on the
+  // one connection, each answered once, the admits exactly the limit.
+  auto st = open_store(pipelined());
+  ASSERT_TRUE(st);
+  constexpr std::int64_t limit = 300;
+  const auto id = st->define("fw", any_policy{fixed_window::make(rate{limit, 3'600'000'000'000}).value()}).value();
+  const check c{id, "shared"};
+  constexpr int n = 1000;
+  std::atomic<std::int64_t> admitted{0}, failed{0}, answered{0};
+  std::promise<void> all;
+  const tick now = st->now();
+  for (int i = 0; i < n; ++i)
+    st->decide_async(one_check(c, now), {}, {}, [&](const store_decision& d) {
+      admitted += d.from == source::store && d.d.allowed;
+      failed += d.from != source::store && d.from != source::deny_cache;
+      if (++answered == n) all.set_value();
+    });
+  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(admitted.load(), limit);
+}
+
+TEST(RedisPipelinedStore, DestroyedWithDecisionsInFlightAnswersEachOnce) {
+  // The store's end answers what still waits (the failure mode), while
+  // every part of the store is alive; none is answered twice or lost.
+  auto st = open_store(pipelined());
+  ASSERT_TRUE(st);
+  const auto id = st->define("g", any_policy{gcra::make(rate{5, 100'000'000}, 3).value()}).value();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<check> checks;
+  for (const auto& k : keys) checks.push_back(check{id, k});
+  std::atomic<int> answered{0};
+  const tick now = st->now();
+  for (const auto& c : checks) st->decide_async(one_check(c, now), {}, {}, [&](const store_decision&) { ++answered; });
+  st.reset();
+  EXPECT_EQ(answered.load(), 200);
+}
+
 }  // namespace
 }  // namespace sluice::redis_test
 
 namespace sluice::redis_test {
 namespace {
+
+TEST(RedisPipelinedStore, ServerClockModeAsynchronousDecisionsTakeTheSlowLane) {
+  redis_store_options o = pipelined();
+  o.server_clock = true;
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const check c{st->define("g", any_policy{gcra::make(rate{5, 100'000'000}, 3).value()}).value(), "k"};
+  std::promise<store_decision> p;
+  st->decide_async(one_check(c, 0), {}, {}, [&p](const store_decision& d) { p.set_value(d); });
+  const store_decision d = p.get_future().get();
+  EXPECT_EQ(d.from, source::store);
+  EXPECT_GT(d.at, 0);
+}
 
 TEST(RedisPipelinedStore, ServerClockModeReadsTimeThroughTheAsyncClient) {
   redis_store_options o = pipelined();
