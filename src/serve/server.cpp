@@ -183,8 +183,12 @@ class session : public std::enable_shared_from_this<session> {
     // request): 400, and fail() closes the connection.
     if (const auto why = framing_error(headers_, req.version())) return fail(400, *why);
     const http_request hr{sv(req.method_string()), sv(req.target()), headers_, req.body(), peer_};
+    bool now = true;
     try {
-      srv_.svc.handle(hr, out_, role_);
+      // A request that needs the store suspends here: the loop serves
+      // other connections, and the answer resumes this one on its loop.
+      now = srv_.svc.handle(hr, out_, role_,
+                            [self = shared_from_this()] { net::post(self->w_.ioc, [self] { self->respond(); }); });
     } catch (const std::exception&) {
       // An exception that escapes the service (a bug, or memory running
       // out) costs this request a 500, not the process every connection.
@@ -194,6 +198,12 @@ class session : public std::enable_shared_from_this<session> {
       out_.content_type = "application/json";
       out_.body = "{\"error\":{\"field\":\"request\",\"message\":\"internal error\"}}\n";
     }
+    if (now) respond();
+  }
+
+  // The answer of the request in parser_ is in out_: send it.
+  void respond() {
+    const auto& req = parser_->get();
     const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
     head_ = req.method() == http::verb::head;
     write(out_, keep, req.version());
@@ -490,6 +500,9 @@ void server::run(std::ostream& log) {
   first.ioc.run();
   for (auto& w : p.workers) w->ioc.stop();
   for (auto& t : threads) t.join();
+  // Answers still waiting on the store (each within its deadline) are
+  // posted to loops that no longer run: they must come before the loops go.
+  p.svc.quiesce();
   log << "sluice serve: stopped" << std::endl;
 }
 

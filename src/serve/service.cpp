@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "decide.hpp"
 #include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
@@ -16,8 +17,7 @@ namespace sluice::serve {
 struct service::active {
   std::shared_ptr<const config> cfg;
   rule_set rules;
-  std::vector<policy_id> ids;               // per cfg->policies index
-  std::vector<policy_counters*> counters;   // per policy
+  policy_view view;                         // the store's ids and the counters, per cfg->policies index
   std::vector<std::string> policy_members;  // RateLimit-Policy member per policy ("" if none)
   std::vector<std::string> encoded;         // encode_policy bytes per policy, to tell changes
 
@@ -31,18 +31,6 @@ struct service::active {
 };
 
 namespace {
-
-// What a set of checks decided, for the response writers.
-struct outcome {
-  decision d{};  // the request's decision (all_of over the enforced checks)
-  source from = source::store;
-  bool any_enforced = false;
-  std::vector<std::size_t> enforced;   // indexes into the planned checks
-  std::vector<std::int64_t> cost;      // per enforced check, as decided
-  std::vector<decision> per;           // per enforced check
-  std::vector<std::optional<tick>> t;  // RateLimit t per enforced check (ns)
-  std::vector<decision> shadow;        // per planned check (shadow ones only meaningful)
-};
 
 std::string error_body(std::string_view field, std::string_view message) {
   std::string out = "{\"error\":{\"field\":";
@@ -62,104 +50,11 @@ void bad_request(metrics& m, http_response& res, unsigned status, std::string_vi
   res.body = error_body(field, message);
 }
 
-// The prefix of a shadow check's key in the store: no key a rule builds
-// begins with '%' followed by anything but "25" or "3A" (append_key_part),
-// so no enforced check of a rule reaches a shadow state.
-constexpr std::string_view shadow_key_prefix = "%shadow:";
-
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
-
-// Decides `checks` at `now`: the enforced ones as one atomic all_of store
-// request, each check at its own cost (a denied request charges none); every
-// shadow check alone. Two rules giving one (policy, key) are one check, at
-// the larger of their costs.
-void run_checks(store& st, metrics& m, const service::active& a, std::span<const planned_check> checks, tick now,
-                std::string_view id, outcome& out) {
-  std::array<check, max_checks> req;
-  std::array<decision, max_checks> req_out;
-  std::array<std::optional<tick>, max_checks> req_grows;
-  out.enforced.clear();
-  out.cost.clear();
-  out.per.clear();
-  out.t.clear();
-  out.d = decision{true, std::numeric_limits<std::int64_t>::max(), 0, 0, 0, -1};
-  out.from = source::store;
-  out.any_enforced = false;
-  std::size_t n = 0;
-  for (std::size_t j = 0; j < checks.size(); ++j) {
-    if (checks[j].shadow) continue;
-    const check c{a.ids[checks[j].policy], checks[j].key, checks[j].cost};
-    std::size_t k = 0;
-    while (k < n && !(req[k].policy == c.policy && req[k].key == c.key)) ++k;
-    if (k < n) {
-      req[k].cost = std::max(req[k].cost, c.cost);
-      out.cost[k] = req[k].cost;
-      continue;
-    }
-    if (n == max_checks) break;  // rules::plan keeps a request within max_checks
-    req[n++] = c;
-    out.enforced.push_back(j);
-    out.cost.push_back(c.cost);
-  }
-  if (n > 0) {
-    // t (when each check's `remaining` grows by one) comes with the
-    // decision: the store reads it on the state it decided on, no call more.
-    const store_request r{std::span<const check>(req.data(), n), now, 1, id};
-    const store_decision sd =
-        st.decide_at(r, std::span<decision>(req_out.data(), n), std::span<std::optional<tick>>(req_grows.data(), n));
-    m.count_source(sd.from);
-    out.any_enforced = true;
-    out.from = sd.from;
-    out.d = sd.d;
-    out.per.assign(req_out.begin(), req_out.begin() + static_cast<std::ptrdiff_t>(n));
-    // Left out past what a RateLimit field carries (and, by
-    // ratelimit_member, when it never comes).
-    for (std::size_t k = 0; k < n; ++k)
-      out.t.push_back(req_out[k].remaining < sf_integer_max ? req_grows[k] : std::nullopt);
-  }
-  if (!out.any_enforced) out.d.remaining = 0;
-  // Shadow checks: decided and counted, never part of the answer, each on a
-  // state of its own (shadow_key): a shadow rule consumes nothing an
-  // enforced check reads. Two shadow rules giving one (policy, key) are one
-  // check, at the larger of their costs; one that could not read the
-  // request is counted as invalid, not decided.
-  out.shadow.assign(checks.size(), decision{});
-  std::string key;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    const planned_check& sc = checks[i];
-    if (!sc.shadow) continue;
-    policy_counters* pc = a.counters[sc.policy];
-    if (sc.invalid) {
-      pc->shadow_invalid.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    std::int64_t cost = sc.cost;
-    bool seen = false;
-    for (std::size_t j = 0; j < checks.size() && !seen; ++j) {
-      const planned_check& o = checks[j];
-      if (j == i || !o.shadow || o.invalid || o.policy != sc.policy || o.key != sc.key) continue;
-      if (j < i) seen = true;  // decided with the first of them
-      cost = std::max(cost, o.cost);
-    }
-    if (seen) continue;
-    key.assign(shadow_key_prefix);
-    key += sc.key;
-    const check one{a.ids[sc.policy], key};
-    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, cost, {}});
-    m.count_source(sd.from);
-    out.shadow[i] = sd.d;
-    (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
-  }
-  if (out.from == source::id_conflict) return;  // refused, not decided: no policy's count
-  for (std::size_t k = 0; k < out.enforced.size(); ++k) {
-    policy_counters* pc = a.counters[checks[out.enforced[k]].policy];
-    (out.d.allowed ? pc->allowed : pc->denied).fetch_add(1, std::memory_order_relaxed);
-  }
-}
 
 // RateLimit-Policy, RateLimit (when the checks' figures are known),
 // Retry-After and Cache-Control for an outcome.
-void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const outcome& o,
+void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const checks_outcome& o,
                        http_response& res) {
   if (o.enforced.empty()) return;
   const bool known = figures_known(o.from);
@@ -220,6 +115,7 @@ void set_store_figures_source(store_figures_source f) noexcept { g_figures_sourc
 service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
 
 service::~service() {
+  quiesce();  // their completions count into metrics_ and read the store
   {
     std::lock_guard lock(purge_mu_);
     stopping_ = true;
@@ -256,10 +152,7 @@ result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store
 
 std::shared_ptr<const config> service::current() const { return active_.load()->cfg; }
 
-service::policy_table service::policies() const {
-  const auto a = active_.load();
-  return policy_table{a->cfg, a->ids};
-}
+std::shared_ptr<const config> service::config_of(const active& a) { return a.cfg; }
 
 result<std::shared_ptr<const service::active>> service::build(config next, const active* old, reload_report& report) {
   auto cfg = std::make_shared<const config>(std::move(next));
@@ -270,7 +163,7 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     std::optional<std::size_t> before = old != nullptr ? old->policy_index(p.name) : std::nullopt;
     policy_id id = 0;
     if (before && old->encoded[*before] == enc) {
-      id = old->ids[*before];
+      id = old->view.ids[*before];
       report.kept.push_back(p.name);
     } else {
       auto defined = store_->define(p.name, p.policy);
@@ -284,9 +177,9 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
       redefined.emplace_back(p.name, before ? &old->cfg->policies[*before].policy : nullptr);
       (before ? report.changed : report.added).push_back(p.name);
     }
-    a->ids.push_back(id);
+    a->view.ids.push_back(id);
     a->encoded.push_back(std::move(enc));
-    a->counters.push_back(&metrics_.for_policy(p.name));
+    a->view.counters.push_back(&metrics_.for_policy(p.name));
     a->policy_members.push_back(policy_member(p.name, p.policy));
   }
   if (old != nullptr) {
@@ -329,13 +222,63 @@ result<reload_report> service::reload() {
 bool service::ready() {
   if (draining_.load(std::memory_order_relaxed)) return false;
   const auto a = active_.load();
-  if (a->ids.empty()) return true;
-  const check probe{a->ids.front(), std::string_view("\x01sluice-readyz")};
+  if (a->view.ids.empty()) return true;
+  const check probe{a->view.ids.front(), std::string_view("\x01sluice-readyz")};
   const store_decision d = store_->peek(store_request{std::span<const check>(&probe, 1), 0, 1, {}});
   return d.from == source::store || d.from == source::deny_cache || d.from == source::replayed;
 }
 
+// How one request's answer is handed over (service::handle): whoever
+// finishes second — the route that made the calls, or the last call's
+// completion — decides whether the caller is told later (`done`).
+struct service::answer_gate {
+  explicit answer_gate(answered d) : done(std::move(d)) {}
+  answered done;
+  std::atomic<int> state{0};  // 0: being routed, 1: routed (answer pending), 2: answered
+  /// The route has returned: true when the answer is already complete.
+  bool routed() { return state.exchange(1, std::memory_order_acq_rel) == 2; }
+  /// The answer is complete: counted, and the caller told if it is waiting.
+  void complete(metrics& m, const http_response& res) {
+    m.count_status(res.status);
+    if (state.exchange(2, std::memory_order_acq_rel) == 1) done();
+  }
+};
+
 void service::handle(const http_request& req, http_response& res, listener_role role) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  const bool now = handle(req, res, role, [&] {
+    const std::lock_guard lock(mu);
+    ready = true;
+    cv.notify_one();
+  });
+  if (now) return;
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return ready; });
+}
+
+bool service::handle(const http_request& req, http_response& res, listener_role role, answered done) {
+  auto gate = std::make_shared<answer_gate>(std::move(done));
+  try {
+    if (!route(req, res, role, gate)) gate->complete(metrics_, res);
+  } catch (const std::exception&) {
+    // Before any call was made (a route that made one completes it itself).
+    internal_error(res);
+    gate->complete(metrics_, res);
+  }
+  return gate->routed();
+}
+
+void service::internal_error(http_response& res) {
+  res.clear();
+  res.status = 500;
+  res.content_type = "application/json";
+  res.body = error_body("request", "internal error");
+}
+
+bool service::route(const http_request& req, http_response& res, listener_role role,
+                    const std::shared_ptr<answer_gate>& gate) {
   res.clear();
   // Routed by the normalised path, as the rules read paths: an absolute-form
   // target by its path, "//v1/decide" as "/v1/decide".
@@ -354,7 +297,7 @@ void service::handle(const http_request& req, http_response& res, listener_role 
         break;
     }
   }
-  const auto a = active_.load();
+  auto a = active_.load();
   if (path.empty()) {
     bad_request(metrics_, res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
   } else if (path == "/v1/authorize" && role == listener_role::decision) {
@@ -366,7 +309,7 @@ void service::handle(const http_request& req, http_response& res, listener_role 
       res.fields.push_back({"X-Sluice-Decision", "unauthorized"});
       res.fields.push_back({"Cache-Control", "no-store"});
     } else {
-      authorize(*a, req, res);
+      return authorize(std::move(a), req, res, gate);
     }
   } else if (path == "/v1/decide" && role == listener_role::decision) {
     if (req.method != "POST") {
@@ -376,35 +319,91 @@ void service::handle(const http_request& req, http_response& res, listener_role 
       bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
     } else {
-      decide_json(*a, req, res);
+      return decide_json(std::move(a), req, res, gate);
     }
   } else if (path == "/metrics") {
-    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    const auto figures = g_figures_source != nullptr ? g_figures_source(*store_) : std::nullopt;
-    std::optional<memory_figures> mem;
-    if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
-      const keyed_stats k = m->keyed_totals();
-      mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
-    }
-    res.body = metrics_.render(store_->stats(), store_->count_keys(), figures ? &*figures : nullptr, mem);
+    // The store's key count may take a call (DBSIZE): asked without waiting.
+    enter();
+    store_->count_keys_async([this, &res, gate](std::optional<std::uint64_t> keys) {
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      const auto figures = g_figures_source != nullptr ? g_figures_source(*store_) : std::nullopt;
+      std::optional<memory_figures> mem;
+      if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
+        const keyed_stats k = m->keyed_totals();
+        mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
+      }
+      res.body = metrics_.render(store_->stats(), keys, figures ? &*figures : nullptr, mem);
+      gate->complete(metrics_, res);
+      leave();
+    });
+    return true;
   } else if (path == "/healthz") {
+    // Liveness: never touches the store.
     res.content_type = "text/plain";
     res.body = "ok\n";
   } else if (path == "/readyz") {
-    const bool ok = ready();
-    res.status = ok ? 200 : 503;
-    res.content_type = "text/plain";
-    res.body = ok ? "ready\n" : "not ready\n";
+    return readyz(std::move(a), res, gate);
   } else if (role == listener_role::admin && path.substr(0, 7) == "/admin/") {
     admin(path, req, res);
   } else {
     bad_request(metrics_, res, 404, "path",
                 "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
   }
-  metrics_.count_status(res.status);
+  return false;
 }
 
-void service::authorize(const active& a, const http_request& req, http_response& res) {
+bool service::readyz(std::shared_ptr<const active> a, http_response& res, const std::shared_ptr<answer_gate>& gate) {
+  const auto answer = [this, &res, gate](bool ok) {
+    res.status = ok ? 200 : 503;
+    res.content_type = "text/plain";
+    res.body = ok ? "ready\n" : "not ready\n";
+    gate->complete(metrics_, res);
+  };
+  if (draining_.load(std::memory_order_relaxed)) {
+    answer(false);
+    return true;
+  }
+  if (a->view.ids.empty()) {
+    answer(true);
+    return true;
+  }
+  // One peek, without waiting: ready when the store itself answered.
+  struct probe_call {
+    std::shared_ptr<const active> a;
+    check probe;
+  };
+  auto p =
+      std::make_shared<probe_call>(probe_call{a, check{a->view.ids.front(), std::string_view("\x01sluice-readyz")}});
+  enter();
+  store_->peek_async(store_request{std::span<const check>(&p->probe, 1), store_->now(), 1, {}},
+                     [this, p, answer](const store_decision& d) {
+                       answer(d.from == source::store || d.from == source::deny_cache || d.from == source::replayed);
+                       leave();
+                     });
+  return true;
+}
+
+void service::enter() {
+  const std::lock_guard lock(flight_mu_);
+  ++in_flight_;
+}
+
+void service::leave() {
+  {
+    const std::lock_guard lock(flight_mu_);
+    --in_flight_;
+  }
+  flight_cv_.notify_all();
+}
+
+void service::quiesce() {
+  std::unique_lock lock(flight_mu_);
+  flight_cv_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+bool service::authorize(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                        const std::shared_ptr<answer_gate>& gate) {
+  const active& a = *ap;
   // Behind nginx the original request comes in headers; called directly,
   // the request itself is the one to decide. Each header at most once.
   request_view v{req.method, req.target, req.headers, req.peer};
@@ -419,45 +418,68 @@ void service::authorize(const active& a, const http_request& req, http_response&
       ++methods;
     }
   }
-  thread_local std::vector<planned_check> checks;
-  thread_local outcome o;
+  std::vector<planned_check> checks;
   if (uris > 1 || methods > 1 || a.rules.plan(v, checks)) {
     // nginx turns anything but 2xx/401/403 into a 500: a bad request is a 403.
     metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
     res.status = 403;
     res.fields.push_back({"X-Sluice-Decision", "invalid"});
     res.fields.push_back({"Cache-Control", "no-store"});
-    return;
+    return false;
   }
   const tick t0 = steady_clock::now();
-  run_checks(*store_, metrics_, a, checks, store_->now(), {}, o);
-  metrics_.observe_latency(steady_clock::now() - t0);
-  res.status = o.d.allowed ? 204 : 403;
-  // A store error (a value the store did not write at a key) is no rate
-  // limit: "error", which nginx's configuration answers as a 503.
-  res.fields.push_back(
-      {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
-  write_rate_fields(a, checks, o, res);
+  const tick now = store_->now();
+  decide(ap, std::move(checks), now, {},
+         [this, ap, &res, gate, t0](const std::vector<planned_check>& cs, const checks_outcome& o) {
+           metrics_.observe_latency(steady_clock::now() - t0);
+           // Written on whichever thread answered: a writer that throws
+           // (memory running out) costs this request a 500, not that thread.
+           try {
+             res.status = o.d.allowed ? 204 : 403;
+             // A store error (a value the store did not write at a key) is no rate
+             // limit: "error", which nginx's configuration answers as a 503.
+             res.fields.push_back(
+                 {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
+             write_rate_fields(*ap, cs, o, res);
+           } catch (const std::exception&) {
+             internal_error(res);
+           }
+           gate->complete(metrics_, res);
+         });
+  return true;
 }
 
-void service::decide_json(const active& a, const http_request& req, http_response& res) {
+bool service::decide(std::shared_ptr<const active> a, std::vector<planned_check> checks, tick now, std::string id,
+                     checks_decided then) {
+  enter();
+  const policy_view& view = a->view;
+  return decide_checks(*store_, metrics_, view, std::move(a), std::move(checks), now, std::move(id),
+                       [this, then = std::move(then)](const std::vector<planned_check>& cs, const checks_outcome& o) {
+                         then(cs, o);
+                         leave();
+                       });
+}
+
+bool service::decide_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                          const std::shared_ptr<answer_gate>& gate) {
+  const active& a = *ap;
   using nlohmann::json;
   json doc;
   try {
     doc = json::parse(req.body);
   } catch (const json::parse_error& e) {
     bad_request(metrics_, res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-    return;
+    return false;
   } catch (const json::exception&) {
     // nlohmann throws out_of_range, not parse_error, for a number past a
     // double (1e999): a bad request, never an escaped exception.
     bad_request(metrics_, res, 400, "body", "a number out of range for JSON (past 1.8e308)");
-    return;
+    return false;
   }
   if (!doc.is_object()) {
     bad_request(metrics_, res, 400, "body",
                 "must be a JSON object such as {\"checks\":[{\"policy\":\"api\",\"key\":\"alice\"}]}");
-    return;
+    return false;
   }
   const config& c = *a.cfg;
   std::vector<planned_check> checks;
@@ -518,63 +540,78 @@ void service::decide_json(const active& a, const http_request& req, http_respons
     if (f == "checks") {
       if (!v.is_array() || v.empty()) {
         bad_request(metrics_, res, 400, "checks", "must be a non-empty array of {\"policy\": ..., \"key\": ...}");
-        return;
+        return false;
       }
       if (v.size() > max_checks) {
         bad_request(metrics_, res, 400, "checks", "at most " + std::to_string(max_checks) + " checks");
-        return;
+        return false;
       }
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (!read_check(v[i], "checks[" + std::to_string(i) + "]")) return;
+        if (!read_check(v[i], "checks[" + std::to_string(i) + "]")) return false;
     } else if (f == "policy" || f == "key") {
       shorthand = true;
     } else if (f == "cost") {
       if (!whole_cost(v)) {
         bad_request(metrics_, res, 400, "cost", "must be a whole number of at least 1");
-        return;
+        return false;
       }
       cost = v.get<std::int64_t>();
     } else if (f == "id") {
       if (!v.is_string() || v.get_ref<const std::string&>().size() > 256) {
         bad_request(metrics_, res, 400, "id", "must be a string of at most 256 bytes");
-        return;
+        return false;
       }
       id = v.get<std::string>();
     } else if (f == "now") {
       if (!c.client_time) {
         bad_request(metrics_, res, 400, "now", "not accepted: server.client_time is off");
-        return;
+        return false;
       }
       if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
         bad_request(metrics_, res, 400, "now", "must be a whole number of ticks (ns)");
-        return;
+        return false;
       }
       now = v.get<std::int64_t>();
     } else {
       bad_request(metrics_, res, 400, f, "unknown field (known: checks, policy, key, cost, id, now)");
-      return;
+      return false;
     }
   }
   if (shorthand) {
     if (!checks.empty()) {
       bad_request(metrics_, res, 400, "checks", "give either checks or policy and key, not both");
-      return;
+      return false;
     }
     json one = json::object();
     if (doc.contains("policy")) one["policy"] = doc["policy"];
     if (doc.contains("key")) one["key"] = doc["key"];
-    if (!read_check(one, "checks[0]")) return;
+    if (!read_check(one, "checks[0]")) return false;
   }
   if (checks.empty()) {
     bad_request(metrics_, res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
-    return;
+    return false;
   }
   for (auto& pc : checks)
     if (pc.cost == 0) pc.cost = cost;
-  outcome o;
   const tick t0 = steady_clock::now();
-  run_checks(*store_, metrics_, a, checks, now ? *now : store_->now(), id, o);
-  metrics_.observe_latency(steady_clock::now() - t0);
+  decide(ap, std::move(checks), now ? *now : store_->now(), id,
+         [this, ap, &res, gate, t0, id](const std::vector<planned_check>& cs, const checks_outcome& o) {
+           metrics_.observe_latency(steady_clock::now() - t0);
+           // Written on whichever thread answered: a writer that throws
+           // (memory running out) costs this request a 500, not that thread.
+           try {
+             write_decision(*ap, cs, id, o, res);
+           } catch (const std::exception&) {
+             internal_error(res);
+           }
+           gate->complete(metrics_, res);
+         });
+  return true;
+}
+
+void service::write_decision(const active& a, const std::vector<planned_check>& checks, const std::string& id,
+                             const checks_outcome& o, http_response& res) {
+  const config& c = *a.cfg;
   if (o.from == source::id_conflict) {
     // The id was first used for another request (other policies, keys,
     // costs or order): refused, nothing decided or charged (semantics.md,

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "decide.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
 #include "sluice/result.hpp"
@@ -70,6 +72,9 @@ struct reload_report {
 /// The service over one store.
 class service {
  public:
+  /// The view of one configuration the request path reads (service.cpp).
+  struct active;
+
   /// Builds the service and defines every policy of `c` in `st`; the error
   /// names the policy the store refused.
   static result<std::unique_ptr<service>> create(config c, std::unique_ptr<store> st);
@@ -78,8 +83,32 @@ class service {
   service& operator=(const service&) = delete;
   ~service();
 
-  /// Answers one request.
+  /// Called once an answer handed over later is complete (handle).
+  using answered = std::function<void()>;
+
+  /// Answers one request without waiting on the store: returns true when
+  /// `res` holds the answer now (then `done` is never called); false when a
+  /// store call is pending, then `done` is called once, from a thread of
+  /// the store's, when `res` holds the answer. Until then the caller keeps
+  /// `res` alive and leaves it alone; `req`'s bytes are read only before
+  /// this returns.
+  bool handle(const http_request& req, http_response& res, listener_role role, answered done);
+
+  /// Answers one request, waiting for the store (tests, fuzzers).
   void handle(const http_request& req, http_response& res, listener_role role);
+
+  /// The one decision path of every front end: decides `checks` (planned
+  /// against `a`'s configuration) at `now` as decide_checks (decide.hpp)
+  /// does, on this service's store and counters; `then` runs once, before
+  /// this returns (true) or on a store thread (false).
+  bool decide(std::shared_ptr<const active> a, std::vector<planned_check> checks, tick now, std::string id,
+              checks_decided then);
+
+  /// Waits until no decision, peek or count started through this service
+  /// is still waiting on the store (each is bounded by the store's
+  /// deadline). For an orderly end: the event loops their answers go to
+  /// must outlive them.
+  void quiesce();
 
   /// Reads the configuration file again and applies it (see apply). The
   /// error is the file's (FILE:LINE:COLUMN) or the store's; then nothing
@@ -95,14 +124,11 @@ class service {
   /// The configuration in force.
   [[nodiscard]] std::shared_ptr<const config> current() const;
 
-  /// The configuration in force and the store's id of each of its policies
-  /// (`ids[i]` is `cfg->policies[i]`'s), read at one instant: what another
-  /// front end (the Envoy gRPC service) decides with.
-  struct policy_table {
-    std::shared_ptr<const config> cfg;
-    std::vector<policy_id> ids;
-  };
-  [[nodiscard]] policy_table policies() const;
+  /// The configuration in force as the decision path reads it (for
+  /// `decide`): kept alive by the pointer across a reload.
+  [[nodiscard]] std::shared_ptr<const active> snapshot() const { return active_.load(); }
+  /// The configuration a snapshot was built from.
+  [[nodiscard]] static std::shared_ptr<const config> config_of(const active& a);
 
   /// The store.
   [[nodiscard]] store& backing_store() noexcept { return *store_; }
@@ -116,23 +142,35 @@ class service {
   /// Marks the service as stopping: /readyz answers 503 from now on.
   void set_draining() noexcept { draining_.store(true, std::memory_order_relaxed); }
 
-  /// The view of one configuration the request path reads (service.cpp).
-  struct active;
-
  private:
   service(std::unique_ptr<store> st);
   result<std::shared_ptr<const active>> build(config next, const active* old, reload_report& report);
 
-  void decide_json(const active& a, const http_request& req, http_response& res);
-  void authorize(const active& a, const http_request& req, http_response& res);
+  struct answer_gate;
+  // Each returns true when it has arranged the answer's completion (now or
+  // later); false when `res` holds a complete answer for handle to count.
+  bool route(const http_request& req, http_response& res, listener_role role, const std::shared_ptr<answer_gate>& gate);
+  bool decide_json(std::shared_ptr<const active> a, const http_request& req, http_response& res,
+                   const std::shared_ptr<answer_gate>& gate);
+  bool authorize(std::shared_ptr<const active> a, const http_request& req, http_response& res,
+                 const std::shared_ptr<answer_gate>& gate);
+  bool readyz(std::shared_ptr<const active> a, http_response& res, const std::shared_ptr<answer_gate>& gate);
+  void write_decision(const active& a, const std::vector<planned_check>& checks, const std::string& id,
+                      const checks_outcome& o, http_response& res);
+  static void internal_error(http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
+  void enter();
+  void leave();
 
   std::unique_ptr<store> store_;
   serve::metrics metrics_;
   std::atomic<std::shared_ptr<const active>> active_;
   std::mutex reload_mutex_;
   std::atomic<bool> draining_{false};
-  std::size_t max_keys_ = 0;  // the memory store's bound, as started
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  std::int64_t in_flight_ = 0;  // store calls started and not yet answered; requires flight_mu_
+  std::size_t max_keys_ = 0;    // the memory store's bound, as started
   // The memory store's purge schedule: a thread of its own, so a purge never
   // holds an event loop (decisions go on; a new key waits one slice at most).
   std::thread purger_;

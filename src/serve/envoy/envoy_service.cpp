@@ -60,8 +60,8 @@ std::uint32_t clamp_u32(std::int64_t v) noexcept {
 // One configuration, ready for calls: per policy its id in the store, its
 // counters, its RateLimit-Policy member and what current_limit says.
 struct compiled {
+  std::shared_ptr<const service::active> active;  // what the decision path decides with
   std::shared_ptr<const config> cfg;
-  std::vector<policy_id> ids;
   std::vector<policy_counters*> counters;
   std::vector<std::string> members;
   std::vector<std::uint32_t> requests_per_unit;
@@ -87,9 +87,14 @@ struct planned {
   treatment how = treatment::enforced;
   std::string key;
   std::int64_t cost = 1;
-  std::size_t check = 0;  // enforced: index into the checks decided
-  decision shadow{};      // shadow: its decision
-  source shadow_from = source::store;
+  std::size_t check = 0;  // enforced or shadow: index of the planned check that decided it
+};
+
+// A call between its store request and its answer.
+struct call_state {
+  std::shared_ptr<const compiled> view;
+  std::vector<planned> plan;
+  tick t0 = 0;
 };
 
 grpc::Status invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
@@ -112,10 +117,9 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
     const std::lock_guard lock(compile_mutex);
     c = cache.load();
     if (c && c->cfg == cfg) return c;
-    service::policy_table t = svc.policies();
     auto next = std::make_shared<compiled>();
-    next->cfg = t.cfg;
-    next->ids = std::move(t.ids);
+    next->active = svc.snapshot();
+    next->cfg = service::config_of(*next->active);
     for (const auto& p : next->cfg->policies) {
       next->counters.push_back(&svc.stats().for_policy(p.name));
       next->members.push_back(policy_member(p.name, p.policy));
@@ -137,26 +141,49 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx, const rls::RateLimitRequest* req,
                                             rls::RateLimitResponse* res) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    const tick t0 = steady_clock::now();
-    reactor->Finish(decide(*req, *res));
-    svc.stats().observe_latency(steady_clock::now() - t0);
+    auto call = std::make_shared<call_state>();
+    call->t0 = steady_clock::now();
+    call->view = current();
+    std::vector<planned_check> checks;
+    if (grpc::Status bad = plan(*req, *call, checks); !bad.ok()) {
+      reactor->Finish(bad);
+      return reactor;
+    }
+    // Through the service's one decision path, without waiting: the store's
+    // answer finishes the call from whichever thread it comes on.
+    const auto view = call->view;
+    svc.decide(view->active, std::move(checks), svc.backing_store().now(), {},
+               [this, reactor, req, res, call](const std::vector<planned_check>& cs, const checks_outcome& o) {
+                 grpc::Status st;
+                 try {
+                   st = answer(*req, *res, *call, cs, o);
+                 } catch (const std::exception&) {
+                   st = grpc::Status(grpc::StatusCode::INTERNAL, "internal error");
+                 }
+                 svc.stats().observe_latency(steady_clock::now() - call->t0);
+                 reactor->Finish(st);
+               });
     return reactor;
   }
 
-  grpc::Status decide(const rls::RateLimitRequest& req, rls::RateLimitResponse& res);
+  // The checks of a call (an error names the field of a bad request).
+  grpc::Status plan(const rls::RateLimitRequest& req, call_state& call, std::vector<planned_check>& checks);
+  // The response to a call from its checks' outcome.
+  grpc::Status answer(const rls::RateLimitRequest& req, rls::RateLimitResponse& res, const call_state& call,
+                      const std::vector<planned_check>& checks, const checks_outcome& o);
 };
 
-grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls::RateLimitResponse& res) {
-  const auto view = current();
+grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_state& call,
+                                        std::vector<planned_check>& checks) {
+  const compiled* view = call.view.get();
   const config& cfg = *view->cfg;
   if (req.domain().empty()) return invalid("domain: must not be empty");
   if (req.descriptors_size() == 0) return invalid("descriptors: must not be empty");
   const std::int64_t request_cost = req.hits_addend() == 0 ? 1 : static_cast<std::int64_t>(req.hits_addend());
   const bool known = knows_domain(cfg, req.domain());
 
-  thread_local std::vector<planned> plan;
+  std::vector<planned>& plan = call.plan;
   thread_local std::vector<entry_view> entries;
-  plan.clear();
   for (int i = 0; i < req.descriptors_size(); ++i) {
     const auto& d = req.descriptors(i);
     if (d.entries_size() == 0) return invalid("descriptors[" + std::to_string(i) + "].entries: must not be empty");
@@ -205,49 +232,52 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     if (dropped) p.how = treatment::replaced;
   }
 
-  // The checks: one per distinct (policy, key), at the largest cost of the
-  // descriptors giving it; all of them one atomic store request, each check
-  // charged its own cost (a denied call charges none).
-  std::array<check, max_checks> checks;
+  // The checks: one per matched enforced or shadow descriptor, in order;
+  // the decision path makes the enforced ones one atomic store request (one
+  // check per distinct (policy, key), at the largest cost, a denied call
+  // charging none) and decides each shadow one alone on its own state.
+  std::size_t distinct = 0;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    planned& p = plan[k];
+    if (p.how != treatment::enforced && p.how != treatment::shadow) continue;
+    const bool shadow = p.how == treatment::shadow;
+    std::size_t first = checks.size();
+    for (std::size_t j = 0; j < checks.size(); ++j)
+      if (checks[j].shadow == shadow && checks[j].policy == p.policy && checks[j].key == p.key) {
+        first = j;
+        break;
+      }
+    if (first == checks.size() && !shadow && ++distinct > max_checks)
+      return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
+    p.check = first;
+    checks.push_back(planned_check{p.policy, p.key, p.cost, shadow, p.rule, false});
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls::RateLimitResponse& res,
+                                          const call_state& call, const std::vector<planned_check>& checks,
+                                          const checks_outcome& o) {
+  const compiled* view = call.view.get();
+  const config& cfg = *view->cfg;
+  const std::vector<planned>& plan = call.plan;
+  const std::size_t n = o.per.size();
+  // The store check deciding each planned enforced check.
+  std::vector<std::size_t> check_of(checks.size(), 0);
   std::array<std::size_t, max_checks> check_policy{};
-  std::size_t n = 0;
-  for (auto& p : plan) {
-    if (p.how != treatment::enforced) continue;
-    const policy_id id = view->ids[p.policy];
-    std::size_t k = 0;
-    while (k < n && !(checks[k].policy == id && checks[k].key == p.key)) ++k;
-    if (k == n) {
-      if (n == max_checks)
-        return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
-      checks[n] = check{id, p.key, p.cost};  // `plan` no longer grows: the key stays put
-      check_policy[n] = p.policy;
-      ++n;
-    } else {
-      checks[k].cost = std::max(checks[k].cost, p.cost);
-    }
-    p.check = k;
+  for (std::size_t k = 0; k < n; ++k) {
+    const planned_check& pc = checks[o.enforced[k]];
+    check_policy[k] = pc.policy;
+    for (std::size_t j = 0; j < checks.size(); ++j)
+      if (!checks[j].shadow && checks[j].policy == pc.policy && checks[j].key == pc.key) check_of[j] = k;
   }
-  std::array<decision, max_checks> per{};
-  std::array<std::optional<tick>, max_checks> grows{};  // RateLimit t per check, read by the store
-  store& st = svc.backing_store();
-  const tick now = st.now();
-  bool allowed = true;
-  tick retry_after = 0;
-  source from = source::store;
-  if (n > 0) {
-    const store_decision sd =
-        st.decide_at(store_request{std::span<const check>(checks.data(), n), now, 1, {}},
-                     std::span<decision>(per.data(), n), std::span<std::optional<tick>>(grows.data(), n));
-    svc.stats().count_source(sd.from);
-    allowed = sd.d.allowed;
-    retry_after = allowed ? 0 : sd.d.retry_after;
-    from = sd.from;
-  }
+  const bool allowed = o.d.allowed;
+  const tick retry_after = allowed ? 0 : o.d.retry_after;
+  const source from = o.from;
   // A store error (a key holding a value sluice did not write) is no rate
   // limit: a gRPC error, so Envoy applies its own failure_mode_deny (the
   // HTTP endpoints answer 500). Nothing was charged.
   if (from == source::error) {
-    for (std::size_t k = 0; k < n; ++k) view->counters[check_policy[k]]->denied.fetch_add(1, std::memory_order_relaxed);
     return {grpc::StatusCode::INTERNAL,
             "the store answered with an error (a key holding a value sluice did not write, or a state that fails "
             "its checks); counted in sluice_store_errors_total"};
@@ -255,34 +285,6 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
   // A failure mode's answer (fail-open, fail-closed) comes from no state:
   // no remaining, no reset, no RateLimit field.
   const bool figures = figures_known(from);
-
-  // Shadow rules: each decided alone on its rule's own state (its policy is
-  // its own), after the enforced checks, counted, never denying. Two
-  // descriptors giving one (policy, key) are one decision, at the larger cost.
-  for (std::size_t k = 0; k < plan.size(); ++k) {
-    planned& p = plan[k];
-    if (p.how != treatment::shadow) continue;
-    std::int64_t cost = p.cost;
-    std::size_t first = k;
-    for (std::size_t j = 0; j < plan.size(); ++j) {
-      const planned& o = plan[j];
-      if (j == k || o.how != treatment::shadow || o.policy != p.policy || o.key != p.key) continue;
-      first = std::min(first, j);
-      cost = std::max(cost, o.cost);
-    }
-    if (first < k) {
-      p.shadow = plan[first].shadow;
-      p.shadow_from = plan[first].shadow_from;
-      continue;
-    }
-    const check one{view->ids[p.policy], p.key, cost};
-    const store_decision sd = st.decide_at(store_request{std::span<const check>(&one, 1), now, cost, {}});
-    svc.stats().count_source(sd.from);
-    p.shadow = sd.d;
-    p.shadow_from = sd.from;
-    policy_counters* pc = view->counters[p.policy];
-    (sd.d.allowed ? pc->shadow_allowed : pc->shadow_denied).fetch_add(1, std::memory_order_relaxed);
-  }
 
   // The response: one status per descriptor, in order.
   res.set_overall_code(allowed ? rls::RateLimitResponse::OK : rls::RateLimitResponse::OVER_LIMIT);
@@ -304,7 +306,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       status->set_limit_remaining(std::numeric_limits<std::uint32_t>::max());
       continue;
     }
-    const decision& d = p.how == treatment::shadow ? p.shadow : per[p.check];
+    const decision& d = p.how == treatment::shadow ? o.shadow[p.check] : o.per[check_of[p.check]];
     // A check of a denied request that would have admitted reports
     // allowed = false with retry_after 0 (store.hpp): it is not over its
     // limit. A shadow rule is never over its limit to Envoy.
@@ -316,7 +318,7 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
       lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
       lim->set_unit(view->units[p.policy]);
     }
-    if (!(p.how == treatment::shadow ? figures_known(p.shadow_from) : figures)) continue;
+    if (!(p.how == treatment::shadow ? figures_known(o.shadow_from[p.check]) : figures)) continue;
     status->set_limit_remaining(clamp_u32(d.remaining));
     if (d.reset_after != never) {
       auto* reset = status->mutable_duration_until_reset();
@@ -333,8 +335,8 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     const std::size_t pol = check_policy[k];
     const std::string& member = view->members[pol];
     if (member.empty()) continue;
-    const decision& d = per[k];
-    const std::optional<tick> t = figures && d.remaining < sf_integer_max ? grows[k] : std::nullopt;
+    const decision& d = o.per[k];
+    const std::optional<tick> t = figures ? o.t[k] : std::nullopt;
     if (!policy_field.empty()) {
       policy_field += ", ";
       rl_field += ", ";
@@ -356,10 +358,6 @@ grpc::Status grpc_front_end::impl::decide(const rls::RateLimitRequest& req, rls:
     auto* h = res.add_response_headers_to_add();
     h->set_key("Retry-After");
     h->set_value(std::to_string(ceil_seconds(retry_after)));
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    policy_counters* pc = view->counters[check_policy[k]];
-    (allowed ? pc->allowed : pc->denied).fetch_add(1, std::memory_order_relaxed);
   }
   return grpc::Status::OK;
 }

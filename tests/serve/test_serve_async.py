@@ -1,0 +1,148 @@
+"""sluice serve's event loops never wait on Redis (semantics.md, "The
+service's event loops"), through real processes: a real redis-server on a
+free 127.0.0.1 port (stopped with SIGSTOP under a running service), a real
+`sluice serve` with one event loop, real HTTP clients on their own
+connections. Each TestCase class is one ctest test; every process is
+stopped by PID; every wait is bounded.
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_support import metric, wait_until  # noqa: E402
+from test_serve_redis import RedisCase  # noqa: E402
+
+
+def timed(fn):
+    t0 = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - t0
+
+
+class StalledRedis(RedisCase):
+    """Redis stopped (SIGSTOP) with many clients waiting on it, on one event
+    loop: /healthz and a request that needs no store answer at once, while
+    every store request is answered by the failure mode within its own
+    deadline — all of them together, not one deadline after another."""
+
+    CLIENTS = 24
+    TIMEOUT_MS = 300
+
+    def test_waiting_requests_hold_nothing_up(self):
+        redis = self.redis()
+        # Every request's call is sent before the first deadline passes, so
+        # each waits for its own (the breaker opens only after them).
+        s, _ = self.start_on(redis, {"api": "gcra 1000/1s", "open": "always-allow"}, server="threads = 1\n",
+                             command_timeout='"%dms"' % self.TIMEOUT_MS, on_failure='"fail-closed"')
+        self.assertEqual(s.decide([("api", "warm")])[0], 200)
+        conns = [s.conn() for _ in range(self.CLIENTS)]
+        for c in conns:  # connected before the stall, so the clients' own connects take no time
+            self.assertEqual(s.request("GET", "/healthz", conn=c)[0], 200)
+        redis.pause()
+        self.addCleanup(redis.resume)
+        results = [None] * self.CLIENTS
+        start = threading.Barrier(self.CLIENTS + 1)
+
+        def client(i):
+            start.wait()
+            t0 = time.monotonic()
+            st, _, b = s.decide([("api", "k%d" % i)], conn=conns[i])
+            results[i] = (st, b["source"], time.monotonic() - t0, time.monotonic())
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(self.CLIENTS)]
+        for t in threads:
+            t.start()
+        start.wait()
+        t_start = time.monotonic()
+        time.sleep(0.05)  # the store requests are sent and waiting
+        # While they wait: liveness and a stateless decision come back at once.
+        (hz, _, _), hz_time = timed(lambda: s.request("GET", "/healthz"))
+        (st, _, b), free_time = timed(lambda: s.decide([("open", "x")]))
+        for t in threads:
+            t.join(30)
+        self.assertEqual(hz, 200)
+        self.assertEqual((st, b["source"]), (200, "store"))
+        # Both answered before the waiting requests' deadline passed.
+        self.assertLess(hz_time, self.TIMEOUT_MS / 1000.0 * 0.8, "healthz waited on the stalled store")
+        self.assertLess(free_time, self.TIMEOUT_MS / 1000.0 * 0.8, "a stateless decision waited on the store")
+        for i, r in enumerate(results):
+            self.assertIsNotNone(r, i)
+            self.assertEqual(r[:2], (429, "fail-closed"), i)
+        # Each within its deadline (plus a margin for a loaded machine),
+        # and all of them together: one after another would take
+        # CLIENTS × the timeout (7.2 s).
+        latest = max(r[3] for r in results) - t_start
+        self.assertGreaterEqual(min(r[2] for r in results), self.TIMEOUT_MS / 1000.0 * 0.9)
+        self.assertLess(latest, self.TIMEOUT_MS / 1000.0 + 1.5, results)
+        redis.resume()
+        self.assertTrue(wait_until(lambda: s.decide([("api", "back")])[2]["source"] == "store", 10))
+
+    def test_readyz_and_metrics_while_stalled(self):
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"api": "gcra 10/1s"}, server="threads = 1\n",
+                             command_timeout='"%dms"' % self.TIMEOUT_MS)
+        self.assertEqual(s.request("GET", "/readyz")[0], 200)
+        redis.pause()
+        self.addCleanup(redis.resume)
+        # Several /readyz and /metrics at once: each within its own deadline.
+        out = []
+
+        def probe(path):
+            (st, _, body), took = timed(lambda: s.request("GET", path))
+            out.append((path, st, took, body))
+
+        threads = [threading.Thread(target=probe, args=(p,)) for p in ["/readyz", "/metrics"] * 4]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        took = time.monotonic() - t0
+        self.assertEqual(len(out), 8)
+        for path, st, _, body in out:
+            if path == "/readyz":
+                self.assertEqual(st, 503, body)
+            else:
+                self.assertEqual(st, 200)
+                self.assertIsNone(metric(body, "sluice_keys"), "no key count from a stalled store")
+        self.assertLess(took, self.TIMEOUT_MS / 1000.0 + 1.5)
+
+
+class PipelinedOnRedis(RedisCase):
+    """Many concurrent clients on one event loop, their calls pipelined on
+    one connection: still exactly one limit (a fixed window of L admits
+    exactly L of a burst of 4·L), and fewer socket writes than calls."""
+
+    L = 40
+
+    def test_exact_under_concurrency(self):
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"fw": "fixed-window %d/1h" % self.L}, server="threads = 1\n")
+        n = 4 * self.L
+        clients = 20
+        statuses = []
+        lock = threading.Lock()
+
+        def client(i):
+            c = s.conn()
+            for _ in range(n // clients):
+                st, _, b = s.decide([("fw", "shared")], conn=c)
+                with lock:
+                    statuses.append((st, b["source"]))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(statuses), n)
+        self.assertEqual(sum(1 for st, _ in statuses if st == 200), self.L)
+        self.assertEqual(sum(1 for st, _ in statuses if st == 429), n - self.L)
+        self.assertTrue(all(src in ("store", "deny-cache") for _, src in statuses), set(statuses))
+
+
+if __name__ == "__main__":
+    unittest.main()
