@@ -284,6 +284,90 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class RedisSentinels:
+    """One master, one replica and three sentinels watching "mymaster", each a
+    real redis-server on a free 127.0.0.1 port (the sentinels started with
+    --sentinel on a config file of their own), every process stopped by PID.
+    Ready once the first sentinel knows the replica and the replica is in
+    sync."""
+
+    def __init__(self):
+        self.master = RedisServer()
+        self.replica = RedisServer()
+        self.sentinels = []
+        try:
+            self.replica.command("REPLICAOF", "127.0.0.1", self.master.port)
+            for _ in range(3):
+                self.sentinels.append(self._sentinel())
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                info = self.replica.command("INFO", "replication")
+                known = self.sentinel_command(0, "SENTINEL", "replicas", "mymaster")
+                if isinstance(info, bytes) and b"master_link_status:up" in info and known:
+                    return
+                time.sleep(0.05)
+            raise AssertionError("sentinel deployment: the replica was not seen in sync within 20 s")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _sentinel(self):
+        d = tempfile.mkdtemp(prefix="sluice-sentinel-")
+        port = free_port()
+        conf = os.path.join(d, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("port %d\nbind 127.0.0.1\ndir %s\n" % (port, d))
+            f.write("sentinel monitor mymaster 127.0.0.1 %d 2\n" % self.master.port)
+            f.write("sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 5000\n")
+        proc = subprocess.Popen([shutil.which("redis-server"), conf, "--sentinel"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        s = {"port": port, "proc": proc, "dir": d}
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return s
+            except OSError:
+                time.sleep(0.05)
+        proc.kill()
+        raise AssertionError("redis-server --sentinel did not start on port %d" % port)
+
+    def sentinel_command(self, i, *args):
+        """One command to sentinel i: a crude RESP read that is enough to tell
+        an empty array (falsy) from a reply with content (truthy bytes)."""
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.sentinels[i]["port"]), timeout=2) as c:
+            c.sendall(out)
+            data = c.recv(65536)
+        return b"" if data.startswith(b"*0") else data
+
+    @property
+    def url(self):
+        return "redis+sentinel://" + ",".join("127.0.0.1:%d" % s["port"] for s in self.sentinels) + "/mymaster"
+
+    def master_port(self):
+        """The master's port as the first sentinel reports it."""
+        data = self.sentinel_command(0, "SENTINEL", "get-master-addr-by-name", "mymaster")
+        return int(data.split(b"\r\n")[-2])
+
+    def stop(self):
+        for s in self.sentinels:
+            if s["proc"].poll() is None:
+                s["proc"].terminate()
+                try:
+                    s["proc"].wait(5)
+                except subprocess.TimeoutExpired:
+                    s["proc"].kill()
+                    s["proc"].wait()
+            shutil.rmtree(s["dir"], ignore_errors=True)
+        self.sentinels = []
+        self.replica.stop()
+        self.master.stop()
+
+
 class RedisCluster:
     """A real Redis Cluster: 3 primaries + 3 replicas on free 127.0.0.1 ports
     (each with its bus port, port + 10000, free too), created with redis-cli

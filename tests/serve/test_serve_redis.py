@@ -16,8 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import (BINARY, RedisCluster, RedisServer, ServeCase, base_config, metric, wait_until,  # noqa: E402
-                           write_config)
+from serve_support import (BINARY, RedisCluster, RedisSentinels, RedisServer, ServeCase, base_config,  # noqa: E402
+                           metric, wait_until, write_config)
 from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
@@ -138,6 +138,72 @@ class FleetOnCluster(FleetOnRedis):
         for p in primaries:
             self.assertGreater(int(self.cluster.run_cli("-p", str(p), "dbsize").strip() or 0), 0, p)
 
+
+
+class FleetOnSentinel(FleetOnRedis):
+    """4 sluice serve processes on one Sentinel deployment (a master, a
+    replica, three sentinels) hold one exact limit; a SENTINEL FAILOVER under
+    load is followed: every request is answered, and decisions come from the
+    new master after the switch."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.deployment = RedisSentinels()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.deployment.stop()
+
+    def store_url(self):
+        return self.deployment.url
+
+    def test_zz_failover_under_load_is_followed(self):  # last: it moves the master
+        d = self.deployment
+        old_port = d.master_port()
+        # A limit the test never reaches: every answer from Redis is an admit,
+        # so each one after the switch is a decision of the new master (no
+        # deny-cache answer stands in for one).
+        text = base_config({"fw": "fixed-window 100000000/1h"}, server="threads = 1\n")
+        text += '\n[store]\nurl = "%s"\nkey_prefix = "%s"\ncommand_timeout = "300ms"\n' % (
+            self.store_url(), fresh_prefix())
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        servers = [self.start("--config", path) for _ in range(4)]
+        results = []
+        lock = threading.Lock()
+        switched = threading.Event()
+        stop = threading.Event()
+
+        def client(i):
+            conn = servers[i].conn()
+            while not stop.is_set():
+                st, _, b = servers[i].decide([("fw", "k")], conn=conn)
+                with lock:
+                    results.append((st, b.get("source"), switched.is_set()))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            self.assertTrue(wait_until(lambda: len(results) >= 100, 20))
+            self.assertTrue(d.sentinel_command(1, "SENTINEL", "failover", "mymaster").startswith(b"+OK"))
+            self.assertTrue(wait_until(lambda: d.master_port() != old_port, 20), "no switch within 20 s")
+            switched.set()
+            # After the switch, the fleet decides on the new master again.
+            self.assertTrue(wait_until(lambda: sum(1 for r in results if r[2] and r[1] == "store") >= 200, 30),
+                            "the fleet did not follow the new master")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        self.assertEqual(d.master_port(), d.replica.port)
+        self.assertTrue(all(st in (200, 429) for st, _, _ in results), {r[:2] for r in results})
+        after = [src for _, src, sw in results if sw]
+        print("sentinel failover under load: %d requests, %d after the switch, sources %s" % (
+            len(results), len(after), sorted({src for _, src, _ in results})))
+        # Answered by the store or, while the master moved, the failure mode: never an error.
+        self.assertEqual({src for _, src, _ in results} - {"store", "fail-closed"}, set())
+        self.assertGreater(int(d.replica.command("DBSIZE")), 0, "the new master holds the state")
 
 
 class ReloadOnRedis(RedisCase):
