@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -386,6 +387,34 @@ class StoreFailures(unittest.TestCase):
         m = s.metrics()
         self.assertEqual(metric(m, 'sluice_store_decisions_total{source="%s"}' % on_failure), 1)
         return h
+
+    def test_calls_waiting_on_a_stopped_redis_are_answered_together(self):
+        # Redis stopped (SIGSTOP): many calls in flight at once, each answered
+        # by the failure mode at its own deadline (100 ms), all of them
+        # together, not one deadline after another (20 × 100 ms = 2 s).
+        redis, s, ask, _ = self.start("fail-closed")
+        self.assertEqual(ask(user("w")).overall_code, OK)
+        redis.pause()
+        self.addCleanup(redis.resume)
+        out = []
+        lock = threading.Lock()
+
+        def one(i):
+            t0 = time.monotonic()
+            res = ask(user("w%d" % i))
+            with lock:
+                out.append((res.overall_code, time.monotonic() - t0))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        took = time.monotonic() - t0
+        self.assertEqual(len(out), 20)
+        self.assertEqual({code for code, _ in out}, {OVER})
+        self.assertLess(took, 1.5, out)
 
     def test_fail_open_answers_ok_without_figures(self):
         h = self.check_down("fail-open", OK)
