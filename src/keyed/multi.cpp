@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "keyed_impl.hpp"
+#include "sluice/detail/all_of_fold.hpp"
 
 namespace sluice {
 namespace {
@@ -124,29 +125,24 @@ decision untouched(const work& x, tick now) {
   return rebase(decide(im.policy, copy, x.eff, 0), now, x.eff);
 }
 
-/// The request's decision from its checks' (all_of, keyed.hpp).
+/// The request's decision from its checks' (all_of, keyed.hpp): the one
+/// all_of rule (sluice/detail/all_of_fold.hpp). On a denied request each
+/// check's decision holds its figures as it is; one that would have
+/// admitted reports no wait.
 decision combine(const std::vector<work>& w, bool allowed) {
-  decision out;
-  out.allowed = allowed;
-  out.remaining = std::numeric_limits<std::int64_t>::max();
+  detail::all_of_fold fold;
+  if (!allowed) fold.mark_denied();
   for (std::size_t k = 0; k < w.size(); ++k) {
     const decision& d = w[k].d;
+    const auto part = static_cast<std::int32_t>(k);
     if (allowed) {
-      if (out.part < 0 || d.remaining < out.remaining) {
-        out.remaining = d.remaining;
-        out.part = static_cast<std::int32_t>(k);
-      }
-      out.release_after = std::max(out.release_after, d.release_after);
-    } else {
-      out.remaining = std::min(out.remaining, d.remaining);
-      if (!d.allowed && d.retry_after != 0 && (out.part < 0 || d.retry_after > out.retry_after)) {
-        out.retry_after = d.retry_after;
-        out.part = static_cast<std::int32_t>(k);
-      }
+      fold.admit(part, d);
+      continue;
     }
-    out.reset_after = std::max(out.reset_after, d.reset_after);
+    fold.as_is(d.remaining, d.reset_after);
+    if (!d.allowed && d.retry_after != 0) fold.deny(part, d);
   }
-  return out;
+  return fold.result();
 }
 
 /// The multi-key decision; `commit` false for a peek.

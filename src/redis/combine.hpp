@@ -12,6 +12,7 @@
 
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
+#include "sluice/detail/all_of_fold.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice::redis {
@@ -27,20 +28,18 @@ namespace sluice::redis {
 /// store's multi-key form.
 inline decision combine(const std::vector<const any_policy*>& policies, std::vector<any_state>& states, tick now,
                         std::span<const std::int64_t> costs, std::span<decision> per_check) {
-  decision out;
-  out.allowed = true;
-  out.remaining = detail::i64_max;
   std::vector<decision> trial(policies.size());
   bool all = true;
   for (std::size_t i = 0; i < policies.size(); ++i) {
     trial[i] = peek(*policies[i], states[i], now, costs[i]);
     if (!trial[i].allowed) all = false;
   }
+  detail::all_of_fold fold;  // the one all_of rule (sluice/detail/all_of_fold.hpp)
   if (!all) {
     // As the memory store's multi-key form (store.hpp): a check that would
     // have admitted reports a denial with no wait, and the remaining and
     // reset_after of its untouched state.
-    out.allowed = false;
+    fold.mark_denied();
     for (std::size_t k = 0; k < policies.size(); ++k) {
       decision d = trial[k];
       if (d.allowed) {
@@ -52,27 +51,18 @@ inline decision combine(const std::vector<const any_policy*>& policies, std::vec
         d.retry_after = 0;
         d.release_after = 0;
       }
-      out.remaining = std::min(out.remaining, d.remaining);
-      if (!d.allowed && d.retry_after != 0 && (out.part < 0 || d.retry_after > out.retry_after)) {
-        out.retry_after = d.retry_after;
-        out.part = static_cast<std::int32_t>(k);
-      }
-      out.reset_after = std::max(out.reset_after, d.reset_after);
+      fold.as_is(d.remaining, d.reset_after);
+      if (!d.allowed && d.retry_after != 0) fold.deny(static_cast<std::int32_t>(k), d);
       if (k < per_check.size()) per_check[k] = d;
     }
-    return out;
+    return fold.result();
   }
   for (std::size_t k = 0; k < policies.size(); ++k) {
     const decision d = decide(*policies[k], states[k], now, costs[k]);
-    if (out.part < 0 || d.remaining < out.remaining) {
-      out.remaining = d.remaining;
-      out.part = static_cast<std::int32_t>(k);
-    }
-    if (d.reset_after > out.reset_after) out.reset_after = d.reset_after;
-    if (d.release_after > out.release_after) out.release_after = d.release_after;
+    fold.admit(static_cast<std::int32_t>(k), d);
     if (k < per_check.size()) per_check[k] = d;
   }
-  return out;
+  return fold.result();
 }
 
 }  // namespace sluice::redis
