@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sluice/any.hpp"
+#include "sluice/detail/all_of_fold.hpp"
 #include "sluice/fresh.hpp"
 #include "unit/rows.hpp"
 
@@ -146,6 +147,82 @@ TEST(Compose, PeekIsDecideWithoutTheChange) {
     EXPECT_EQ(st, before);
     EXPECT_EQ(decide(p, st, t, 1), peeked) << "t=" << t;
   }
+}
+
+// The core's all_of (compose.cpp keeps a fused copy of the rule, for speed)
+// and the stores' fold (sluice/detail/all_of_fold.hpp, over each check's own
+// decision) give one answer, field for field, on random plain parts with
+// random histories, admitting and denying.
+TEST(ComposeFold, SameRuleAsTheStoresFold) {
+  std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&seed](std::uint64_t n) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed % n;
+  };
+  int denied = 0, admitted = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<any_policy> parts;
+    const std::size_t n = 1 + next(4);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto q = static_cast<std::int64_t>(1 + next(5));
+      const tick w = static_cast<tick>(1 + next(10)) * s;
+      switch (next(4)) {
+        case 0:
+          parts.emplace_back(ok(fixed_window::make({q, w})));
+          break;
+        case 1:
+          parts.emplace_back(ok(gcra::make({q, w}, q)));
+          break;
+        case 2:
+          parts.emplace_back(ok(token_bucket::make({q, w}, q)));
+          break;
+        default:
+          parts.emplace_back(ok(quota::make(q)));
+          break;
+      }
+    }
+    std::vector<any_state> states;
+    tick now = 0;
+    for (const auto& p : parts) {
+      any_state st = fresh_state(p);
+      for (std::uint64_t k = next(6); k > 0; --k) (void)decide(p, st, static_cast<tick>(next(3)) * s, 1);
+      states.push_back(st);
+    }
+    now = static_cast<tick>(next(4)) * s;
+    const auto cost = static_cast<std::int64_t>(1 + next(3));
+    const any_policy whole{ok(all_of::make(parts))};
+    any_state ws{all_of_state{states}};
+    const decision core = peek(whole, ws, now, cost);
+    std::vector<decision> trial;
+    bool all = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      trial.push_back(peek(parts[i], states[i], now, cost));
+      all = all && trial.back().allowed;
+    }
+    detail::all_of_fold fold;
+    if (!all) fold.mark_denied();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto k = static_cast<std::int32_t>(i);
+      if (all) {
+        fold.admit(k, trial[i]);
+        continue;
+      }
+      if (trial[i].allowed) {  // reports its state as it is (a decision of cost 0)
+        any_state copy = states[i];
+        const decision u = decide(parts[i], copy, now, 0);
+        fold.as_is(u.remaining, u.reset_after);
+      } else {
+        fold.as_is(trial[i].remaining, trial[i].reset_after);
+        fold.deny(k, trial[i]);
+      }
+    }
+    ASSERT_EQ(core, fold.result()) << "round " << round;
+    (core.allowed ? admitted : denied) += 1;
+  }
+  EXPECT_GT(admitted, 200);
+  EXPECT_GT(denied, 200);
 }
 
 }  // namespace
