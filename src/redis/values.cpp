@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "detail/log_rebuild.hpp"
 #include "redis/binary.hpp"
 #include "redis/protocol.hpp"
+#include "sluice/detail/log_rebuild.hpp"
 
 namespace sluice::redis {
 namespace {
