@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "redis/client.hpp"
-#include "redis/deny_cache.hpp"
+#include "sluice/remote/deny_cache.hpp"
 #if __has_include("sluice/redis.hpp")
 #include "sluice/gcra.hpp"
 #include "sluice/redis.hpp"
@@ -34,6 +34,7 @@
 namespace {
 
 using namespace sluice::redis;
+using sluice::remote::deny_cache;
 using steady = std::chrono::steady_clock;
 
 std::string slurp(const std::string& path) {

@@ -16,6 +16,9 @@ constexpr std::array<std::string_view, 12> names{
 };
 /// How many of `names` are single algorithms (the rest are composites).
 constexpr std::size_t algorithm_count = 10;
+// One name per alternative of any_policy: a new algorithm fails here until it is named.
+static_assert(names.size() == std::variant_size_v<any_policy>,
+              "a new algorithm: name it here (docs/architecture.md, \"Adding an algorithm\")");
 
 }  // namespace
 

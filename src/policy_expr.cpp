@@ -282,9 +282,16 @@ class parser {
         return " (leaky-queue takes queue=N)";
       case algorithm::fixed_window:
         return " (fixed-window takes origin=DURATION)";
-      default:
-        return " (" + std::string(name_of(a)) + " takes no options)";
+      case algorithm::sliding_log:
+      case algorithm::sliding_counter:
+      case algorithm::quota:
+      case algorithm::always_allow:
+      case algorithm::always_deny:
+      case algorithm::all_of:
+      case algorithm::any_of:
+        break;
     }
+    return " (" + std::string(name_of(a)) + " takes no options)";
   }
 
   /// rate := digits ("/" | "per") [number] unit, as parse_rate reads it.
@@ -407,8 +414,11 @@ void format_into(const any_policy& p, std::string& out) {
           out += "quota " + std::to_string(pol.units());
         } else if constexpr (std::is_same_v<P, always_allow>) {
           out += "always-allow";
-        } else {
+        } else if constexpr (std::is_same_v<P, always_deny>) {
           out += "always-deny";
+        } else {
+          static_assert(unhandled_algorithm<P>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "detail/log_rebuild.hpp"
 #include "detail/wide.hpp"
+#include "sluice/detail/log_rebuild.hpp"
 
 namespace sluice {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "detail/compose.hpp"
-#include "detail/log_rebuild.hpp"
+#include "sluice/detail/log_rebuild.hpp"
 
 namespace sluice {
 

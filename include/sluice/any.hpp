@@ -62,6 +62,23 @@ class any_of;
 struct all_of_state;
 struct any_of_state;
 
+/// Whether `P`, an alternative of any_policy, keeps no state of its own per
+/// key: the constant answers (always_allow, always_deny) and the composites
+/// (all_of, any_of: their state is their parts'). A site that handles the
+/// stateful algorithms one by one in an `if constexpr` chain ends it in
+/// `else { static_assert(holds_no_leaf_state<P>, ...); }`, so that adding an
+/// algorithm fails to compile there until the site handles it
+/// (docs/architecture.md, "Adding an algorithm").
+template <typename P>
+inline constexpr bool holds_no_leaf_state = std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny> ||
+                                            std::is_same_v<P, all_of> || std::is_same_v<P, any_of>;
+
+/// Always false: the last `else` of an `if constexpr` chain that must name
+/// every alternative of any_policy is `static_assert(unhandled_algorithm<P>,
+/// ...)`, so that a new algorithm fails to compile there.
+template <typename P>
+inline constexpr bool unhandled_algorithm = false;
+
 /// A policy of any algorithm or composite. The alternatives' order matches
 /// `algorithm`.
 using any_policy = std::variant<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,

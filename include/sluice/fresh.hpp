@@ -97,6 +97,13 @@ constexpr bool is_fresh(const always_allow&, const always_allow::state&, tick) n
 /// Always true: the always-deny limiter has no state.
 constexpr bool is_fresh(const always_deny&, const always_deny::state&, tick) noexcept { return true; }
 
+/// No generic `is_fresh`: every algorithm has its own overload. Without this
+/// a new algorithm's policy would convert to any_policy and call the
+/// overload below, which would call itself; with it, the call fails to
+/// compile until the algorithm has its overload (docs/architecture.md).
+template <typename Policy, typename State>
+bool is_fresh(const Policy&, const State&, tick) noexcept = delete;
+
 inline bool is_fresh(const any_policy& p, const any_state& s, tick now) noexcept;
 
 /// Whether every part of an all_of is fresh at `now` (then the composite

@@ -250,6 +250,9 @@ class redis_store final : public store {
   [[nodiscard]] std::optional<std::uint64_t> count_keys() override;
   /// Every count, the Redis store's own included.
   [[nodiscard]] redis_store_stats redis_stats() const;
+  /// Its call latency, failures by reason and breakers (from redis_stats();
+  /// no call to Redis).
+  [[nodiscard]] std::optional<store_figures> figures() const override;
 
   /// The Lua library's source, as loaded into Redis (FUNCTION LOAD).
   static std::string_view library_code() noexcept;
@@ -265,5 +268,16 @@ class redis_store final : public store {
   explicit redis_store(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;
 };
+
+struct store_options;
+class store_registry;
+
+/// Registers the Redis store's schemes in `stores` (store/registry.hpp):
+/// redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// and
+/// rediss+sentinel://, each opened as `redis_store::open` with the
+/// store_options' remote fields (password, key prefix, timeouts, pool,
+/// tick length, failure mode, breaker, deny cache, health callback). Call
+/// it once per registry, before the registry opens anything.
+void register_redis_stores(store_registry& stores);
 
 }  // namespace sluice

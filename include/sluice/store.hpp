@@ -37,6 +37,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
@@ -77,20 +79,6 @@ enum class source : std::uint8_t {
   id_conflict,  ///< a repeated request id with other checks: refused, nothing decided or charged
   rule,         ///< the store failed, but the answer needs no state: decided by rule (semantics.md)
 };
-
-/// The URL schemes of the remote (Redis) stores, in one place: the command's
-/// `--store` and the service's `store.url` both read a URL with one of them
-/// as a Redis store's (the store itself parses the rest, and names the part
-/// at fault). `memory` is the in-process store.
-inline constexpr std::string_view remote_store_schemes[] = {
-    "redis://", "rediss://", "unix://", "redis+cluster://", "redis+sentinel://", "rediss+sentinel://"};
-
-/// Whether `url` starts with one of remote_store_schemes.
-[[nodiscard]] constexpr bool is_remote_store_url(std::string_view url) noexcept {
-  for (std::string_view s : remote_store_schemes)
-    if (url.substr(0, s.size()) == s) return true;
-  return false;
-}
 
 /// What a remote store does when it cannot answer in time, answers with an
 /// error (maxmemory, a busy script, ...), or its circuit breaker is open
@@ -181,6 +169,26 @@ struct store_stats {
   std::uint64_t store_failures = 0;   ///< calls to the store that failed (timeout, refused, ...)
   std::uint64_t clock_skew = 0;       ///< requests behind a key's latest admit by more than the tolerance
   std::uint64_t keys = 0;             ///< states held (memory store; 0 where unknown)
+};
+
+/// A store's own figures beyond `store_stats`, for a metrics page (the
+/// Redis store's: its call latency, failures by reason and breakers);
+/// `store::figures` reads them.
+struct store_figures {
+  /// The call-latency histogram: bucket bounds in integer nanoseconds (a
+  /// view of the store's own constant table, valid while the program runs),
+  /// and the count of calls per bucket (not cumulative; one more bucket
+  /// than bounds: the calls above every bound).
+  std::span<const std::int64_t> latency_bounds;
+  std::vector<std::uint64_t> latency_buckets;
+  /// The calls' total duration, ns.
+  std::uint64_t latency_sum_ns = 0;
+  /// Failed calls by reason ("timeout", "refused", "auth", "oom", ...), in
+  /// the store's order (the names are the store's constants).
+  std::vector<std::pair<std::string_view, std::uint64_t>> failures;
+  /// Each circuit breaker: the node it guards ("host:port", or a socket
+  /// path; never a password) and its state ("closed", "open", "half-open").
+  std::vector<std::pair<std::string, std::string_view>> breakers;
 };
 
 /// The interface every store implements.
@@ -280,6 +288,11 @@ class store {
   /// now. For an occasional reader such as a metrics scrape, not the
   /// decision path. The default: `stats().keys`.
   [[nodiscard]] virtual std::optional<std::uint64_t> count_keys() { return stats().keys; }
+
+  /// The store's own figures (store_figures), read now, or nullopt for a
+  /// store that keeps none (the default; the memory store). Makes no call to
+  /// a server: a scrape may read it at any time, from any thread.
+  [[nodiscard]] virtual std::optional<store_figures> figures() const { return std::nullopt; }
 };
 
 }  // namespace sluice

@@ -39,13 +39,19 @@ void put_policy(codec::writer& w, const any_policy& p) {
         } else if constexpr (std::is_same_v<P, quota>) {
           w.i64(pol.units());
         } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
-        } else {
+        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
+                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets> ||
+                             std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
+                             std::is_same_v<P, leaky_queue>) {
           w.i64(pol.limit().limit);
           w.i64(pol.limit().window);
           if constexpr (std::is_same_v<P, fixed_window>) w.i64(pol.origin());
           if constexpr (std::is_same_v<P, sliding_buckets>) w.i64(pol.buckets());
           if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) w.i64(pol.burst());
           if constexpr (std::is_same_v<P, leaky_queue>) w.i64(pol.queue());
+        } else {
+          static_assert(unhandled_algorithm<P>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);
@@ -61,6 +67,10 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
   if (depth > 64) return error{"policy", "nested too deeply"};
   const std::uint8_t tag = r.u8();
   if (!r.ok()) return error{"policy", "ends early"};
+  // Bytes from a file: a tag past the last algorithm is checked here, so the
+  // switches below name every algorithm and have no default (a new one fails
+  // to compile until they decode it).
+  if (tag >= std::variant_size_v<any_policy>) return error{"policy", "unknown algorithm " + std::to_string(tag)};
   const auto a = static_cast<algorithm>(tag);
   switch (a) {
     case algorithm::all_of:
@@ -93,8 +103,6 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
     case algorithm::gcra:
     case algorithm::leaky_queue:
       break;
-    default:
-      return error{"policy", "unknown algorithm " + std::to_string(tag)};
   }
   const rate rt{r.i64(), r.i64()};
   const bool extra = a == algorithm::fixed_window || a == algorithm::sliding_buckets || a == algorithm::token_bucket ||
@@ -114,9 +122,16 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
       return widen(token_bucket::make(rt, x));
     case algorithm::gcra:
       return widen(gcra::make(rt, x));
-    default:
+    case algorithm::leaky_queue:
       return widen(leaky_queue::make(rt, x));
+    case algorithm::quota:
+    case algorithm::always_allow:
+    case algorithm::always_deny:
+    case algorithm::all_of:
+    case algorithm::any_of:
+      break;  // decoded by the switch above
   }
+  return error{"policy", "unknown algorithm " + std::to_string(tag)};
 }
 
 // ---- states ----

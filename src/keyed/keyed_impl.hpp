@@ -21,8 +21,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "hash.hpp"
 #include "reclaim.hpp"
+#include "sluice/detail/hash.hpp"
 #include "sluice/fresh.hpp"
 #include "sluice/keyed.hpp"
 

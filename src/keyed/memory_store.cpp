@@ -19,9 +19,9 @@
 #include <variant>
 #include <vector>
 
-#include "detail/request_identity.hpp"
 #include "keyed_impl.hpp"
 #include "reclaim.hpp"
+#include "sluice/detail/request_identity.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
 

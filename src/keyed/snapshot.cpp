@@ -133,9 +133,16 @@ bool has_aligned_windows(const any_policy& p) {
         using P = std::decay_t<decltype(pol)>;
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
           return std::any_of(pol.parts().begin(), pol.parts().end(), has_aligned_windows);
+        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
+                             std::is_same_v<P, sliding_buckets>) {
+          return true;
+        } else if constexpr (std::is_same_v<P, sliding_log> || std::is_same_v<P, token_bucket> ||
+                             std::is_same_v<P, gcra> || std::is_same_v<P, leaky_queue> || std::is_same_v<P, quota> ||
+                             std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+          return false;
         } else {
-          return std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
-                 std::is_same_v<P, sliding_buckets>;
+          static_assert(unhandled_algorithm<P>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);

@@ -69,14 +69,14 @@ struct cluster_client::node {
   std::string host;
   std::uint16_t index = 0;  // in nodes_
   std::unique_ptr<client> cli;
-  std::unique_ptr<circuit_breaker> breaker;  // null: none
+  std::unique_ptr<remote::circuit_breaker> breaker;  // null: none
 
   /// Whether a call may be sent to it now (a breaker that is half-open lets
   /// this one through as its probe).
   bool allow() const { return !breaker || breaker->allow_call_now(); }
   /// Whether its breaker is open or half-open (no call is to be sent
   /// without need).
-  bool tripped() const noexcept { return breaker && breaker->current() != circuit_breaker::state::closed; }
+  bool tripped() const noexcept { return breaker && breaker->current() != remote::circuit_breaker::state::closed; }
 };
 
 /// One call on its way: where it goes next and why it was sent again.
@@ -115,8 +115,8 @@ void cluster_client::record(node& n, bool failed, bool& success_told, std::optio
   }
 }
 
-std::vector<std::pair<std::string, circuit_breaker::state>> cluster_client::breaker_states() const {
-  std::vector<std::pair<std::string, circuit_breaker::state>> out;
+std::vector<std::pair<std::string, remote::circuit_breaker::state>> cluster_client::breaker_states() const {
+  std::vector<std::pair<std::string, remote::circuit_breaker::state>> out;
   std::shared_lock lock(nodes_mu_);
   for (const auto& n : nodes_)
     if (n->breaker) out.emplace_back(n->address, n->breaker->current());
@@ -174,10 +174,10 @@ cluster_client::node* cluster_client::node_at(std::string_view address, std::str
   n->index = static_cast<std::uint16_t>(nodes_.size());
   n->cli = std::make_unique<client>(std::move(co));
   if (options_.breaker_failures > 0) {
-    circuit_breaker_options bo;
+    remote::circuit_breaker_options bo;
     bo.consecutive_failures = options_.breaker_failures;
     bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(options_.breaker_cool_down).count();
-    n->breaker = std::make_unique<circuit_breaker>(bo);
+    n->breaker = std::make_unique<remote::circuit_breaker>(bo);
   }
   {
     std::lock_guard lib_lock(lib_mu_);

@@ -53,11 +53,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
 #include "redis/figures.hpp"
 #include "redis/slots.hpp"
 #include "sluice/redis.hpp"
+#include "sluice/remote/circuit_breaker.hpp"
 #include "sluice/result.hpp"
 
 namespace sluice::redis {
@@ -173,7 +173,7 @@ class cluster_client final : public backend {
 
   /// Every known node's address and the state of its breaker (none: no
   /// breakers).
-  [[nodiscard]] std::vector<std::pair<std::string, circuit_breaker::state>> breaker_states() const;
+  [[nodiscard]] std::vector<std::pair<std::string, remote::circuit_breaker::state>> breaker_states() const;
 
  private:
   struct node;

@@ -86,6 +86,9 @@ result<leaf_plan> leaf_of(const any_policy& p) {
         } else if constexpr (std::is_same_v<T, quota>) {
           lp.letter = 'u';
           bad = below53("quota", pol.units());
+        } else {
+          static_assert(holds_no_leaf_state<T>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);
@@ -265,6 +268,9 @@ void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& 
           put_number(out, can ? 1 : 0);
           put_number(out, pol.units());
           put_number(out, can ? cost : 0);
+        } else {
+          static_assert(holds_no_leaf_state<T>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       *lp.policy);

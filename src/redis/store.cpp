@@ -9,12 +9,12 @@
 #include <string>
 #include <utility>
 
-#include "detail/request_identity.hpp"
 #include "redis/binary.hpp"
 #include "redis/combine.hpp"
 #include "redis/slots.hpp"
 #include "redis/state_free.hpp"
 #include "redis/store_impl.hpp"
+#include "sluice/detail/request_identity.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
@@ -31,12 +31,12 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b
   // In a cluster each node has its own breaker, in the router
   // (cluster.hpp): one dead primary leaves the others' keys to the store.
   if (opt.breaker_failures > 0 && cluster == nullptr) {
-    redis::circuit_breaker_options bo;
+    remote::circuit_breaker_options bo;
     bo.consecutive_failures = opt.breaker_failures;
     bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.breaker_cool_down).count();
-    breaker = std::make_unique<redis::circuit_breaker>(bo);
+    breaker = std::make_unique<remote::circuit_breaker>(bo);
   }
-  if (opt.deny_cache) denials = std::make_unique<redis::deny_cache>(opt.deny_cache_capacity);
+  if (opt.deny_cache) denials = std::make_unique<remote::deny_cache>(opt.deny_cache_capacity);
   if (opt.on_failure == failure_mode::local) {
     memory_store_options mo;
     mo.max_policies = max_chunks * chunk_size;
@@ -130,17 +130,17 @@ std::optional<tick> redis_store::impl::server_now() {
 }
 
 redis::call_result redis_store::impl::call_one(const redis::function_call& fc) {
-  const std::int64_t t0 = redis::circuit_breaker::steady_ns();
+  const std::int64_t t0 = remote::circuit_breaker::steady_ns();
   auto r = cli->fcall(fc);
-  figures.observe(redis::circuit_breaker::steady_ns() - t0);
+  figures.observe(remote::circuit_breaker::steady_ns() - t0);
   figures.note(r);
   return r;
 }
 
 std::vector<redis::call_result> redis_store::impl::call_each(std::span<const redis::function_call> fcs) {
-  const std::int64_t t0 = redis::circuit_breaker::steady_ns();
+  const std::int64_t t0 = remote::circuit_breaker::steady_ns();
   auto rs = cli->fcall_each(fcs);
-  figures.observe(redis::circuit_breaker::steady_ns() - t0);
+  figures.observe(remote::circuit_breaker::steady_ns() - t0);
   figures.note_each(rs);
   return rs;
 }
@@ -548,9 +548,10 @@ redis_store_stats redis_store::redis_stats() const {
   s.unknown_config = get(p.unknown_config);
   s.cross_slot = get(p.cross_slot);
   p.figures.read(s);
-  if (p.breaker) s.breakers.push_back({p.node, redis::circuit_breaker::name(p.breaker->current())});
+  if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
-    for (const auto& [n, st] : p.cluster->breaker_states()) s.breakers.push_back({n, redis::circuit_breaker::name(st)});
+    for (const auto& [n, st] : p.cluster->breaker_states())
+      s.breakers.push_back({n, remote::circuit_breaker::name(st)});
     const auto c = p.cluster->stats();
     s.moved = c.moved;
     s.asked = c.asked;

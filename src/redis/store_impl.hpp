@@ -19,16 +19,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "redis/circuit_breaker.hpp"
 #include "redis/client.hpp"
 #include "redis/cluster.hpp"
-#include "redis/deny_cache.hpp"
 #include "redis/figures.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
 #include "redis/slow_lane.hpp"
 #include "redis/sync_client.hpp"
 #include "sluice/redis.hpp"
+#include "sluice/remote/circuit_breaker.hpp"
+#include "sluice/remote/deny_cache.hpp"
 #include "sluice/store/memory.hpp"
 
 namespace sluice {
@@ -133,8 +133,8 @@ struct redis_store::impl {
   // process.
   std::unique_ptr<memory_store> local;
 
-  std::unique_ptr<redis::circuit_breaker> breaker;  // null: none
-  std::unique_ptr<redis::deny_cache> denials;       // null: off
+  std::unique_ptr<remote::circuit_breaker> breaker;  // null: none
+  std::unique_ptr<remote::deny_cache> denials;       // null: off
 
   // The asynchronous path (decide_async): the decisions that need more
   // than one call go to `slow`; `in_flight` counts the asynchronous

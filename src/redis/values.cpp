@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "detail/log_rebuild.hpp"
 #include "redis/binary.hpp"
 #include "redis/protocol.hpp"
+#include "sluice/detail/log_rebuild.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -187,6 +187,9 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           }
           latest = std::max(latest, static_cast<tick>(at));
           st = s;
+        } else {
+          static_assert(holds_no_leaf_state<T>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       *lp.policy);
@@ -266,6 +269,9 @@ bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& 
             put_number(v, c);
           }
           ok = true;
+        } else {
+          static_assert(holds_no_leaf_state<T>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       *lp.policy);

@@ -18,6 +18,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/redact.hpp"
+#include "sluice/store/registry.hpp"
 #include "target.hpp"
 
 namespace sluice::serve {
@@ -299,13 +300,16 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
-  const bool remote = is_remote_store_url(s.url);
-  if (!s.is_memory() && !remote)
-    errs.push_back(r.wrong(*r.get("url"), "url",
-                           "must be \"memory\", a redis://host:port[/db], rediss:// (TLS) or unix:///path URL, "
-                           "redis+cluster://host:port[,host:port...] or redis+sentinel://host:port[,...]/MASTER "
-                           "(got '" +
-                               redact_url(s.url) + "')"));
+  // The scheme only (store/registry.hpp): whether this build opens it is the
+  // registry's to say, when the service opens the store.
+  const store_scheme* scheme = scheme_of(s.url);
+  const bool remote = scheme != nullptr && scheme->remote;
+  if (scheme == nullptr) {
+    std::string forms;
+    for (const store_scheme& k : known_store_schemes) forms += (forms.empty() ? "" : ", ") + std::string(k.form);
+    errs.push_back(
+        r.wrong(*r.get("url"), "url", "must be one of " + forms + " (got '" + escape_bytes(redact_url(s.url)) + "')"));
+  }
   SLUICE_NOTE(read_password(r, remote, s));
   SLUICE_NOTE(r.str("snapshot", s.snapshot));
   SLUICE_NOTE(r.duration("snapshot_interval", s.snapshot_interval, true));

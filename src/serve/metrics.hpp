@@ -31,20 +31,9 @@ struct policy_counters {
   std::atomic<std::uint64_t> shadow_invalid{0};  ///< shadow checks whose rule could not read the request
 };
 
-/// A remote store's own figures (the Redis store's: the command fills them
-/// through set_store_figures_source), read at each scrape.
-struct store_figures {
-  /// Call-latency histogram: bounds in integer nanoseconds, counts per
-  /// bucket (not cumulative; one more than the bounds: those above all).
-  std::span<const std::int64_t> latency_bounds;
-  std::vector<std::uint64_t> latency_buckets;
-  std::uint64_t latency_sum_ns = 0;
-  /// Failed calls by reason ("timeout", "refused", "auth", "oom", ...).
-  std::vector<std::pair<std::string_view, std::uint64_t>> failures;
-  /// Each circuit breaker: its node ("host:port") and state ("closed",
-  /// "open", "half-open").
-  std::vector<std::pair<std::string, std::string_view>> breakers;
-};
+/// A store's own figures, read at each scrape through `store::figures`
+/// (sluice/store.hpp).
+using store_figures = sluice::store_figures;
 
 /// The breaker states a `store_figures` may name, in the exposition's order.
 inline constexpr std::array<std::string_view, 3> breaker_states{"closed", "open", "half-open"};

@@ -104,13 +104,7 @@ bool whole_cost(const nlohmann::json& v) {
   return v.get<std::int64_t>() >= 1;
 }
 
-remote_store_factory g_remote_factory = nullptr;
-store_figures_source g_figures_source = nullptr;
-
 }  // namespace
-
-void set_remote_store_factory(remote_store_factory f) noexcept { g_remote_factory = f; }
-void set_store_figures_source(store_figures_source f) noexcept { g_figures_source = f; }
 
 service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
 
@@ -326,7 +320,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     enter();
     store_->count_keys_async([this, &res, gate](std::optional<std::uint64_t> keys) {
       res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-      const auto figures = g_figures_source != nullptr ? g_figures_source(*store_) : std::nullopt;
+      const auto figures = store_->figures();
       std::optional<memory_figures> mem;
       if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
         const keyed_stats k = m->keyed_totals();
@@ -688,13 +682,6 @@ void service::admin(std::string_view path, const http_request& req, http_respons
     return;
   }
   bad_request(metrics_, res, 404, "path", "no such admin endpoint (POST /admin/reload)");
-}
-
-result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads) {
-  if (c.is_memory()) return make_memory_store(c);
-  if (g_remote_factory == nullptr)
-    return error{"store.url", "'" + redact_url(c.url) + "': this sluice has no Redis store built in (use \"memory\")"};
-  return g_remote_factory(c, threads);
 }
 
 }  // namespace sluice::serve

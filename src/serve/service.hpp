@@ -179,19 +179,4 @@ class service {
   bool stopping_ = false;
 };
 
-/// Builds a store for a configuration. The memory store is built in; a
-/// remote one (redis://, unix://, redis+cluster://) through the factory set with
-/// set_remote_store_factory. `threads` is the service's event loops.
-result<std::unique_ptr<store>> make_store(const store_config& c, unsigned threads);
-
-/// The hook a remote store (the Redis store) registers itself with.
-using remote_store_factory = result<std::unique_ptr<store>> (*)(const store_config&, unsigned threads);
-void set_remote_store_factory(remote_store_factory f) noexcept;
-
-/// The hook that reads a remote store's own figures for /metrics (call
-/// latency, failures by reason, breakers); nullopt for a store it does not
-/// know.
-using store_figures_source = std::optional<store_figures> (*)(store& st);
-void set_store_figures_source(store_figures_source f) noexcept;
-
 }  // namespace sluice::serve

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "sluice/keyed.hpp"
@@ -23,16 +24,45 @@ const named_policy* policy_named(const config& c, std::string_view name) { retur
 
 }  // namespace
 
-result<std::unique_ptr<store>> make_memory_store(const store_config& c) {
-  // The store's default clock is the Unix clock, as the Redis store's: fixed
-  // windows start on the epoch in every store (semantics.md, "The service's clock").
-  memory_store_options o;
-  o.max_keys = c.max_keys;
-  o.on_full = c.on_failure;
-  o.full_retry_after = c.fail_closed_retry_after;
-  o.keyed.in_time_order = c.in_time_order;
-  return std::unique_ptr<store>(std::make_unique<memory_store>(o));
+store_options store_options_of(const store_config& c) {
+  store_options o;
+  o.url = c.url;
+  // The memory store's default clock is the Unix clock, as the Redis store's:
+  // fixed windows start on the epoch in every store (semantics.md, "The
+  // service's clock").
+  o.memory.max_keys = c.max_keys;
+  o.memory.on_full = c.on_failure;
+  o.memory.full_retry_after = c.fail_closed_retry_after;
+  o.memory.keyed.in_time_order = c.in_time_order;
+  o.password = c.password;
+  o.key_prefix = c.key_prefix;
+  o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
+  o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
+  o.pool_size = c.pool_size;
+  // One pipelined connection on which every event loop's calls wait without
+  // blocking it (decide_async): the service never waits on Redis.
+  o.pipelined_client = true;
+  o.tick_ns = 1;
+  o.on_failure = c.on_failure;
+  o.fail_closed_retry_after = c.fail_closed_retry_after;
+  o.deny_cache = c.deny_cache;
+  return o;
 }
+
+result<std::unique_ptr<store>> make_store(const store_config& c, const store_registry& stores,
+                                          std::function<void(std::string_view)> on_health_change) {
+  store_options o = store_options_of(c);
+  o.on_health_change = std::move(on_health_change);
+  auto st = stores.open(o);
+  if (st) return st;
+  // The registry's own errors name "url": here that is store.url itself.
+  const std::string what = st.err().field == "url" ? st.err().message : st.err().what();
+  // Placed at the URL in the file, as every other configuration error.
+  if (c.url_place.empty()) return error{"store.url", what};
+  return error{c.url_place, "store.url: " + what};
+}
+
+result<std::unique_ptr<store>> make_memory_store(const store_config& c) { return make_store(c); }
 
 result<snapshot_report> save_snapshots(store& st, const config& c, const std::string& dir) {
   auto* m = dynamic_cast<memory_store*>(&st);

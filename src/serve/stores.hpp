@@ -1,18 +1,35 @@
-// The stores `sluice serve` builds from its configuration, and the memory
-// store's snapshots: one file per policy, `<snapshot>/<policy>.snap`
+// The stores `sluice serve` builds from its configuration (through a
+// store_registry: sluice/store/registry.hpp), and the memory store's
+// snapshots: one file per policy, `<snapshot>/<policy>.snap`
 // (docs/snapshot-format.md), saved at shutdown and loaded at start.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "config.hpp"
 #include "sluice/result.hpp"
 #include "sluice/store.hpp"
+#include "sluice/store/registry.hpp"
 
 namespace sluice::serve {
+
+/// What `c` opens a store with (its URL, the memory store's bound and
+/// time order, a remote store's timeouts, pool, failure mode, deny cache;
+/// ticks of the realtime clock in ns, which the machines of a fleet share).
+store_options store_options_of(const store_config& c);
+
+/// Opens the store `c` names through `stores`: the memory store (built into
+/// every registry), or a remote one when `stores` has its scheme (the
+/// command registers the Redis store's). `on_health_change` gets a remote
+/// store's health lines (store_options). The error is placed at the URL in
+/// the file ("FILE:LINE:COLUMN: store.url: ..."), or names "store.url".
+result<std::unique_ptr<store>> make_store(const store_config& c, const store_registry& stores = store_registry{},
+                                          std::function<void(std::string_view)> on_health_change = {});
 
 /// The in-process store for `c` (c.is_memory()).
 result<std::unique_ptr<store>> make_memory_store(const store_config& c);

@@ -26,8 +26,14 @@ std::optional<current_limit> current_limit_of(const any_policy& p) {
           return current_limit{pol.units(), std::nullopt};
         } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
           return std::nullopt;
-        } else {
+        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
+                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets> ||
+                             std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
+                             std::is_same_v<P, leaky_queue>) {
           return current_limit{pol.limit().limit, pol.limit().window};
+        } else {
+          static_assert(unhandled_algorithm<P>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);
@@ -121,8 +127,12 @@ std::optional<advertised> advertised_of(const any_policy& p) {
           return rate_item(pol.limit(), pol.burst());
         } else if constexpr (std::is_same_v<P, leaky_queue>) {
           return rate_item(pol.limit(), pol.queue());
-        } else {
+        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
+                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets>) {
           return rate_item(pol.limit(), pol.limit().limit);
+        } else {
+          static_assert(unhandled_algorithm<P>,
+                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
         }
       },
       p);

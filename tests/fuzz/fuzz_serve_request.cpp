@@ -19,6 +19,7 @@
 #include "framing.hpp"
 #include "rules.hpp"
 #include "service.hpp"
+#include "stores.hpp"
 #include "target.hpp"
 
 namespace {
@@ -58,7 +59,7 @@ sluice::serve::service& the_service() {
   static std::unique_ptr<sluice::serve::service> s = [] {
     auto c = sluice::serve::parse_config(config_text, "fuzz.toml");
     if (!c) std::abort();
-    auto st = sluice::serve::make_store(c->store, 1);
+    auto st = sluice::serve::make_store(c->store);
     if (!st) std::abort();
     auto svc = sluice::serve::service::create(std::move(c).value(), std::move(st).value());
     if (!svc) std::abort();

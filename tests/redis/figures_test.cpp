@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "redis/circuit_breaker.hpp"
+#include "sluice/remote/circuit_breaker.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -67,10 +67,10 @@ TEST(CallFigures, LatencyBucketsHoldTheirUpperBound) {
 }
 
 TEST(CircuitBreaker, TellsEachChangeOfHealthOnce) {
-  circuit_breaker_options o;
+  remote::circuit_breaker_options o;
   o.consecutive_failures = 2;
   o.cool_down = 100;
-  circuit_breaker b(o);
+  remote::circuit_breaker b(o);
   EXPECT_FALSE(b.record_failure(1));
   EXPECT_TRUE(b.record_failure(2));     // closed -> open
   EXPECT_FALSE(b.record_failure(3));    // already open

@@ -12,6 +12,7 @@
 #include "rules.hpp"
 #include "service.hpp"
 #include "sluice/policy_expr.hpp"
+#include "stores.hpp"
 #include "target.hpp"
 #include "wire.hpp"
 
@@ -316,7 +317,7 @@ TEST(DecideApi, ANumberPastADoubleIsA400NotACrash) {
   // service and aborted `sluice serve` on one request.
   auto c = parse_config("[policies]\napi = \"gcra 10/1s\"\n", "t.toml");
   ASSERT_TRUE(c);
-  auto st = make_store(c->store, 1);
+  auto st = make_store(c->store);
   ASSERT_TRUE(st);
   auto svc = service::create(std::move(c).value(), std::move(st).value());
   ASSERT_TRUE(svc);

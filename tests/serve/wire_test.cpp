@@ -197,7 +197,7 @@ class Through : public ::testing::Test {
     for (std::size_t i = 0; i < rows().size(); ++i) text += "p" + std::to_string(i) + " = \"" + rows()[i].expr + "\"\n";
     auto c = parse_config(text, "t.toml");
     ASSERT_TRUE(c) << c.err().field << ": " << c.err().message;
-    auto st = make_store(c->store, 1);
+    auto st = make_store(c->store);
     ASSERT_TRUE(st);
     auto svc = service::create(std::move(c).value(), std::move(st).value());
     ASSERT_TRUE(svc);

@@ -16,10 +16,8 @@
 #include "cli.hpp"
 #include "server.hpp"
 #include "service.hpp"
+#include "store_kinds.hpp"
 #include "stores.hpp"
-#ifdef SLUICE_HAVE_REDIS
-#include "sluice/redis.hpp"
-#endif
 #ifdef SLUICE_WITH_ENVOY
 #include "envoy_service.hpp"
 #endif
@@ -28,61 +26,12 @@ namespace sluice::cli {
 
 namespace {
 
-#ifdef SLUICE_HAVE_REDIS
-// One line per change of the store's health (redis_store_options::
+// One line per change of a remote store's health (store_options::
 // on_health_change), from whichever thread saw it.
 void log_health(std::string_view line) {
   static std::mutex mu;
   const std::lock_guard lock(mu);
   std::cerr << "sluice serve: " << line << std::endl;
-}
-
-// The Redis store's figures for /metrics.
-std::optional<serve::store_figures> redis_figures(store& st) {
-  auto* r = dynamic_cast<redis_store*>(&st);
-  if (r == nullptr) return std::nullopt;
-  const redis_store_stats s = r->redis_stats();
-  serve::store_figures f;
-  f.latency_bounds = redis_store_stats::call_latency_bounds;
-  f.latency_buckets.assign(s.call_latency_buckets.begin(), s.call_latency_buckets.end());
-  f.latency_sum_ns = s.call_latency_sum_ns;
-  for (std::size_t i = 0; i < s.call_failures.size(); ++i)
-    f.failures.emplace_back(redis_store_stats::failure_reasons[i], s.call_failures[i]);
-  for (const auto& b : s.breakers) f.breakers.emplace_back(b.node, b.state);
-  return f;
-}
-#endif
-
-// A remote store URL (redis://, unix://, redis+cluster://): the Redis store
-// on real time (ns since 1970, which the machines of a fleet share), with the
-// configuration's timeouts, pool, failure mode and deny cache.
-result<std::unique_ptr<store>> remote_store(const serve::store_config& c, unsigned /*threads*/) {
-#ifdef SLUICE_HAVE_REDIS
-  redis_store_options o;
-  o.url = c.url;
-  o.password = c.password;
-  o.prefix = c.key_prefix;
-  o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
-  o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
-  o.pool_size = c.pool_size;
-  // One pipelined connection on which every event loop's calls wait without
-  // blocking it (decide_async): the service never waits on Redis.
-  o.pipelined_client = true;
-  o.tick_ns = 1;
-  o.on_failure = c.on_failure;
-  o.fail_closed_retry_after = c.fail_closed_retry_after;
-  o.deny_cache = c.deny_cache;
-  o.on_health_change = &log_health;
-  auto r = redis_store::open(o);
-  if (!r) {
-    // Placed at the URL in the file, as every other configuration error.
-    if (c.url_place.empty()) return error{"store.url", r.err().what()};
-    return error{c.url_place, "store.url: " + r.err().what()};
-  }
-  return std::unique_ptr<store>(std::move(r).value());
-#else
-  return error{"store.url", "this sluice was built without the Redis store (libhiredis-dev)"};
-#endif
 }
 
 }  // namespace
@@ -122,8 +71,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     if (!c->store.is_memory()) {
       // The store URL checked as the service would open it (no connection
       // is made): scheme, host, port, db, query, the password's sources.
-      serve::set_remote_store_factory(&remote_store);
-      if (auto st = serve::make_store(c->store, c->threads); !st) return usage(st.err().what());
+      if (auto st = serve::make_store(c->store, program_stores()); !st) return usage(st.err().what());
     }
     out << f.check << ": ok (" << c->policies.size() << (c->policies.size() == 1 ? " policy, " : " policies, ")
         << c->rules.size() << (c->rules.size() == 1 ? " rule)" : " rules)") << "\n";
@@ -176,11 +124,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  serve::set_remote_store_factory(&remote_store);
-#ifdef SLUICE_HAVE_REDIS
-  serve::set_store_figures_source(&redis_figures);
-#endif
-  auto st = serve::make_store(cfg.store, cfg.threads);
+  auto st = serve::make_store(cfg.store, program_stores(), &log_health);
   if (!st) {
     err << "sluice: " << st.err().what() << "\n";
     return 1;

@@ -1,66 +1,37 @@
 #include "store_flag.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
-#include "sluice/redact.hpp"
-#include "trace.hpp"
-
-#ifdef SLUICE_HAVE_REDIS
-#include "sluice/redis.hpp"
-#endif
+#include "store_kinds.hpp"
 
 namespace sluice::cli {
 
 void add_store_flag(CLI::App& cmd, std::string& spec, std::string* prefix) {
-#ifdef SLUICE_HAVE_REDIS
-  cmd.add_option("--store", spec,
-                 "where the states live: memory (default: this process), redis://[user:password@]host:port[/db], "
-                 "rediss://... (TLS; ca_file, cert_file, key_file, server_name, verify=no as query parameters), "
-                 "unix://[user:password@]/path[?db=N], redis+cluster://host:port[,host:port...] (a Redis "
-                 "Cluster), or redis+sentinel://host:port[,host:port...]/MASTER[/db] (rediss+sentinel:// with TLS); "
-                 "the password may come from $SLUICE_REDIS_PASSWORD instead");
-  if (prefix != nullptr)
-    cmd.add_option("--store-prefix", *prefix, "the Redis store's key prefix (default: a fresh random one per run)");
-#else
-  cmd.add_option("--store", spec, "where the states live: memory (default: this process)");
-  (void)prefix;
-#endif
+  const store_registry& stores = program_stores();
+  std::string help = "where the states live: " + stores.describe();
+  const bool remote = stores.has("redis");
+  if (remote) help += "; the password may come from $SLUICE_REDIS_PASSWORD instead";
+  cmd.add_option("--store", spec, help);
+  if (prefix != nullptr && remote)
+    cmd.add_option("--store-prefix", *prefix, "a remote store's key prefix (default: a fresh random one per run)");
 }
 
-namespace {
-constexpr const char* kinds =
-#ifdef SLUICE_HAVE_REDIS
-    "memory, redis://host:port[/db], rediss://host:port[/db] (TLS), unix:///path, "
-    "redis+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/MASTER[/db]";
-#else
-    "memory";
-#endif
-}  // namespace
-
 result<made_store> make_store(std::string_view spec, const store_setup& setup) {
-  if (spec.empty()) return error{"--store", std::string("is empty (") + kinds + ")"};
-  if (spec == "memory") {
-    memory_store_options o;
-    o.keyed = setup.keyed;
-    auto m = std::make_unique<memory_store>(o);
-    made_store out;
-    out.memory = m.get();
-    out.s = std::move(m);
-    return out;
-  }
-#ifdef SLUICE_HAVE_REDIS
-  if (is_remote_store_url(spec)) {
-    redis_store_options o;
-    o.url = std::string(spec);
-    o.prefix = setup.key_prefix;
-    if (o.prefix.empty()) {
+  store_options o;
+  o.url = std::string(spec);
+  o.memory.keyed = setup.keyed;
+  const store_scheme* scheme = scheme_of(spec);
+  if (scheme != nullptr && scheme->remote) {
+    o.key_prefix = setup.key_prefix;
+    if (o.key_prefix.empty()) {
       // A fresh prefix per run, so that runs never see each other's keys.
       std::random_device rd;
       char buf[32];
       std::snprintf(buf, sizeof buf, "sluice:run:%08x%08x:", rd(), rd());
-      o.prefix = buf;
+      o.key_prefix = buf;
     }
     o.tick_ns = 0;  // a trace's ticks, not real time
     o.unknown_tick_ttl = setup.remote_ttl;
@@ -70,14 +41,14 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
     o.breaker_failures = 0;
     // The password may live outside the URL (docs/redis.md, "URLs, passwords").
     if (const char* pw = std::getenv("SLUICE_REDIS_PASSWORD"); pw != nullptr) o.password = pw;
-    auto r = redis_store::open(o);
-    if (!r) return error{"--store", r.err().what()};
-    made_store out;
-    out.s = std::move(r).value();
-    return out;
   }
-#endif
-  return error{"--store", quote_input(redact_url(spec)) + " is not a store (" + kinds + ")"};
+  auto st = program_stores().open(o);
+  // The registry's own errors name "url": here that is --store itself.
+  if (!st) return error{"--store", st.err().field == "url" ? st.err().message : st.err().what()};
+  made_store out;
+  out.s = std::move(st).value();
+  out.memory = dynamic_cast<memory_store*>(out.s.get());
+  return out;
 }
 
 result<single_policy_store> single_policy_store::make(made_store made, std::string_view name, const any_policy& p) {

@@ -1,7 +1,7 @@
-// `--store SPEC`: where a command's states live, and the one factory that
-// turns a spec into a store. "memory" (the default) is this process's
-// memory; the Redis store adds its schemes ("redis://", "unix://",
-// "redis+cluster://") to `make_store` when its target is built.
+// `--store SPEC`: where a command's states live. "memory" (the default) is
+// this process's memory; every other spec is a store URL, opened through the
+// program's store registry (store_kinds.hpp), which has the Redis store's
+// schemes when its target is built.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -45,10 +45,10 @@ struct made_store {
   memory_store* memory = nullptr;
 };
 
-/// The store `spec` names: "memory", or (when built with sluice::redis)
-/// "redis://host:port[/db]", "unix:///path",
-/// "redis+cluster://host:port[,host:port...]". The error names "--store" and
-/// lists the kinds this build knows.
+/// The store `spec` names: "memory", or a URL of a scheme the program's
+/// registry opens (program_stores(): redis://, rediss://, unix://,
+/// redis+cluster://, redis+sentinel://, ... when built with sluice::redis).
+/// The error names "--store" and lists the kinds this build opens.
 result<made_store> make_store(std::string_view spec, const store_setup& setup);
 
 /// A store with one policy defined, deciding requests of one check each: the

@@ -1,4 +1,5 @@
-// An exact client-side deny cache (semantics.md, "Keys" and "Remote
+// An exact client-side deny cache for any remote store (sluice::remote; the
+// Redis store's `deny_cache` option) (semantics.md, "Keys" and "Remote
 // stores"): once the store has said "denied, retry after r" to a request of
 // cost c on a key at the caller's time t, every request on that key of cost
 // ≥ c before t + r is denied too, whatever other clients do (every algorithm
@@ -53,7 +54,7 @@
 #include "sluice/store.hpp"
 #include "sluice/time.hpp"
 
-namespace sluice::redis {
+namespace sluice::remote {
 
 /// The exact deny cache; see the file comment.
 class deny_cache {
@@ -64,6 +65,7 @@ class deny_cache {
   /// About `capacity` entries (rounded up to a power of two, at least 4 per
   /// shard) over `shards` shards (a power of two, rounded up).
   explicit deny_cache(std::size_t capacity = 1 << 16, std::size_t shards = 64);
+  /// Requires that no other thread still uses the cache.
   ~deny_cache();
   deny_cache(const deny_cache&) = delete;
   deny_cache& operator=(const deny_cache&) = delete;
@@ -120,4 +122,4 @@ class deny_cache {
   std::unique_ptr<shard[]> shards_;
 };
 
-}  // namespace sluice::redis
+}  // namespace sluice::remote

@@ -1,7 +1,7 @@
 // deny_cache: the lookup rules, forgetting, bounds, races with forget, and
 // a differential check against the core limiters (decisions identical with
 // and without the cache on a shared clock, since denials are pure reads).
-#include "redis/deny_cache.hpp"
+#include "sluice/remote/deny_cache.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "sluice/gcra.hpp"
 #include "sluice/sliding_counter.hpp"
 
-namespace sluice::redis {
+namespace sluice::remote {
 namespace {
 
 TEST(DenyCache, EmptyAnswersNothing) {
@@ -244,4 +244,4 @@ TEST(DenyCache, DifferentialFixedWindow) { differential(fixed_window::make(rate{
 TEST(DenyCache, DifferentialSlidingCounter) { differential(sliding_counter::make(rate{6, 60}).value(), 4, 8); }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::remote

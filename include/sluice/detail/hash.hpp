@@ -1,6 +1,9 @@
-// The keyed store's key hash (private): 64 bits from a byte string and a
-// seed, in the manner of wyhash (multiply-fold mixing of 16 bytes a round).
+// The key hash of sluice's stores: 64 bits from a byte string and a seed,
+// in the manner of wyhash (multiply-fold mixing of 16 bytes a round), used
+// by the keyed store (sluice::keyed) and the deny cache (sluice::remote).
 // Decisions never depend on it; only speed and the spread over shards do.
+// Internal to sluice (installed because two targets share it); not part of
+// the API, may change between versions.
 #pragma once
 
 #include <cstddef>
@@ -11,28 +14,32 @@ namespace sluice::keyed_detail {
 
 __extension__ typedef unsigned __int128 u128;
 
+/// The 64-bit fold of the 128-bit product a·b (high half xor low half).
 inline std::uint64_t mum(std::uint64_t a, std::uint64_t b) noexcept {
   const u128 r = static_cast<u128>(a) * b;
   return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
 }
 
+/// The 8 bytes at `p`, unaligned, in the machine's byte order.
 inline std::uint64_t read8(const unsigned char* p) noexcept {
   std::uint64_t v;
   std::memcpy(&v, p, 8);
   return v;
 }
 
+/// The 4 bytes at `p`, unaligned, in the machine's byte order.
 inline std::uint64_t read4(const unsigned char* p) noexcept {
   std::uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
 }
 
+/// The mixing constants (wyhash's).
 inline constexpr std::uint64_t hash_k0 = 0xa0761d6478bd642fULL;
 inline constexpr std::uint64_t hash_k1 = 0xe7037ed1a0b428dbULL;
 inline constexpr std::uint64_t hash_k2 = 0x8ebc6af09c88c6e3ULL;
 
-/// A 64-bit hash of `n` bytes at `data`.
+/// A 64-bit hash of `n` bytes at `data` under `seed`; any `n`, 0 included.
 inline std::uint64_t hash_bytes(const void* data, std::size_t n, std::uint64_t seed) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
   seed ^= hash_k0;

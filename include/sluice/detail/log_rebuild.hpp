@@ -1,4 +1,7 @@
-// Private to sluice::core: building a sliding-log state with given entries.
+// Building a sliding-log state with given entries: shared by the core
+// (refund, reconfigure) and the Redis store (values it reads back).
+// Internal to sluice (installed because two targets share it); not part of
+// the API, may change between versions.
 //
 // The log's ring is private to sliding_log, so a changed log (a refund that
 // removes units, a reconfiguration that changes W) is built the only way the

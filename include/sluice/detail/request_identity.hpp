@@ -1,7 +1,11 @@
-// Private to sluice: a request id's identity (store.hpp, store_request::id;
-// semantics.md, "Request ids"), the bytes two requests with one id must
-// share to be the same request. Every store builds it here, so that they
+// A request id's identity (store.hpp, store_request::id; semantics.md,
+// "Request ids"), the bytes two requests with one id must share to be the
+// same request. Every store (the memory store in sluice::keyed, the Redis
+// store in sluice::redis, a store of your own) builds it here, so that they
 // agree on what a conflict is.
+//
+// Internal to sluice's stores (installed because stores in other targets
+// share it); not part of the API, may change between versions.
 #pragma once
 
 #include <cstdint>

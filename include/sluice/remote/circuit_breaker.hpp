@@ -1,5 +1,7 @@
-// A circuit breaker for calls to a remote store: stop calling a store that
-// keeps failing, and probe it, one call at a time, until it answers again.
+// A circuit breaker for calls to a remote store (sluice::remote; the Redis
+// store keeps one per server, or per cluster node): stop calling a store
+// that keeps failing, and probe it, one call at a time, until it answers
+// again.
 //
 //   closed    --(N consecutive failures, or a failure rate over the last
 //                calls)-->                                   open
@@ -23,7 +25,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace sluice::redis {
+namespace sluice::remote {
 
 /// When the breaker opens and for how long.
 struct circuit_breaker_options {
@@ -43,8 +45,10 @@ struct circuit_breaker_options {
 /// closed / open / half-open; see the file comment.
 class circuit_breaker {
  public:
+  /// Where the breaker stands; see the file comment.
   enum class state : std::uint8_t { closed, open, half_open };
 
+  /// A closed breaker. `options.consecutive_failures` ≥ 1 (0 is taken as 1).
   explicit circuit_breaker(circuit_breaker_options options = {});
 
   /// May a call be made at `now`? Closed: yes. Open: no, until the cool-down
@@ -73,6 +77,7 @@ class circuit_breaker {
   /// "closed", "open", "half-open".
   [[nodiscard]] static std::string_view name(state s) noexcept;
 
+  /// std::chrono::steady_clock now, in nanoseconds (the `_now` twins' clock).
   [[nodiscard]] static std::int64_t steady_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -93,4 +98,4 @@ class circuit_breaker {
   std::int64_t probe_at_ = 0;          // when the half-open probe was let through; requires mu_
 };
 
-}  // namespace sluice::redis
+}  // namespace sluice::remote

@@ -1,13 +1,13 @@
 // deny_cache: shards of 4-way buckets, each shard under its own mutex.
-#include "redis/deny_cache.hpp"
+#include "sluice/remote/deny_cache.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <limits>
 
-#include "keyed/hash.hpp"
+#include "sluice/detail/hash.hpp"
 
-namespace sluice::redis {
+namespace sluice::remote {
 
 struct deny_cache::slot {
   std::uint64_t hash = 0;  // of the key
@@ -197,4 +197,4 @@ std::size_t deny_cache::size() const {
   return n;
 }
 
-}  // namespace sluice::redis
+}  // namespace sluice::remote

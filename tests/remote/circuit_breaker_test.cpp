@@ -1,12 +1,12 @@
 // circuit_breaker with explicit times: no sleeps.
-#include "redis/circuit_breaker.hpp"
+#include "sluice/remote/circuit_breaker.hpp"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-namespace sluice::redis {
+namespace sluice::remote {
 namespace {
 
 using state = circuit_breaker::state;
@@ -137,4 +137,4 @@ TEST(CircuitBreaker, ThreadsOnlyOneProbe) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::remote

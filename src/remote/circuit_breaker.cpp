@@ -1,10 +1,10 @@
 // circuit_breaker: the transitions, under one mutex.
-#include "redis/circuit_breaker.hpp"
+#include "sluice/remote/circuit_breaker.hpp"
 
 #include <algorithm>
 #include <bit>
 
-namespace sluice::redis {
+namespace sluice::remote {
 
 circuit_breaker::circuit_breaker(circuit_breaker_options options) : options_(options) {
   options_.consecutive_failures = std::max<std::uint32_t>(1, options_.consecutive_failures);
@@ -101,4 +101,4 @@ bool circuit_breaker::record_failure(std::int64_t now) {
   return true;
 }
 
-}  // namespace sluice::redis
+}  // namespace sluice::remote
