@@ -399,12 +399,12 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   clear(j->s);
   build(j->r, j->es.data(), peek, 0, j->s);
   seal(j->s);
-  j->t0 = redis::circuit_breaker::steady_ns();
+  j->t0 = remote::circuit_breaker::steady_ns();
   pipelined->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
     redis::call_result& res = v[0];
     if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
       res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
-    figures.observe(redis::circuit_breaker::steady_ns() - j->t0);
+    figures.observe(remote::circuit_breaker::steady_ns() - j->t0);
     figures.note(res);
     store_decision out;
     std::vector<std::optional<std::string>> stale;
