@@ -1,6 +1,16 @@
 # Install rules and package config, so that both find_package(sluice) and
-# add_subdirectory(sluice) give the target sluice::core.
+# add_subdirectory(sluice) give the library targets: sluice::core,
+# sluice::keyed (the memory store and the store registry), sluice::remote
+# (breaker, deny cache) and, when it was built, sluice::redis (the Redis
+# store; `find_package(sluice COMPONENTS redis)` requires it). Each target's
+# own CMakeLists installs it into the export set sluiceTargets; every public
+# header is under include/sluice/.
 include(CMakePackageConfigHelpers)
+if(TARGET sluice_redis)
+  set(SLUICE_HAS_REDIS ON)
+else()
+  set(SLUICE_HAS_REDIS OFF)
+endif()
 
 install(TARGETS sluice_core EXPORT sluiceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

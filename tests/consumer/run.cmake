@@ -5,6 +5,8 @@
 # CXX_FLAGS (a sanitizer's, under `make test`), finds it there. Compiling
 # the library again would check nothing more, and cost CI a minute and a half.
 # MODE add_subdirectory: the consumer builds sluice from the source tree.
+# REDIS (ON when the tree built sluice::redis): the consumer also builds and
+# runs its store program against sluice::redis.
 file(REMOVE_RECURSE ${WORK})
 set(consumer_src ${SOURCE}/tests/consumer)
 function(run)
@@ -19,11 +21,15 @@ if(MODE STREQUAL "find_package")
       -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
   run(${CMAKE_COMMAND} --install ${BINARY} --prefix ${WORK}/prefix)
   run(${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/consumer -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK}/prefix
-      "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
+      "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" -DSLUICE_CONSUMER_REDIS=${REDIS})
 else()
   run(${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/consumer -G ${GENERATOR} -DSLUICE_SOURCE=${SOURCE}
-      -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_TESTS=OFF)
+      -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_TESTS=OFF -DSLUICE_CONSUMER_REDIS=${REDIS})
 endif()
 run(${CMAKE_COMMAND} --build ${WORK}/consumer)
 run(${WORK}/consumer/consumer)
 message(STATUS "${last_output}")
+if(REDIS)
+  run(${WORK}/consumer/consumer_store)
+  message(STATUS "${last_output}")
+endif()
