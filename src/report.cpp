@@ -16,10 +16,6 @@ namespace {
 
 using detail::i128;
 
-/// 2^52·L − 1 (in 1/L tick): the debt of 2^52 ticks, the longest a report
-/// may leave (the largest a Redis store holds exactly).
-i128 long_debt(std::int64_t limit) noexcept { return (static_cast<i128>(1) << 52) * limit - 1; }
-
 template <typename>
 inline constexpr bool unhandled = false;
 
@@ -152,7 +148,7 @@ void charge(const sliding_counter& p, sliding_counter::state& s, tick now, std::
   } else if (k == static_cast<i128>(s.window) + 1) {
     prev = s.curr;
   }
-  const i128 cap = std::min<i128>(static_cast<i128>(r.limit) * w, static_cast<i128>(1) << 62);
+  const i128 cap = report_count_bound(r);
   s.window = static_cast<std::int64_t>(k);
   s.prev = static_cast<std::int64_t>(prev);
   s.curr = static_cast<std::int64_t>(std::max(curr, std::min(curr + cost, cap)));
@@ -165,7 +161,7 @@ void charge(const token_bucket& p, token_bucket::state& s, tick now, std::int64_
   const tick e = detail::max64(now, s.last);
   const i128 refill = (static_cast<i128>(e) - s.last) * r.limit;
   const i128 spent = refill >= s.spent ? 0 : s.spent - refill;
-  const i128 cap = std::max(p.capacity(), long_debt(r.limit));
+  const i128 cap = report_debt_bound(r.limit, p.capacity());
   s.spent = std::max(spent, std::min(spent + static_cast<i128>(cost) * r.window, cap));
   s.last = e;
 }
@@ -176,7 +172,7 @@ void charge(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept
   const tick e = detail::max64(now, s.last);
   const i128 el = static_cast<i128>(e) * r.limit;
   const i128 ahead = s.u > el ? s.u - el : 0;
-  const i128 cap = std::max(p.tolerance(), long_debt(r.limit));
+  const i128 cap = report_debt_bound(r.limit, p.tolerance());
   s.u = el + std::max(ahead, std::min(ahead + static_cast<i128>(cost) * r.window, cap));
   s.last = e;
 }
@@ -187,7 +183,7 @@ void charge(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t 
   const tick e = detail::max64(now, s.last);
   const i128 el = static_cast<i128>(e) * r.limit;
   const i128 first = s.release + r.window > el ? s.release + r.window : el;
-  const i128 cap = std::max(static_cast<i128>(p.queue()) * r.window - 1, long_debt(r.limit));
+  const i128 cap = report_debt_bound(r.limit, static_cast<i128>(p.queue()) * r.window - 1);
   const i128 ahead = std::min(first - el + static_cast<i128>(cost - 1) * r.window, cap);
   s.release = std::max(s.release, el + ahead);
   s.last = e;
@@ -268,18 +264,25 @@ void sliding_log::charge(state& s, tick now, std::int64_t cost) const noexcept {
   if (cost < 1 || limit == 0) return;
   const scan sc = scan_of(s, now);
   for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
-  if (s.size_ > 0 && s.at(s.size_ - 1).at == sc.e) {
-    std::int64_t& units = s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units;
-    const std::int64_t add = std::min(cost, limit - std::min(units, limit));
-    units += add;
+  const bool merge = s.size_ > 0 && s.at(s.size_ - 1).at == sc.e;
+  const std::int64_t held = merge ? s.at(s.size_ - 1).units : 0;
+  const std::int64_t add = std::min(cost, limit - std::min(held, limit));  // an entry holds at most L
+  // While the newer entries alone hold L units, the oldest changes no
+  // decision (semantics.md, "Reports"): drop it. Judged before the units
+  // join (in 128 bits: the log may hold 3L − 1 for a moment), so the log
+  // never counts past 2L − 1.
+  detail::i128 total = static_cast<detail::i128>(s.units_) + add;
+  while (s.size_ + (merge ? 0 : 1) > 1 && total - s.at(0).units >= limit) {
+    total -= s.at(0).units;
+    s.pop_front();
+  }
+  if (merge) {
+    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += add;
     s.units_ += add;
   } else {
-    s.push_back(entry{sc.e, std::min(cost, limit)});
+    s.push_back(entry{sc.e, add});
   }
   s.last_ = sc.e;
-  // While the newer entries alone hold L units, the oldest changes no
-  // decision (semantics.md, "Reports"): drop it.
-  while (s.size_ > 1 && s.units_ - s.at(0).units >= limit) s.pop_front();
 }
 
 void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexcept {
@@ -295,17 +298,19 @@ void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexce
   }
   s.newest_ = sc.j;
   std::int64_t& here = s.counts_[slot_of(sc.j)];
-  const std::int64_t add = std::min(cost, limit - std::min(here, limit));
+  const std::int64_t add = std::min(cost, limit - std::min(here, limit));  // a sub-window holds at most L
   here += add;
-  s.total_ = sc.in_window + add;
   // While the newer sub-windows alone hold L units, the oldest non-empty
-  // one changes no decision: empty it.
+  // one changes no decision: empty it. In 128 bits (the ring may hold
+  // 3L − 1 for a moment); what is kept holds at most 2L − 1.
+  detail::i128 total = static_cast<detail::i128>(sc.in_window) + add;
   for (std::size_t k = next_slot(slot_of(sc.j)), i = 0; i + 1 < n; ++i, k = next_slot(k)) {
     if (s.counts_[k] == 0) continue;
-    if (s.total_ - s.counts_[k] < limit) break;
-    s.total_ -= s.counts_[k];
+    if (total - s.counts_[k] < limit) break;
+    total -= s.counts_[k];
     s.counts_[k] = 0;
   }
+  s.total_ = static_cast<std::int64_t>(total);
 }
 
 // ---- report, per algorithm ----

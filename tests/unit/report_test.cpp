@@ -204,6 +204,26 @@ TEST(Report, TheLargestCostsSaturateWithoutOverflow) {
   EXPECT_TRUE(decide(g, s, (tick{1} << 52) - 1, 1).allowed);
 }
 
+TEST(Report, ALogOrARingAtTheLargestLimitNeverSumsPast2LMinus1) {
+  // L = 2^62: a log or ring holding 2L − 1 that takes L more would sum to
+  // 3L − 1 > 2^63 before dropping what the newest units make irrelevant.
+  const std::int64_t big = std::int64_t{1} << 62;
+  for (const any_policy& p :
+       {test::ok(make_policy(spec_of(algorithm::sliding_log, big, 100))),
+        test::ok(make_policy(with(spec_of(algorithm::sliding_buckets, big, 100), &spec::buckets, 10)))}) {
+    any_state s = fresh_state(p);
+    (void)report(p, s, 0, big);                            // the oldest: L
+    (void)report(p, s, 20, big - 1);                       // after it: L − 1
+    const decision r = report(p, s, 40, detail::i64_max);  // L more: the first two are irrelevant
+    EXPECT_TRUE(r.allowed);
+    EXPECT_EQ(r.remaining, 0);
+    EXPECT_EQ(r.retry_after, 100) << name_of(algorithm_of(p));  // the last units leave at 140
+    any_state copy = s;
+    EXPECT_FALSE(decide(p, copy, 139, 1).allowed);
+    EXPECT_TRUE(decide(p, s, 140, 1).allowed);
+  }
+}
+
 TEST(Report, ASlidingLogKeepsAtMostLEntries) {
   const auto p = test::ok(make_policy(spec_of(algorithm::sliding_log, 5, 100)));
   any_state s = fresh_state(p);
