@@ -225,6 +225,12 @@ class redis_store final : public store {
                            std::span<std::optional<tick>> grows_after = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+  /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in
+  /// a cluster too: the checks share a slot). When Redis cannot take it
+  /// (down, timeout, breaker open), nothing is charged and the answer is
+  /// `source::error`, counted as a store failure: no failure mode admits it
+  /// or charges the local fallback.
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and
