@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,7 +124,19 @@ class service {
   service(std::unique_ptr<store> st);
   result<std::shared_ptr<const active>> build(config next, const active* old, reload_report& report);
 
+  /// A /v1/decide or /v1/report body, read and checked: its checks (each
+  /// with its cost, the request's filled in), id and `now`.
+  struct json_request {
+    std::vector<planned_check> checks;
+    std::string id;
+    std::optional<tick> now;
+  };
+  /// Reads the JSON body both endpoints take; on a bad one answers 400
+  /// naming the field in `res` (counted) and returns nullopt.
+  std::optional<json_request> parse_json_request(const active& a, const http_request& req, http_response& res);
   void decide_json(const active& a, const http_request& req, http_response& res);
+  /// POST /v1/report: charges the body's checks after the fact (store::report_at).
+  void report_json(const active& a, const http_request& req, http_response& res);
   void authorize(const active& a, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
 
