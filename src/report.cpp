@@ -257,62 +257,6 @@ decision report_leaf(const Policy& p, typename Policy::state& s, tick now, std::
 
 }  // namespace
 
-// ---- the members that reach into the ring states ----
-
-void sliding_log::charge(state& s, tick now, std::int64_t cost) const noexcept {
-  const std::int64_t limit = r_.limit;
-  if (cost < 1 || limit == 0) return;
-  const scan sc = scan_of(s, now);
-  for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
-  const bool merge = s.size_ > 0 && s.at(s.size_ - 1).at == sc.e;
-  const std::int64_t held = merge ? s.at(s.size_ - 1).units : 0;
-  const std::int64_t add = std::min(cost, limit - std::min(held, limit));  // an entry holds at most L
-  // While the newer entries alone hold L units, the oldest changes no
-  // decision (semantics.md, "Reports"): drop it. Judged before the units
-  // join (in 128 bits: the log may hold 3L − 1 for a moment), so the log
-  // never counts past 2L − 1.
-  detail::i128 total = static_cast<detail::i128>(s.units_) + add;
-  while (s.size_ + (merge ? 0 : 1) > 1 && total - s.at(0).units >= limit) {
-    total -= s.at(0).units;
-    s.pop_front();
-  }
-  if (merge) {
-    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += add;
-    s.units_ += add;
-  } else {
-    s.push_back(entry{sc.e, add});
-  }
-  s.last_ = sc.e;
-}
-
-void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexcept {
-  const std::int64_t limit = r_.limit;
-  if (cost < 1 || limit == 0) return;
-  const scan sc = scan_of(s, now);
-  const auto n = static_cast<std::size_t>(n_);
-  if (s.counts_.empty()) s.counts_.assign(n, 0);
-  if (sc.in_window == 0) {
-    std::fill(s.counts_.begin(), s.counts_.end(), 0);
-  } else {
-    for (std::size_t k = sc.after_newest, i = 0; i < sc.gap; ++i, k = next_slot(k)) s.counts_[k] = 0;
-  }
-  s.newest_ = sc.j;
-  std::int64_t& here = s.counts_[slot_of(sc.j)];
-  const std::int64_t add = std::min(cost, limit - std::min(here, limit));  // a sub-window holds at most L
-  here += add;
-  // While the newer sub-windows alone hold L units, the oldest non-empty
-  // one changes no decision: empty it. In 128 bits (the ring may hold
-  // 3L − 1 for a moment); what is kept holds at most 2L − 1.
-  detail::i128 total = static_cast<detail::i128>(sc.in_window) + add;
-  for (std::size_t k = next_slot(slot_of(sc.j)), i = 0; i + 1 < n; ++i, k = next_slot(k)) {
-    if (s.counts_[k] == 0) continue;
-    if (total - s.counts_[k] < limit) break;
-    total -= s.counts_[k];
-    s.counts_[k] = 0;
-  }
-  s.total_ = static_cast<std::int64_t>(total);
-}
-
 // ---- report, per algorithm ----
 
 decision report(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
@@ -356,6 +300,20 @@ decision report(const any_of& p, any_of_state& s, tick now, std::int64_t cost) n
   return composite_figures(p, s, now);
 }
 decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  // A report that fits is a decision (the same state change), and when it
+  // leaves room for a unit its figures are the decision's: `remaining` and
+  // `reset_after` read after the charge, no wait for a cost of 1. Not for a
+  // top-level any_of, whose `part` names the part a unit would go to, which
+  // need not be the one that paid.
+  if (cost >= 1 && !std::holds_alternative<any_of>(p)) {
+    decision d = decide(p, s, now, cost);
+    if (d.allowed && d.remaining >= 1) {
+      d.retry_after = 0;
+      d.release_after = 0;
+      return d;
+    }
+    if (d.allowed) return report_figures(p, s, now);  // charged; the figures of a full state
+  }
   return std::visit(
       [&](const auto& pol) -> decision {
         using P = std::decay_t<decltype(pol)>;
