@@ -334,4 +334,61 @@ std::int64_t sliding_buckets::give_back(state& s, std::int64_t sub, std::int64_t
   return back;
 }
 
+// ---- reports: the charges that reach into the ring states (report.hpp) ----
+// Here, beside scan_of, which is inline to this file.
+
+void sliding_log::charge(state& s, tick now, std::int64_t cost) const noexcept {
+  const std::int64_t limit = r_.limit;
+  if (cost < 1 || limit == 0) return;
+  const scan sc = scan_of(s, now);
+  for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
+  const bool merge = s.size_ > 0 && s.at(s.size_ - 1).at == sc.e;
+  const std::int64_t held = merge ? s.at(s.size_ - 1).units : 0;
+  const std::int64_t add = std::min(cost, limit - std::min(held, limit));  // an entry holds at most L
+  // While the newer entries alone hold L units, the oldest changes no
+  // decision (semantics.md, "Reports"): drop it. Judged before the units
+  // join (in 128 bits: the log may hold 3L − 1 for a moment), so the log
+  // never counts past 2L − 1.
+  detail::i128 total = static_cast<detail::i128>(s.units_) + add;
+  while (s.size_ + (merge ? 0 : 1) > 1 && total - s.at(0).units >= limit) {
+    total -= s.at(0).units;
+    s.pop_front();
+  }
+  if (merge) {
+    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += add;
+    s.units_ += add;
+  } else {
+    s.push_back(entry{sc.e, add});
+  }
+  s.last_ = sc.e;
+}
+
+void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexcept {
+  const std::int64_t limit = r_.limit;
+  if (cost < 1 || limit == 0) return;
+  const scan sc = scan_of(s, now);
+  const auto n = static_cast<std::size_t>(n_);
+  if (s.counts_.empty()) s.counts_.assign(n, 0);
+  if (sc.in_window == 0) {
+    std::fill(s.counts_.begin(), s.counts_.end(), 0);
+  } else {
+    for (std::size_t k = sc.after_newest, i = 0; i < sc.gap; ++i, k = next_slot(k)) s.counts_[k] = 0;
+  }
+  s.newest_ = sc.j;
+  std::int64_t& here = s.counts_[slot_of(sc.j)];
+  const std::int64_t add = std::min(cost, limit - std::min(here, limit));  // a sub-window holds at most L
+  here += add;
+  // While the newer sub-windows alone hold L units, the oldest non-empty
+  // one changes no decision: empty it. In 128 bits (the ring may hold
+  // 3L − 1 for a moment); what is kept holds at most 2L − 1.
+  detail::i128 total = static_cast<detail::i128>(sc.in_window) + add;
+  for (std::size_t k = next_slot(slot_of(sc.j)), i = 0; i + 1 < n; ++i, k = next_slot(k)) {
+    if (s.counts_[k] == 0) continue;
+    if (total - s.counts_[k] < limit) break;
+    total -= s.counts_[k];
+    s.counts_[k] = 0;
+  }
+  s.total_ = static_cast<std::int64_t>(total);
+}
+
 }  // namespace sluice

@@ -276,6 +276,25 @@ class keyed_limiter {
   static decision try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
                                      std::span<decision> per_check = {});
 
+  /// Reports `cost` units spent on `key` at `now` (semantics.md,
+  /// "Reports"; report.hpp): charged whatever the limit says, never
+  /// denied. Returns the figures after the charge (`allowed = true`). A new
+  /// key that a spent budget refuses is not charged: `allowed = false`,
+  /// `part = keyed_refused`. Takes the key's shard lock. A cost < 1 charges
+  /// nothing and answers as `try_acquire_at` does for it.
+  decision report_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// Reports one request over several checks atomically: every check is
+  /// charged its cost (its own, or `cost` when 0), whatever the limits say,
+  /// with no other decision on these keys interleaving. `per_check[i]` (when
+  /// not empty) gets check i's report figures; the request's combine them
+  /// as `combine_reports` (report.hpp). Refused whole, nothing charged, when
+  /// a spent budget refuses a new key (`part = keyed_refused`). Throws as
+  /// `try_acquire_all_at`, and std::invalid_argument for a check's cost
+  /// below 1.
+  static decision report_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
+                                std::span<decision> per_check = {});
+
   /// What `try_acquire_all_at` would answer, changing nothing (read as one
   /// atomic instant over all the checks' keys).
   static decision peek_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,

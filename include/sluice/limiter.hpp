@@ -9,6 +9,7 @@
 
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
+#include "sluice/report.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice {
@@ -35,6 +36,14 @@ class limiter {
 
   /// Decides a request of `cost` units now, reading the clock once.
   decision try_acquire(std::int64_t cost = 1) noexcept { return try_acquire_at(read_clock(), cost); }
+
+  /// Charges `cost` units spent at `now`, whatever the limit says (a
+  /// report: never denied, so the state may go into a debt that later
+  /// requests wait out; see report.hpp). A cost < 1 charges nothing.
+  decision report_at(tick now, std::int64_t cost) noexcept { return sluice::report(policy_, state_, now, cost); }
+
+  /// `report_at` now, reading the clock once.
+  decision report(std::int64_t cost) noexcept { return report_at(read_clock(), cost); }
 
   [[nodiscard]] const Policy& policy() const noexcept { return policy_; }
   [[nodiscard]] const state_type& state() const noexcept { return state_; }

@@ -49,6 +49,7 @@
 #include "sluice/decision.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/refund.hpp"
+#include "sluice/report.hpp"
 #include "sluice/result.hpp"
 #include "sluice/schedule.hpp"
 #include "sluice/time.hpp"
@@ -181,6 +182,29 @@ class live_limiter {
     return refund(policy_, base_, std::move(r), now);
   }
 
+  /// Charges `cost` units spent at `now`, whatever the limit says (a
+  /// report, report.hpp: never denied; the state may go into a debt that
+  /// later requests wait out). While reservations are pending, the report
+  /// is charged behind them, at the last one's slot (they keep their
+  /// promise), and the answer's durations count from `now`; it then counts
+  /// in `pending()` until that slot comes. A cost < 1 charges nothing.
+  decision report_at(tick now, std::int64_t cost) {
+    settle(now);
+    if (cost < 1 || pending_.empty()) return sluice::report(policy_, base_, now, cost);
+    const tick at = queue_end(now);
+    pending_.push_back(slot{0, at, cost, false, true});
+    state_type& t = tail_ ? *tail_ : tail_.emplace(base_);
+    decision d = sluice::report(policy_, t, at, cost);
+    const auto from_now = [&](tick after) -> tick {
+      return after == never ? never : detail::until(static_cast<detail::i128>(at) + after, now);
+    };
+    d.retry_after = from_now(d.retry_after);
+    d.reset_after = from_now(d.reset_after);
+    return d;
+  }
+  /// `report_at` at the clock's current instant.
+  decision report(std::int64_t cost) { return report_at(read_clock(), cost); }
+
   /// The earliest instant ≥ `now` at which a request of `cost` would pass,
   /// after every pending reservation; `never` if never. Takes nothing.
   [[nodiscard]] tick next_allowed_at(tick now, std::int64_t cost = 1) const {
@@ -217,7 +241,7 @@ class live_limiter {
     out.ok_ = true;
     out.id_ = next_id_++;
     out.ticket_ = std::move(a.ticket);
-    pending_.push_back(slot{out.id_, out.at_, cost, false});
+    pending_.push_back(slot{out.id_, out.at_, cost, false, false});
     return out;
   }
 
@@ -285,6 +309,7 @@ class live_limiter {
     tick at;
     std::int64_t cost;
     bool cancelled;
+    bool report;  // a report charged behind the reservations (report_at), not a reservation
   };
 
   state_type fresh() const { return detail::fresh_state_of(policy_); }
@@ -295,10 +320,19 @@ class live_limiter {
   /// of it).
   void settle(tick now) {
     while (!pending_.empty() && pending_.front().at <= now) {
-      (void)decide(policy_, base_, pending_.front().at, pending_.front().cost);
+      apply(base_, pending_.front());
       pending_.pop_front();
     }
     if (pending_.empty()) tail_.reset();
+  }
+  /// Takes a pending slot into `s`: a reservation is admitted at its slot, a
+  /// report charged there.
+  void apply(state_type& s, const slot& p) {
+    if (p.report) {
+      (void)sluice::report(policy_, s, p.at, p.cost);
+    } else {
+      (void)decide(policy_, s, p.at, p.cost);
+    }
   }
   /// The state after every pending reservation.
   const state_type& tail() const noexcept { return tail_ ? *tail_ : base_; }
@@ -313,7 +347,7 @@ class live_limiter {
       return;
     }
     tail_.emplace(base_);
-    for (const slot& p : pending_) (void)decide(policy_, *tail_, p.at, p.cost);
+    for (const slot& p : pending_) apply(*tail_, p);
   }
   /// The denial of a request that has to wait behind pending reservations:
   /// the durations of the decision taken at the end of the line, re-counted

@@ -236,6 +236,12 @@ class redis_store final : public store {
   void peek_async(const store_request& r, decided done) override;
   /// DBSIZE without waiting, as decide_async.
   void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
+  /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in
+  /// a cluster too: the checks share a slot). When Redis cannot take it
+  /// (down, timeout, breaker open), nothing is charged and the answer is
+  /// `source::error`, counted as a store failure: no failure mode admits it
+  /// or charges the local fallback.
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

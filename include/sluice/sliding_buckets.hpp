@@ -55,6 +55,11 @@ class sliding_buckets {
   /// (no copy, no allocation). Pure; thread-safe for concurrent readers.
   decision peek(const state& s, tick now, std::int64_t cost) const noexcept;
 
+  /// Charges `cost` units at `now` whatever the limit says (a report:
+  /// semantics.md, "Reports"), within the bounds the contract states.
+  /// Used by `report` (report.hpp); a cost < 1 or L = 0 changes nothing.
+  void charge(state& s, tick now, std::int64_t cost) const noexcept;
+
   /// The same decision computed the plain way, in 128-bit arithmetic with a
   /// division for every sub-window it visits: the reference the tests hold
   /// `decide` to.

@@ -77,6 +77,11 @@ class sliding_log {
   /// (no copy, no allocation). Pure; thread-safe for concurrent readers.
   decision peek(const state& s, tick now, std::int64_t cost) const noexcept;
 
+  /// Charges `cost` units at `now` whatever the limit says (a report:
+  /// semantics.md, "Reports"), within the bounds the contract states.
+  /// Used by `report` (report.hpp); a cost < 1 or L = 0 changes nothing.
+  void charge(state& s, tick now, std::int64_t cost) const noexcept;
+
  private:
   /// What a decision reads from a state before it changes anything.
   struct scan {

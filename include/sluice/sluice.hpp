@@ -15,6 +15,7 @@
 #include "sluice/rate.hpp"                // IWYU pragma: export
 #include "sluice/reconfigure.hpp"         // IWYU pragma: export
 #include "sluice/refund.hpp"              // IWYU pragma: export
+#include "sluice/report.hpp"              // IWYU pragma: export
 #include "sluice/result.hpp"              // IWYU pragma: export
 #include "sluice/schedule.hpp"            // IWYU pragma: export
 #include "sluice/sliding_buckets.hpp"     // IWYU pragma: export

@@ -239,6 +239,24 @@ class store {
   /// request id).
   virtual store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) = 0;
 
+  /// Reports `r` (semantics.md, "Reports"): charges every check its cost,
+  /// whatever the limits say — never denied — in one atomic step, and
+  /// answers with the figures after the charge (`allowed = true`; per
+  /// check the core `report`'s, in `per_check` as for `decide_at`; the
+  /// request's combined as `combine_reports`). A report holds no request
+  /// id: one with an id, a cost below 1, a (policy, key) named twice is a
+  /// bad request (`source::error`, nothing charged). A store that cannot
+  /// take it (down, refused) charges nothing and answers `source::error`,
+  /// counted as a failure: the report is lost, and the caller may send it
+  /// again. No failure mode admits or charges it elsewhere.
+  virtual store_decision report_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+
+  /// The clock-reading twin of `report_at`.
+  store_decision report(store_request r, std::span<decision> per_check = {}) {
+    r.now = now();
+    return report_at(r, per_check);
+  }
+
   /// The instant now on the store's clock, in its ticks (both the memory
   /// store and the Redis store: the realtime clock, ns since 1970, which
   /// machines of a fleet share and a restart keeps).

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "codec.hpp"
+#include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
 namespace sluice {
@@ -189,13 +190,13 @@ struct state_encoder {
     if (s == gcra::state{}) return w.u8(0);
     w.u8(1);
     rel(s.last);
-    w.i128v(s.u - static_cast<i128>(s.last) * p.limit().limit);  // the debt, in [0, S·W]
+    w.i128v(s.u - static_cast<i128>(s.last) * p.limit().limit);  // the debt, in [0, report_debt_bound]
   }
   void operator()(const leaky_queue& p, const leaky_queue::state& s) {
     if (s == leaky_queue::state{}) return w.u8(0);
     w.u8(1);
     rel(s.last);
-    w.i128v(s.release - static_cast<i128>(s.last) * p.limit().limit);  // the backlog, in [0, Q·W)
+    w.i128v(s.release - static_cast<i128>(s.last) * p.limit().limit);  // the backlog, in [0, report_debt_bound]
   }
   void operator()(const quota&, const quota::state& s) {
     if (s.used == 0) return w.u8(0);
@@ -244,6 +245,7 @@ struct state_decoder {
     sliding_log::state s;
     i128 first = 0;
     i128 prev = 0;
+    i128 rest = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
       const i128 at_rel = r.i128v();
       const std::int64_t units = r.i64();
@@ -252,7 +254,12 @@ struct state_decoder {
       if (i == 0) first = at_rel;
       prev = at_rel;
       if (at_rel - first >= p.limit().window) return corrupt("sliding-log entries span more than a window");
-      if (!decide(p, s, clamp_tick(m + at_rel), units).allowed) return corrupt("sliding-log units over the limit");
+      // Each entry at most L units and the entries after the first under L
+      // (what admits and reports leave: semantics.md, "Reports"); charged
+      // as a report, which then keeps every entry as it is.
+      if (units > p.limit().limit || (i > 0 && (rest += units) > p.limit().limit - 1))
+        return corrupt("sliding-log units over the limit");
+      p.charge(s, clamp_tick(m + at_rel), units);
     }
     return any_state{std::move(s)};
   }
@@ -261,7 +268,7 @@ struct state_decoder {
     const std::int64_t prev = r.i64();
     const std::int64_t curr = r.i64();
     if (!r.ok()) return corrupt("ends early");
-    const std::int64_t l = p.limit().limit;
+    const std::int64_t l = report_count_bound(p.limit());  // L, or more after a report
     if (prev < 0 || prev > l || curr < 1 || curr > l) return corrupt("sliding-counter counts out of range");
     const auto k = static_cast<std::int64_t>(detail::floor_div(last, p.limit().window));
     return any_state{sliding_counter::state{k, prev, curr, last}};
@@ -273,21 +280,27 @@ struct state_decoder {
     const i128 width = p.limit().window / p.buckets();
     const i128 newest = detail::floor_div(end, width);
     std::vector<std::int64_t> counts(n);
-    i128 total = 0;
+    i128 rest = -1;  // the units after the oldest non-empty sub-window
     for (auto& c : counts) {
       c = r.i64();
-      if (c < 0) return corrupt("sliding-buckets count out of range");
-      total += c;
+      if (c < 0 || c > p.limit().limit) return corrupt("sliding-buckets count out of range");
+      if (rest >= 0) {
+        rest += c;
+      } else if (c > 0) {
+        rest = 0;
+      }
     }
     if (!r.ok()) return corrupt("ends early");
-    if (total < 1 || total > p.limit().limit || counts.back() < 1)
+    // The sub-windows after the oldest non-empty one under L (what admits
+    // and reports leave: semantics.md, "Reports"); charged as reports,
+    // which then keep every count as it is.
+    if (rest < 0 || rest > p.limit().limit - 1 || counts.back() < 1)
       return corrupt("sliding-buckets counts out of range");
     sliding_buckets::state s;
     for (std::uint32_t k = 0; k < n; ++k) {
       if (counts[k] == 0) continue;
       const i128 sub = newest - n + 1 + k;
-      if (!decide(p, s, clamp_tick(sub * width), counts[k]).allowed)
-        return corrupt("sliding-buckets units over the limit");
+      p.charge(s, clamp_tick(sub * width), counts[k]);
     }
     return any_state{std::move(s)};
   }
@@ -295,21 +308,23 @@ struct state_decoder {
     const tick last = time();
     const i128 spent = r.i128v();
     if (!r.ok()) return corrupt("ends early");
-    if (spent < 0 || spent > p.capacity()) return corrupt("token-bucket tokens out of range");
+    if (spent < 0 || spent > report_debt_bound(p.limit().limit, p.capacity()))
+      return corrupt("token-bucket tokens out of range");
     return any_state{token_bucket::state{spent, last}};
   }
   result<any_state> operator()(const gcra& p) {
     const tick last = time();
     const i128 debt = r.i128v();
     if (!r.ok()) return corrupt("ends early");
-    if (debt < 0 || debt > p.tolerance()) return corrupt("gcra debt out of range");
+    if (debt < 0 || debt > report_debt_bound(p.limit().limit, p.tolerance())) return corrupt("gcra debt out of range");
     return any_state{gcra::state{static_cast<i128>(last) * p.limit().limit + debt, last}};
   }
   result<any_state> operator()(const leaky_queue& p) {
     const tick last = time();
     const i128 backlog = r.i128v();
     if (!r.ok()) return corrupt("ends early");
-    if (backlog < 0 || backlog >= static_cast<i128>(p.queue()) * p.limit().window)
+    if (backlog < 0 ||
+        backlog > report_debt_bound(p.limit().limit, static_cast<i128>(p.queue()) * p.limit().window - 1))
       return corrupt("leaky-queue backlog out of range");
     return any_state{leaky_queue::state{static_cast<i128>(last) * p.limit().limit + backlog, last}};
   }

@@ -25,6 +25,7 @@
 #include "sluice/detail/hash.hpp"
 #include "sluice/fresh.hpp"
 #include "sluice/keyed.hpp"
+#include "sluice/report.hpp"
 
 namespace sluice {
 namespace keyed_detail {
@@ -491,8 +492,8 @@ struct keyed_limiter::impl {
     auto until_paid = [&](std::int64_t y) noexcept {
       return detail::until_after(e, y == 0 ? 0 : c_by_l.ceil(static_cast<u64>(y)), eff);
     };
-    auto room = [&](std::int64_t y) noexcept {
-      return static_cast<std::int64_t>(c_by_w.div(static_cast<u64>(sw - y)));
+    auto room = [&](std::int64_t y) noexcept {  // a debt past S·W (a report's) has none
+      return y >= sw ? std::int64_t{0} : static_cast<std::int64_t>(c_by_w.div(static_cast<u64>(sw - y)));
     };
     decision d;
     if (cost < 1 || cost > c_burst || l == 0) {
@@ -521,6 +522,41 @@ struct keyed_limiter::impl {
     return d;
   }
 
+  /// Reports `cost` (≥ 1) on a compact cell at `eff`: the new cell, always
+  /// (report.hpp's charge of GCRA / the token bucket: the debt x + cost·W,
+  /// saturating at max(S·W, 2^52·L − 1, capped at 2^63 − 1)), and the
+  /// figures after it, bit for bit as the core's `report`.
+  decision report_step(u64 lo, u64 hi, tick eff, std::int64_t cost, u64& nlo, u64& nhi) const noexcept {
+    const auto last = static_cast<tick>(hi);
+    const auto debt = static_cast<std::int64_t>(lo);
+    const bool fresh_gcra = m == mode::gcra && last == t_min && debt == 0;
+    const tick e = fresh_gcra ? eff : std::max(eff, last);
+    std::int64_t x = 0;
+    if (!fresh_gcra && debt > 0) {
+      const u128 paid = static_cast<u128>(static_cast<u64>(e) - static_cast<u64>(last)) * static_cast<u64>(limit);
+      x = paid >= static_cast<u64>(debt) ? 0 : debt - static_cast<std::int64_t>(paid);
+    }
+    nlo = lo;
+    nhi = hi;
+    u64 a = 0;
+    u64 b = 0;
+    if (cost < 1) return step(lo, hi, eff, cost, a, b);  // not a report: decide's (pure) answer
+    if (limit != 0) {                                    // L = 0: nothing to charge
+      const i128 cap = report_debt_bound(limit, c_sw);
+      const i128 y = std::min<i128>(static_cast<i128>(x) + static_cast<i128>(cost) * c_w, cap);
+      nlo = static_cast<u64>(static_cast<std::int64_t>(y));
+      nhi = static_cast<u64>(e);
+    }
+    decision zero = step(nlo, nhi, eff, 0, a, b);
+    decision one = step(nlo, nhi, eff, 1, a, b);
+    decision d;
+    d.allowed = true;
+    d.remaining = zero.remaining;
+    d.reset_after = zero.reset_after;
+    d.retry_after = one.allowed ? 0 : one.retry_after;
+    return d;
+  }
+
   any_state cell_state(u64 lo, u64 hi) const {
     if (m == mode::gcra) return as_gcra(lo, hi);
     return as_tb(lo, hi);
@@ -539,12 +575,12 @@ struct keyed_limiter::impl {
       if (g == nullptr) return std::nullopt;
       if (*g == gcra::state{}) return std::pair<u64, u64>{0, static_cast<u64>(t_min)};
       const i128 debt = g->u - static_cast<i128>(g->last) * limit;
-      if (debt < 0 || debt > gp->tolerance()) return std::nullopt;
-      if (g->last == t_min && debt == 0) return std::nullopt;  // would read as fresh
+      if (debt < 0 || debt > report_debt_bound(limit, gp->tolerance())) return std::nullopt;  // a report's debt too
+      if (g->last == t_min && debt == 0) return std::nullopt;                                 // would read as fresh
       return std::pair<u64, u64>{static_cast<u64>(static_cast<std::int64_t>(debt)), static_cast<u64>(g->last)};
     }
     const auto* t = std::get_if<token_bucket::state>(&st);
-    if (t == nullptr || t->spent < 0 || t->spent > tp->capacity()) return std::nullopt;
+    if (t == nullptr || t->spent < 0 || t->spent > report_debt_bound(limit, tp->capacity())) return std::nullopt;
     return std::pair<u64, u64>{static_cast<u64>(static_cast<std::int64_t>(t->spent)), static_cast<u64>(t->last)};
   }
 

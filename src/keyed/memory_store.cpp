@@ -433,7 +433,8 @@ struct memory_store::impl {
   }
 
   /// Decides (or peeks) a valid request through the gates of its policies.
-  store_decision decide_checks(const store_request& r, std::span<decision> per_check, bool commit) {
+  store_decision decide_checks(const store_request& r, std::span<decision> per_check, bool commit,
+                               bool reports = false) {
     const std::size_t n = r.checks.size();
     policy_entry* es[max_checks];
     for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(r.checks[i].policy);
@@ -448,8 +449,9 @@ struct memory_store::impl {
           for (std::size_t i = 0; i < n; ++i)
             ks[i] = {resolve(*es[i], r.checks[i].key), r.checks[i].key, cost_of(r, r.checks[i])};
           const std::span<const keyed_check> span(ks, n);
-          decision d = commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
-                              : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
+          decision d = reports  ? keyed_limiter::report_all_at(span, r.now, r.cost, per_check)
+                       : commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
+                                : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
           if (d.part == keyed_refused) return full(r.checks, r.cost, r.now, per_check);
           if (commit) add(g.slot(), counter::from_store);
           return {d, source::store};
@@ -550,6 +552,16 @@ struct memory_store::impl {
                      ? never
                      : decide_one(r.checks[i], r.now, remaining + 1, {}, false).d.retry_after;
     }
+  }
+
+  /// Reports `r` (semantics.md, "Reports"): every check charged, atomically
+  /// across them; a request with an id, or not valid, is an error.
+  store_decision report(const store_request& r, std::span<decision> per_check) {
+    if (!r.id.empty() || !valid(r, per_check)) {
+      add(counter::errors);
+      return error_decision(per_check, r.checks.size());
+    }
+    return decide_checks(r, per_check, true, true);
   }
 
   /// Decides (`commit`) or peeks `r`; with `grows` (commit only), each
@@ -679,6 +691,12 @@ void memory_store::decide_many_at(std::span<const store_request> requests, std::
 
 store_decision memory_store::peek_at(const store_request& r, std::span<decision> per_check) {
   store_decision d = impl_->decide(r, per_check, false);
+  d.at = r.now;
+  return d;
+}
+
+store_decision memory_store::report_at(const store_request& r, std::span<decision> per_check) {
+  store_decision d = impl_->report(r, per_check);
   d.at = r.now;
   return d;
 }

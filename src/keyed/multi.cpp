@@ -17,6 +17,7 @@
 
 #include "keyed_impl.hpp"
 #include "sluice/detail/all_of_fold.hpp"
+#include "sluice/report.hpp"
 
 namespace sluice {
 namespace {
@@ -112,6 +113,19 @@ decision trial(work& x, tick now) {
   return rebase(decide(im.policy, *x.st, x.eff, x.cost), now, x.eff);
 }
 
+/// A check's report at `eff` on its state as found, on a copy: the new
+/// cell or general state always (a report is never denied).
+decision trial_report(work& x, tick now) {
+  impl_t& im = *x.im;
+  if (im.m != mode::general) {
+    x.nlo = 0;
+    x.nhi = 0;
+    return rebase(im.report_step(x.lo, x.hi, x.eff, x.cost, x.nlo, x.nhi), now, x.eff);
+  }
+  x.st = x.r != nullptr ? *reinterpret_cast<const any_state*>(x.r->lo) : im.fresh;
+  return rebase(report(im.policy, *x.st, x.eff, x.cost), now, x.eff);
+}
+
 /// The untouched state's figures (a decision of cost 0: denied, `never`,
 /// and a pure read of remaining and reset_after).
 decision untouched(const work& x, tick now) {
@@ -147,7 +161,7 @@ decision combine(const std::vector<work>& w, bool allowed) {
 
 /// The multi-key decision; `commit` false for a peek.
 decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t cost, std::span<decision> per_check,
-                    bool commit, keyed_limiter::impl* (*impl_of)(keyed_limiter*)) {
+                    bool commit, bool reports, keyed_limiter::impl* (*impl_of)(keyed_limiter*)) {
   const std::size_t n = checks.size();
   if (n == 0) throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: no checks");
   if (!per_check.empty() && per_check.size() < n)
@@ -162,6 +176,8 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
         throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a (store, key) named twice");
     if (checks[i].cost < 0)
       throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: a check's cost is negative");
+    if (reports && (checks[i].cost != 0 ? checks[i].cost : cost) < 1)
+      throw std::invalid_argument("sluice::keyed_limiter::report_all_at: a check's cost is below 1");
     work& x = w[i];
     x.im = impl_of(checks[i].limiter);
     x.key = checks[i].key;
@@ -197,7 +213,7 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       }
     }
     for (work& x : w) {
-      x.d = trial(x, now);
+      x.d = reports ? trial_report(x, now) : trial(x, now);
       allowed = allowed && x.d.allowed;
     }
     // Room for every new key that would be stored, before anything is
@@ -264,7 +280,14 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       if (x.r == nullptr && x.im->m != mode::general) x.im->maybe_reclaim(*x.s);
   for (work& x : w)  // room taken for an insert that threw
     if (x.reserved) x.im->budget->give(1);
-  decision out = combine(w, allowed);
+  decision out;
+  if (reports && allowed) {
+    std::vector<decision> each(n);
+    for (std::size_t i = 0; i < n; ++i) each[i] = w[i].d;
+    out = combine_reports(each);
+  } else {
+    out = combine(w, allowed);
+  }
   if (refused) {
     out.retry_after = never;
     out.part = keyed_refused;
@@ -278,12 +301,25 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
 
 decision keyed_limiter::try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
                                            std::span<decision> per_check) {
-  return decide_all(checks, now, cost, per_check, true, [](keyed_limiter* k) { return k->impl_.get(); });
+  return decide_all(checks, now, cost, per_check, true, false, [](keyed_limiter* k) { return k->impl_.get(); });
+}
+
+decision keyed_limiter::report_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
+                                      std::span<decision> per_check) {
+  return decide_all(checks, now, cost, per_check, true, true, [](keyed_limiter* k) { return k->impl_.get(); });
+}
+
+decision keyed_limiter::report_at(std::string_view key, tick now, std::int64_t cost) {
+  if (cost < 1) return peek_at(key, now, cost);
+  const keyed_check one{this, key, cost};
+  decision own;
+  const decision d = report_all_at(std::span<const keyed_check>(&one, 1), now, cost, std::span<decision>(&own, 1));
+  return d.part == keyed_refused ? d : own;
 }
 
 decision keyed_limiter::peek_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
                                     std::span<decision> per_check) {
-  return decide_all(checks, now, cost, per_check, false, [](keyed_limiter* k) { return k->impl_.get(); });
+  return decide_all(checks, now, cost, per_check, false, false, [](keyed_limiter* k) { return k->impl_.get(); });
 }
 
 }  // namespace sluice

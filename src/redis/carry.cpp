@@ -54,7 +54,7 @@ bool get_int(std::string_view rec, std::size_t& pos, std::int64_t& v) {
 outcome redis_store::impl::decide_carried(const store_request& r, const entry* const* es,
                                           const std::vector<std::optional<std::string>>& values, bool peek,
                                           store_decision& out, std::span<decision> per_check,
-                                          std::span<std::optional<tick>> grows) {
+                                          std::span<std::optional<tick>> grows, bool report) {
   std::vector<std::optional<std::string_view>> before;
   before.reserve(values.size());
   for (const auto& v : values) before.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
@@ -62,7 +62,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   std::vector<any_state> next;
   std::unique_ptr<bool[]> stale(new bool[before.size()]());
   const outcome o = decide_on(r, es, r.now, {}, before, {}, std::nullopt, peek, !peek, out, per_check, &read, &next,
-                              std::span<bool>(stale.get(), before.size()), grows);
+                              std::span<bool>(stale.get(), before.size()), grows, report);
   if (o != outcome::ok) return o;
   if (peek) return outcome::ok;
   carried.fetch_add(1, std::memory_order_relaxed);

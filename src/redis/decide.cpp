@@ -14,6 +14,7 @@
 #include "redis/combine.hpp"
 #include "redis/resp.hpp"
 #include "redis/store_impl.hpp"
+#include "sluice/report.hpp"
 
 namespace sluice {
 
@@ -63,12 +64,12 @@ std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
 }  // namespace
 
 void redis_store::impl::build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch,
-                              redis::scratch& s) const {
+                              redis::scratch& s, bool report) const {
   redis::call_span c;
   c.first = s.pieces.size();
-  const bool single = !peek && r.id.empty() && r.checks.size() == 1 && es[0]->p->single();
-  const bool has_id = !peek && !r.id.empty();
-  c.function = single ? fns.one : (peek ? fns.peek : fns.decide);
+  const bool single = !report && !peek && r.id.empty() && r.checks.size() == 1 && es[0]->p->single();
+  const bool has_id = !report && !peek && !r.id.empty();
+  c.function = report ? fns.report : single ? fns.one : (peek ? fns.peek : fns.decide);
   if (has_id) {
     const std::size_t at = begin_piece(s);
     append_id_key(r, es, s.bytes);
@@ -93,7 +94,8 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     redis::put_number(s.bytes, std::max<std::int64_t>(1, opt.idempotency_window.count()));
     s.bytes.push_back('A');
     redis::put_number(s.bytes, static_cast<std::int64_t>(r.checks.size()));
-    for (std::size_t i = 0; i < r.checks.size(); ++i) es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes);
+    for (std::size_t i = 0; i < r.checks.size(); ++i)
+      es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes, report);
   }
   end_piece(s, at);
   if (has_id) {
@@ -209,7 +211,7 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
                                      std::optional<bool> admitted, bool peek, bool count_skew, store_decision& out,
                                      std::span<decision> per_check, std::vector<any_state>* read_states,
                                      std::vector<any_state>* new_states, std::span<bool> stale,
-                                     std::span<std::optional<tick>> grows) {
+                                     std::span<std::optional<tick>> grows, bool report) {
   const std::size_t n = r.checks.size();
   // `grows`, when asked, comes with a `per_check` of n (one() gives its own
   // when the caller wants none): its `remaining` is what grows_after reads.
@@ -247,7 +249,17 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
     skew.fetch_add(1, std::memory_order_relaxed);
   std::array<std::int64_t, max_checks> costs{};
   for (std::size_t i = 0; i < n; ++i) costs[i] = cost_of(r, r.checks[i]);
-  out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
+  if (report) {
+    // Every check charged by the core's report (semantics.md, "Reports").
+    std::array<decision, max_checks> each{};
+    for (std::size_t i = 0; i < n; ++i) {
+      each[i] = sluice::report(*pols[i], states[i], now, costs[i]);
+      if (i < per_check.size()) per_check[i] = each[i];
+    }
+    out.d = combine_reports(std::span<const decision>(each.data(), n));
+  } else {
+    out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
+  }
   if (admitted && out.d.allowed != *admitted) return outcome::mismatch;
   out.from = source::store;
   // `states`: every check's state after the decision (combine charged them

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "redis/binary.hpp"
+#include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
 namespace sluice::redis {
@@ -44,6 +45,15 @@ std::optional<error> mixed(leaf_plan& lp, rate r, std::int64_t capacity, const c
   return std::nullopt;
 }
 
+/// The report bound K (report_debt_bound over `most`, S·W or Q·W − 1) as
+/// a mixed number modulo L (L ≥ 1): kq < 2^52 whenever the plan's checks
+/// hold (most/L < 2^52, L ≤ 2^52).
+void report_bound(leaf_plan& lp, rate r, i128 most) {
+  const i128 k = report_debt_bound(r.limit, most);
+  lp.kq = k / r.limit;
+  lp.kr = k % r.limit;
+}
+
 /// A limit of 0 never admits, but keeps what a reconfiguration carries to
 /// it (a deficit of up to S·W, reconfigure.hpp): S·W below 2^52.
 std::optional<error> deficit(leaf_plan& lp, rate r, std::int64_t capacity, const char* capacity_field) {
@@ -65,16 +75,20 @@ result<leaf_plan> leaf_of(const any_policy& p) {
         using T = std::decay_t<decltype(pol)>;
         if constexpr (std::is_same_v<T, gcra> || std::is_same_v<T, token_bucket>) {
           lp.letter = 'g';
-          if (pol.limit().limit > 0)
+          if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.burst(), "burst");
-          else
+            report_bound(lp, pol.limit(), static_cast<i128>(pol.burst()) * pol.limit().window);
+          } else {
             bad = deficit(lp, pol.limit(), pol.burst(), "burst");
+          }
         } else if constexpr (std::is_same_v<T, leaky_queue>) {
           lp.letter = 'q';
-          if (pol.limit().limit > 0)
+          if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.queue(), "queue");
-          else
+            report_bound(lp, pol.limit(), static_cast<i128>(pol.queue()) * pol.limit().window - 1);
+          } else {
             bad = deficit(lp, pol.limit(), pol.queue(), "queue");
+          }
         } else if constexpr (std::is_same_v<T, fixed_window> || std::is_same_v<T, sliding_counter> ||
                              std::is_same_v<T, sliding_log> || std::is_same_v<T, sliding_buckets>) {
           lp.letter = std::is_same_v<T, fixed_window>      ? 'f'
@@ -131,11 +145,12 @@ void put_window(std::string& out, tick t, tick w, tick origin) {
   put(out, o);
 }
 
-void walk_tree(const any_policy& p, const plan& pl, std::size_t& next, tick now, std::int64_t cost, std::string& out) {
+void walk_tree(const any_policy& p, const plan& pl, std::size_t& next, tick now, std::int64_t cost, std::string& out,
+               bool report) {
   const auto parts = [&](char token, const auto& c) {
     out.push_back(token);
     put_number(out, static_cast<std::int64_t>(c.parts().size()));
-    for (const auto& part : c.parts()) walk_tree(part, pl, next, now, cost, out);
+    for (const auto& part : c.parts()) walk_tree(part, pl, next, now, cost, out, report);
   };
   if (const auto* a = std::get_if<all_of>(&p)) {
     parts('A', *a);
@@ -146,7 +161,7 @@ void walk_tree(const any_policy& p, const plan& pl, std::size_t& next, tick now,
   } else if (std::holds_alternative<always_deny>(p)) {
     out.push_back('N');
   } else {
-    pl.append_leaf(next++, now, cost, out);
+    pl.append_leaf(next++, now, cost, out, report);
   }
 }
 
@@ -197,33 +212,44 @@ result<plan> plan::make(const any_policy& p) {
   return out;
 }
 
-void plan::append_tree(tick now, std::int64_t cost, std::string& out) const {
+void plan::append_tree(tick now, std::int64_t cost, std::string& out, bool report) const {
   std::size_t next = 0;
-  walk_tree(*policy_, *this, next, now, cost, out);
+  walk_tree(*policy_, *this, next, now, cost, out, report);
 }
 
-void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& out) const {
+void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& out, bool report) const {
   const leaf_plan& lp = leaves_[i];
   out.append(lp.tag, tag_size);
+  // A report (mode 2) sends a cost saturated just past the library's bound,
+  // so every sum stays below 2^53 and the saturation is the core's.
+  const auto most = [&](i128 v, i128 bound) { return v > bound + 1 ? bound + 1 : v; };
   std::visit(
       [&](const auto& pol) {
         using T = std::decay_t<decltype(pol)>;
         if constexpr (std::is_same_v<T, gcra> || std::is_same_v<T, token_bucket>) {
           const std::int64_t l = pol.limit().limit;
-          const bool can = l > 0 && cost >= 1 && cost <= pol.burst();
-          const i128 cw = can ? static_cast<i128>(cost) * pol.limit().window : 0;
-          put_number(out, can ? 1 : 0);
+          const bool charge = report && l > 0 && cost >= 1;
+          const bool can = charge || (l > 0 && cost >= 1 && cost <= pol.burst());
+          i128 cw = can ? static_cast<i128>(cost) * pol.limit().window : 0;
+          if (charge) cw = most(cw, lp.kq * l + lp.kr);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_number(out, l > 0 ? l : 1);
           put(out, can ? cw / l : 0);
           put(out, can ? cw % l : 0);
           put(out, lp.sq);
           put(out, lp.sr);
+          put(out, lp.kq);
+          put(out, lp.kr);
         } else if constexpr (std::is_same_v<T, leaky_queue>) {
           const std::int64_t l = pol.limit().limit;
-          const bool can = l > 0 && cost >= 1 && cost <= pol.queue();
-          const i128 x = can ? static_cast<i128>(pol.queue() - cost) * pol.limit().window : 0;
-          const i128 y = can ? static_cast<i128>(cost - 1) * pol.limit().window : 0;
-          put_number(out, can ? 1 : 0);
+          const bool charge = report && l > 0 && cost >= 1;
+          const bool fits = l > 0 && cost >= 1 && cost <= pol.queue();
+          const bool can = charge || fits;
+          // A cost past Q never fits: X below every backlog the library reads.
+          const i128 x = fits ? static_cast<i128>(pol.queue() - cost) * pol.limit().window : -(p52 + 2) * l;
+          i128 y = can ? static_cast<i128>(cost - 1) * pol.limit().window : 0;
+          if (charge) y = most(y, lp.kq * l + lp.kr);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_number(out, l > 0 ? l : 1);
           put(out, lp.wq);
           put(out, lp.wr);
@@ -231,43 +257,50 @@ void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& 
           put(out, can ? x % l : 0);
           put(out, can ? y / l : 0);
           put(out, can ? y % l : 0);
+          put(out, lp.kq);
+          put(out, lp.kr);
         } else if constexpr (std::is_same_v<T, fixed_window>) {
           const rate r = pol.limit();
+          const bool charge = report && r.limit > 0 && cost >= 1;
           const bool can = cost >= 1 && cost <= r.limit;
-          put_number(out, can ? 1 : 0);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_window(out, now, r.window, pol.origin());
           put_number(out, r.limit);
-          put_number(out, can ? cost : 0);
+          put(out, charge ? most(cost, r.limit) : can ? cost : 0);
           put_number(out, r.window);
         } else if constexpr (std::is_same_v<T, sliding_counter>) {
           const rate r = pol.limit();
+          const bool charge = report && r.limit > 0 && cost >= 1;
           const bool can = cost >= 1 && cost <= r.limit;
-          put_number(out, can ? 1 : 0);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_window(out, now, r.window, 0);
           put_number(out, r.limit);
           put_number(out, r.window);
-          put_number(out, can ? cost : 0);
+          put(out, charge ? most(cost, report_count_bound(r)) : can ? cost : 0);
         } else if constexpr (std::is_same_v<T, sliding_log>) {
           const rate r = pol.limit();
+          const bool charge = report && r.limit > 0 && cost >= 1;
           const bool can = cost >= 1 && cost <= r.limit;
-          put_number(out, can ? 1 : 0);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_number(out, r.limit);
-          put_number(out, can ? cost : 0);
+          put(out, charge ? most(cost, r.limit) : can ? cost : 0);
           put_number(out, r.window);
         } else if constexpr (std::is_same_v<T, sliding_buckets>) {
           const rate r = pol.limit();
+          const bool charge = report && r.limit > 0 && cost >= 1;
           const bool can = cost >= 1 && cost <= r.limit;
-          put_number(out, can ? 1 : 0);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_window(out, now, r.window / pol.buckets(), 0);
           put_number(out, r.limit);
-          put_number(out, can ? cost : 0);
+          put(out, charge ? most(cost, r.limit) : can ? cost : 0);
           put_number(out, pol.buckets());
           put_number(out, r.window);
         } else if constexpr (std::is_same_v<T, quota>) {
+          const bool charge = report && pol.units() > 0 && cost >= 1;
           const bool can = cost >= 1 && cost <= pol.units();
-          put_number(out, can ? 1 : 0);
+          put_number(out, charge ? 2 : can ? 1 : 0);
           put_number(out, pol.units());
-          put_number(out, can ? cost : 0);
+          put(out, charge ? most(cost, pol.units()) : can ? cost : 0);
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");

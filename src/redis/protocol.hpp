@@ -50,6 +50,9 @@ struct leaf_plan {
   // W = wq·L + wr (L ≥ 1).
   detail::i128 sq = 0, sr = 0;
   detail::i128 wq = 0, wr = 0;
+  // GCRA, token bucket, leaky queue: the most debt (backlog) a report may
+  // leave, K = kq·L + kr (report.hpp: report_debt_bound); 0 when L = 0.
+  detail::i128 kq = 0, kr = 0;
 
   [[nodiscard]] std::string_view tag_view() const noexcept { return {tag, tag_size}; }
 };
@@ -69,10 +72,13 @@ class plan {
   [[nodiscard]] bool single() const noexcept { return single_; }
 
   /// Appends the tree's tokens and every leaf's tag and arguments for a
-  /// request of `cost` at `now` (the prefix form of `sluice_v2_decide`).
-  void append_tree(tick now, std::int64_t cost, std::string& out) const;
+  /// request of `cost` at `now` (the prefix form of `sluice_v2_decide`);
+  /// `report`: for `sluice_v2_report`, every leaf in mode 2 (a limit of 0
+  /// in mode 0: nothing to charge), its cost sent saturated at what the
+  /// library's bound needs (semantics.md, "Reports").
+  void append_tree(tick now, std::int64_t cost, std::string& out, bool report = false) const;
   /// Appends leaf `i`'s tag and arguments.
-  void append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& out) const;
+  void append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& out, bool report = false) const;
 
   /// The core state of the whole policy from its leaves' states, in leaf
   /// order (moved from `leaf_states`).

@@ -44,6 +44,7 @@ struct functions {
   std::string decide = std::string(lua_library_name) + "_decide";
   std::string peek = std::string(lua_library_name) + "_peek";
   std::string cas = std::string(lua_library_name) + "_cas";
+  std::string report = std::string(lua_library_name) + "_report";
 };
 
 /// One configuration of a defined policy, as decisions read it. Immutable
@@ -218,7 +219,9 @@ struct redis_store::impl {
   void enter();
   void leave();
   /// Appends request `r`'s call to `s` (its keys and binary argument).
-  void build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch, redis::scratch& s) const;
+  /// `report`: a report's call (`sluice_v2_report`, report.cpp).
+  void build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch, redis::scratch& s,
+             bool report = false) const;
   /// The outcome of a call's reply; `out` holds the decision when ok (and
   /// `grows`, when not empty, each check's grows_after).
   outcome judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek, store_decision& out,
@@ -231,7 +234,7 @@ struct redis_store::impl {
   /// and writes the result with a compare-and-set.
   outcome decide_carried(const store_request& r, const entry* const* es,
                          const std::vector<std::optional<std::string>>& values, bool peek, store_decision& out,
-                         std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
+                         std::span<decision> per_check, std::span<std::optional<tick>> grows = {}, bool report = false);
   /// Decides a repeated request id from its record (status 2).
   outcome replay(const store_request& r, const entry* const* es, std::string_view record, bool peek,
                  store_decision& out, std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
@@ -249,7 +252,13 @@ struct redis_store::impl {
                     std::span<const std::optional<std::string_view>> after, std::optional<bool> admitted, bool peek,
                     bool count_skew, store_decision& out, std::span<decision> per_check,
                     std::vector<any_state>* read_states = nullptr, std::vector<any_state>* new_states = nullptr,
-                    std::span<bool> stale = {}, std::span<std::optional<tick>> grows = {});
+                    std::span<bool> stale = {}, std::span<std::optional<tick>> grows = {}, bool report = false);
+
+  // ---- report.cpp ----
+  /// Reports one request (store.hpp, report_at): one `sluice_v2_report`
+  /// call for all its checks; a store failure loses the report
+  /// (source::error, counted), no failure mode answers it.
+  store_decision report_one(const store_request& r, std::span<decision> per_check);
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure

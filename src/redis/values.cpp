@@ -10,6 +10,7 @@
 #include "redis/binary.hpp"
 #include "redis/protocol.hpp"
 #include "sluice/detail/log_rebuild.hpp"
+#include "sluice/report.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -121,7 +122,7 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
         } else if constexpr (std::is_same_v<T, sliding_counter>) {
           const rate r = pol.limit();
           if (!fields(v, 5, x) || !limbs_ok(x[0], x[1]) || !in(x[2], 0, r.window - 1) || !in(x[3], 0, p53 - 1) ||
-              !in(x[4], 1, r.limit))
+              !in(x[4], 1, report_count_bound(r)))  // a report may leave more than L
             return;
           sliding_counter::state s;
           s.window = join(x[0], x[1]);
@@ -145,12 +146,12 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           if (!fields(v, n, f.data())) return;
           std::vector<sliding_log::entry> entries;
           entries.reserve(n / 3);
-          i128 total = 0;
+          i128 rest = 0;  // the units after the first run: under L (admits and reports)
           for (std::size_t k = 0; k < n; k += 3) {
             if (!limbs_ok(f[k], f[k + 1]) || !in(f[k + 2], 1, r.limit)) return;
             if (k > 0 && !before(f[k - 3], f[k - 2], f[k], f[k + 1])) return;
-            total += f[k + 2];
-            if (total > r.limit) return;
+            if (k > 0) rest += f[k + 2];
+            if (rest > r.limit - 1) return;
             entries.push_back({join(f[k], f[k + 1]), f[k + 2]});
           }
           latest = std::max(latest, entries.back().at);
@@ -162,12 +163,16 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           std::vector<std::int64_t> f(static_cast<std::size_t>(n) + 3);
           if (!fields(v, f.size(), f.data()) || !limbs_ok(f[0], f[1]) || !in(f[2], 0, width - 1) || f.back() < 1)
             return;
-          i128 total = 0;
+          i128 rest = -1;  // the units after the oldest non-empty sub-window: under L
           for (std::size_t k = 3; k < f.size(); ++k) {
             if (!in(f[k], 0, r.limit)) return;
-            total += f[k];
+            if (rest >= 0) {
+              rest += f[k];
+            } else if (f[k] > 0) {
+              rest = 0;
+            }
           }
-          if (total > r.limit) return;
+          if (rest > r.limit - 1) return;
           const std::int64_t newest = join(f[0], f[1]);
           const i128 at = static_cast<i128>(newest) * width + f[2];
           if (at < detail::i64_min || at > detail::i64_max) return;

@@ -315,6 +315,16 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     } else {
       return decide_json(std::move(a), req, res, gate);
     }
+  } else if (path == "/v1/report" && role == listener_role::decision) {
+    if (req.method != "POST") {
+      bad_request(metrics_, res, 405, "method", "POST /v1/report with a JSON body");
+      res.fields.push_back({"Allow", "POST"});
+    } else if (!token_ok(*a->cfg, req)) {
+      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
+      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+    } else {
+      report_json(*a, req, res);
+    }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.
     enter();
@@ -341,7 +351,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     admin(path, req, res);
   } else {
     bad_request(metrics_, res, 404, "path",
-                "no such endpoint (POST /v1/decide, /v1/authorize, /metrics, /healthz, /readyz)");
+                "no such endpoint (POST /v1/decide, /v1/report, /v1/authorize, /metrics, /healthz, /readyz)");
   }
   return false;
 }
@@ -454,32 +464,32 @@ bool service::decide(std::shared_ptr<const active> a, std::vector<planned_check>
                        });
 }
 
-bool service::decide_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
-                          const std::shared_ptr<answer_gate>& gate) {
-  const active& a = *ap;
+std::optional<service::json_request> service::parse_json_request(const active& a, const http_request& req,
+                                                                 http_response& res) {
   using nlohmann::json;
   json doc;
   try {
     doc = json::parse(req.body);
   } catch (const json::parse_error& e) {
     bad_request(metrics_, res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-    return false;
+    return std::nullopt;
   } catch (const json::exception&) {
     // nlohmann throws out_of_range, not parse_error, for a number past a
     // double (1e999): a bad request, never an escaped exception.
     bad_request(metrics_, res, 400, "body", "a number out of range for JSON (past 1.8e308)");
-    return false;
+    return std::nullopt;
   }
   if (!doc.is_object()) {
     bad_request(metrics_, res, 400, "body",
                 "must be a JSON object such as {\"checks\":[{\"policy\":\"api\",\"key\":\"alice\"}]}");
-    return false;
+    return std::nullopt;
   }
   const config& c = *a.cfg;
-  std::vector<planned_check> checks;
+  json_request out;
+  std::vector<planned_check>& checks = out.checks;
   std::int64_t cost = 1;
-  std::string id;
-  std::optional<tick> now;
+  std::string& id = out.id;
+  std::optional<tick>& now = out.now;
   const auto read_check = [&](const json& j, const std::string& where) -> bool {
     if (!j.is_object()) {
       bad_request(metrics_, res, 400, where, "must be an object {\"policy\": ..., \"key\": ...}");
@@ -534,59 +544,69 @@ bool service::decide_json(std::shared_ptr<const active> ap, const http_request& 
     if (f == "checks") {
       if (!v.is_array() || v.empty()) {
         bad_request(metrics_, res, 400, "checks", "must be a non-empty array of {\"policy\": ..., \"key\": ...}");
-        return false;
+        return std::nullopt;
       }
       if (v.size() > max_checks) {
         bad_request(metrics_, res, 400, "checks", "at most " + std::to_string(max_checks) + " checks");
-        return false;
+        return std::nullopt;
       }
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (!read_check(v[i], "checks[" + std::to_string(i) + "]")) return false;
+        if (!read_check(v[i], "checks[" + std::to_string(i) + "]")) return std::nullopt;
     } else if (f == "policy" || f == "key") {
       shorthand = true;
     } else if (f == "cost") {
       if (!whole_cost(v)) {
         bad_request(metrics_, res, 400, "cost", "must be a whole number of at least 1");
-        return false;
+        return std::nullopt;
       }
       cost = v.get<std::int64_t>();
     } else if (f == "id") {
       if (!v.is_string() || v.get_ref<const std::string&>().size() > 256) {
         bad_request(metrics_, res, 400, "id", "must be a string of at most 256 bytes");
-        return false;
+        return std::nullopt;
       }
       id = v.get<std::string>();
     } else if (f == "now") {
       if (!c.client_time) {
         bad_request(metrics_, res, 400, "now", "not accepted: server.client_time is off");
-        return false;
+        return std::nullopt;
       }
       if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) {
         bad_request(metrics_, res, 400, "now", "must be a whole number of ticks (ns)");
-        return false;
+        return std::nullopt;
       }
       now = v.get<std::int64_t>();
     } else {
       bad_request(metrics_, res, 400, f, "unknown field (known: checks, policy, key, cost, id, now)");
-      return false;
+      return std::nullopt;
     }
   }
   if (shorthand) {
     if (!checks.empty()) {
       bad_request(metrics_, res, 400, "checks", "give either checks or policy and key, not both");
-      return false;
+      return std::nullopt;
     }
     json one = json::object();
     if (doc.contains("policy")) one["policy"] = doc["policy"];
     if (doc.contains("key")) one["key"] = doc["key"];
-    if (!read_check(one, "checks[0]")) return false;
+    if (!read_check(one, "checks[0]")) return std::nullopt;
   }
   if (checks.empty()) {
     bad_request(metrics_, res, 400, "checks", "must name at least one check ({\"policy\": ..., \"key\": ...})");
-    return false;
+    return std::nullopt;
   }
   for (auto& pc : checks)
     if (pc.cost == 0) pc.cost = cost;
+  return out;
+}
+
+bool service::decide_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                          const std::shared_ptr<answer_gate>& gate) {
+  auto parsed = parse_json_request(*ap, req, res);
+  if (!parsed) return false;
+  std::vector<planned_check> checks = std::move(parsed->checks);
+  const std::string id = std::move(parsed->id);
+  const std::optional<tick> now = parsed->now;
   const tick t0 = steady_clock::now();
   decide(ap, std::move(checks), now ? *now : store_->now(), id,
          [this, ap, &res, gate, t0, id](const std::vector<planned_check>& cs, const checks_outcome& o) {
@@ -653,6 +673,64 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
   }
   b += "]}\n";
   write_rate_fields(a, checks, o, res);
+}
+
+void service::report_json(const active& a, const http_request& req, http_response& res) {
+  auto parsed = parse_json_request(a, req, res);
+  if (!parsed) return;
+  if (!parsed->id.empty()) {
+    bad_request(metrics_, res, 400, "id",
+                "a report holds no request id: it is never a retry of a decision (semantics.md, \"Reports\")");
+    return;
+  }
+  const config& c = *a.cfg;
+  const std::vector<planned_check>& checks = parsed->checks;
+  std::array<check, max_checks> req_checks;
+  std::array<decision, max_checks> per;
+  for (std::size_t i = 0; i < checks.size(); ++i)
+    req_checks[i] = check{a.view.ids[checks[i].policy], checks[i].key, checks[i].cost};
+  const store_request r{
+      std::span<const check>(req_checks.data(), checks.size()), parsed->now ? *parsed->now : store_->now(), 1, {}};
+  const tick t0 = steady_clock::now();
+  const store_decision sd = store_->report_at(r, std::span<decision>(per.data(), checks.size()));
+  metrics_.observe_latency(steady_clock::now() - t0);
+  metrics_.count_source(sd.from);
+  if (sd.from != source::store) {
+    // Not charged (the store could not take it, or a bad state at a key):
+    // the client may send it again.
+    res.status = 503;
+    res.content_type = "application/json";
+    res.body = error_body(
+        "store", "the report was not charged (the store failed, or holds a bad state at a key); send it again");
+    return;
+  }
+  // Never denied: 200 with the figures after the charge (semantics.md).
+  res.status = 200;
+  res.content_type = "application/json";
+  std::string& b = res.body;
+  b = "{\"charged\":true";
+  b += ",\"remaining\":" + std::to_string(sd.d.remaining);
+  b += ",\"retry_after\":";
+  b += sd.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(sd.d.retry_after));
+  b += ",\"retry_after_ns\":" + ns_or_never(sd.d.retry_after);
+  b += ",\"reset_after_ns\":" + ns_or_never(sd.d.reset_after);
+  b += ",\"source\":\"";
+  b += name_of(sd.from);
+  b += "\",\"checks\":[";
+  for (std::size_t k = 0; k < checks.size(); ++k) {
+    const decision& d = per[k];
+    if (k > 0) b += ',';
+    b += "{\"policy\":";
+    append_json_string(b, c.policies[checks[k].policy].name);
+    b += ",\"key\":";
+    append_json_string(b, checks[k].key);
+    b += ",\"cost\":" + std::to_string(checks[k].cost);
+    b += ",\"remaining\":" + std::to_string(d.remaining);
+    b += ",\"retry_after_ns\":" + ns_or_never(d.retry_after);
+    b += ",\"reset_after_ns\":" + ns_or_never(d.reset_after);
+    b += '}';
+  }
+  b += "]}\n";
 }
 
 void service::admin(std::string_view path, const http_request& req, http_response& res) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -158,6 +159,18 @@ class service {
   void write_decision(const active& a, const std::vector<planned_check>& checks, const std::string& id,
                       const checks_outcome& o, http_response& res);
   static void internal_error(http_response& res);
+  /// A /v1/decide or /v1/report body, read and checked: its checks (each
+  /// with its cost, the request's filled in), id and `now`.
+  struct json_request {
+    std::vector<planned_check> checks;
+    std::string id;
+    std::optional<tick> now;
+  };
+  /// Reads the JSON body both endpoints take; on a bad one answers 400
+  /// naming the field in `res` (counted) and returns nullopt.
+  std::optional<json_request> parse_json_request(const active& a, const http_request& req, http_response& res);
+  /// POST /v1/report: charges the body's checks after the fact (store::report_at).
+  void report_json(const active& a, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();

@@ -13,6 +13,7 @@
 
 #include "conformance/traces.hpp"
 #include "sluice/keyed.hpp"
+#include "sluice/report.hpp"
 #include "sluice/store/memory.hpp"
 
 namespace sluice {
@@ -51,7 +52,17 @@ std::vector<answer> run_on_keyed(const trace& t) {
       continue;
     }
     a.per_check.resize(st.checks.size());
-    if (st.checks.size() == 1) {
+    if (st.report) {
+      std::vector<keyed_check> cs;
+      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key, c.cost});
+      if (st.checks.size() == 1) {
+        a.per_check[0] =
+            ks[st.checks[0].policy]->report_at(st.checks[0].key, st.now, conformance::cost_of(st, st.checks[0]));
+        a.d.d = combine_reports(a.per_check);
+      } else {
+        a.d.d = keyed_limiter::report_all_at(cs, st.now, st.cost, a.per_check);
+      }
+    } else if (st.checks.size() == 1) {
       a.per_check[0] =
           ks[st.checks[0].policy]->try_acquire_at(st.checks[0].key, st.now, conformance::cost_of(st, st.checks[0]));
       a.d.d = a.per_check[0];
@@ -151,6 +162,9 @@ class wrong_store : public store {
   }
   store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
     return inner_.peek_at(r, per_check);
+  }
+  store_decision report_at(const store_request& r, std::span<decision> per_check) override {
+    return inner_.report_at(r, per_check);
   }
   [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
   [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
@@ -261,6 +275,7 @@ TEST(ConformanceTraces, CoverEveryKindOfStep) {
   std::size_t single_own = 0;
   std::size_t mixed = 0;
   std::size_t mixed_split = 0;
+  std::size_t reports = 0;
   for (algorithm a : conformance::all_algorithms) {
     for (std::uint64_t seed = 0; seed < 50; ++seed) {
       const trace t = conformance::make_trace(a, seed);
@@ -269,6 +284,8 @@ TEST(ConformanceTraces, CoverEveryKindOfStep) {
         const auto& st = t.steps[i];
         if (conformance::bad_request(st)) {
           ++bad;
+        } else if (st.report) {
+          ++reports;
         } else if (st.checks.size() == 1) {
           ++single;
           if (st.checks[0].cost != 0) ++single_own;
@@ -298,6 +315,7 @@ TEST(ConformanceTraces, CoverEveryKindOfStep) {
   EXPECT_GT(single_own, 300U);
   EXPECT_GT(mixed, 500U);
   EXPECT_GT(mixed_split, 50U);
+  EXPECT_GT(reports, 1000U);
   std::printf(
       "drawn: %zu single (%zu at a cost of their own), %zu multi (%zu of mixed costs, %zu of them denied "
       "beside a check that would admit), %zu bad, %zu clock steps back\n",

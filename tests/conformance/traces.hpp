@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "property/models.hpp"
+#include "sluice/report.hpp"
 #include "sluice/store.hpp"
 
 namespace sluice::conformance {
@@ -69,6 +70,10 @@ struct trace_options {
   /// costs in one request, drawn from a stream of their own so the rest of
   /// a trace is the same whatever this is).
   int own_costs = 35;
+  /// Percent of steps that are reports (store::report_at: every check
+  /// charged, never denied; semantics.md "Reports"), drawn from a stream of
+  /// their own as `own_costs` is.
+  int reports = 15;
 };
 
 /// A policy of a trace, defined in the store under `prefix + name`.
@@ -94,6 +99,8 @@ struct trace_step {
   std::vector<trace_check> checks;
   tick now = 0;
   std::int64_t cost = 1;
+  /// A report (store::report_at) instead of a decision.
+  bool report = false;
 };
 
 /// A trace: its policies and its requests, in order.
@@ -216,6 +223,14 @@ inline void draw_own_costs(trace& t, std::uint64_t seed, algorithm a, const trac
   }
 }
 
+/// Makes `o.reports` percent of `t`'s steps reports, from a stream of its
+/// own (the trace's other draws are the same whatever this adds).
+inline void draw_reports(trace& t, std::uint64_t seed, algorithm a, const trace_options& o) {
+  if (o.reports <= 0) return;
+  rng_t g(model::mix(seed ^ 0x7265706f72747321ULL, a));  // "reports!"
+  for (trace_step& s : t.steps) s.report = model::chance(g, o.reports);
+}
+
 }  // namespace detail_
 
 /// A trace whose first policy is of algorithm `a` (any plain algorithm, or
@@ -261,6 +276,7 @@ inline trace make_trace(algorithm a, std::uint64_t seed, const trace_options& o 
     t.steps.push_back(std::move(s));
   }
   detail_::draw_own_costs(t, seed, a, o);
+  detail_::draw_reports(t, seed, a, o);
   return t;
 }
 
@@ -306,6 +322,15 @@ inline std::vector<answer> expected_answers(const trace& t) {
     }
     const std::size_t n = s.checks.size();
     a.per_check.resize(n);
+    if (s.report) {
+      // Every check charged by the core's report; combined as all_of's.
+      for (std::size_t i = 0; i < n; ++i)
+        a.per_check[i] =
+            report(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
+      a.d.d = combine_reports(a.per_check);
+      out.push_back(std::move(a));
+      continue;
+    }
     bool allowed = true;
     for (std::size_t i = 0; i < n; ++i) {
       a.per_check[i] = peek(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
@@ -368,7 +393,8 @@ inline std::string show(const decision& d) {
 }
 
 inline std::string show(const trace_step& s) {
-  std::string out = "now=" + std::to_string(s.now) + " cost=" + std::to_string(s.cost) + " checks=";
+  std::string out = std::string(s.report ? "report " : "") + "now=" + std::to_string(s.now) +
+                    " cost=" + std::to_string(s.cost) + " checks=";
   for (const auto& c : s.checks)
     out += "(p" + std::to_string(c.policy) + "," + c.key + (c.cost != 0 ? ",cost=" + std::to_string(c.cost) : "") + ")";
   return out;
@@ -436,8 +462,13 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
       checks.push_back({ids[st.checks[i].policy], keys[i], st.checks[i].cost});
     answer a;
     a.per_check.resize(checks.size());
-    a.grows.resize(checks.size());
-    a.d = s.decide_at({.checks = checks, .now = st.now, .cost = st.cost, .id = {}}, a.per_check, a.grows);
+    const store_request r{.checks = checks, .now = st.now, .cost = st.cost, .id = {}};
+    if (st.report) {
+      a.d = s.report_at(r, a.per_check);
+    } else {
+      a.grows.resize(checks.size());
+      a.d = s.decide_at(r, a.per_check, a.grows);
+    }
     out.push_back(std::move(a));
   }
   return out;
@@ -494,6 +525,10 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pol
       for (const auto& c : st.checks) keys[j].push_back(prefixes[j] + c.key);
       for (std::size_t k = 0; k < st.checks.size(); ++k)
         checks[j].push_back({ids[j][st.checks[k].policy], keys[j][k], st.checks[k].cost});
+      if (st.report) {  // traces are independent: a report goes on its own, before the batch
+        got[j].push_back({s.report_at({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}}), {}, {}});
+        continue;
+      }
       batch.push_back({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}});
       owner.push_back(j);
     }
@@ -515,8 +550,8 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pre
 }
 
 /// Runs `t` through `s` as one `decide_many_at` of all its steps (in order,
-/// so each sees the earlier ones' admits) and compares the requests'
-/// decisions.
+/// so each sees the earlier ones' admits; a report splits the batch, sent
+/// alone between its parts) and compares the requests' decisions.
 inline std::string run_conformance_one_batch(store& s, const trace& t, std::string_view prefix = "") {
   auto [ids, err] = define_all(s, t, prefix);
   if (!err.empty()) return t.describe() + ": define: " + err;
@@ -530,10 +565,21 @@ inline std::string run_conformance_one_batch(store& s, const trace& t, std::stri
       checks[i].push_back({ids[st.checks[k].policy], keys[i][k], st.checks[k].cost});
     batch.push_back({.checks = checks[i], .now = st.now, .cost = st.cost, .id = {}});
   }
-  std::vector<store_decision> out(batch.size());
-  s.decide_many_at(batch, out);
   std::vector<answer> got;
-  for (const auto& d : out) got.push_back({d, {}, {}});
+  std::size_t from = 0;
+  const auto flush = [&](std::size_t to) {
+    std::vector<store_decision> out(to - from);
+    s.decide_many_at(std::span<const store_request>(batch).subspan(from, to - from), out);
+    for (const auto& d : out) got.push_back({d, {}, {}});
+    from = to;
+  };
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    if (!t.steps[i].report) continue;
+    flush(i);
+    got.push_back({s.report_at(batch[i]), {}, {}});
+    from = i + 1;
+  }
+  flush(t.steps.size());
   return compare(t, got, expected_answers(t), false);
 }
 

@@ -372,7 +372,9 @@ TEST(KeyedSnapshot, CorruptStatesBehindAValidChecksumAreRefused) {
   std::string b = slurp(f);
   // The debt is the last 16 bytes of the record before the trailer (28 bytes).
   const std::size_t debt = b.size() - 28 - 16;
-  b[debt] = static_cast<char>(100);  // 100 > S·W = 20
+  // 2^62 + ... > the most a report leaves (semantics.md, "Reports": max(S·W,
+  // 2^52·L − 1) = 2^52 − 1 here); a debt of 100 > S·W is a report's.
+  b[debt + 7] = static_cast<char>(0x40);
   const std::uint32_t crc = crc32c(b.data(), b.size() - 4);
   for (int i = 0; i < 4; ++i)
     b[b.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFF);

@@ -121,6 +121,13 @@ class memory_store final : public store {
   /// peek).
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
 
+  /// Reports `r` (store.hpp): every check charged its cost atomically, on
+  /// the keyed store's multi-key form. A request with an id, or one
+  /// `decide_at` would answer as an error, is `source::error`, nothing
+  /// charged; a new key refused at `max_keys` is answered by `on_full`,
+  /// nothing charged.
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
+
   /// The store's clock (Unix ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 

@@ -5,7 +5,9 @@
 -- compared exactly with Dekker's two-product. Exact for L < 2^53, W < 2^53.
 -- `prev` may exceed L after a reconfiguration that narrowed the window or
 -- the limit (reconfigure.hpp charges the old windows to the new ones): any
--- count below 2^53 is read.
+-- count below 2^53 is read. Mode 2, a report: curr becomes min(curr + c,
+-- C) with C = max(L, min(L*W, 2^52)) (c sent as at most C + 1); L*W as a
+-- double is exact up to 2^53 and at least 2^52 beyond, so C is exact.
 local function split27(a) -- Veltkamp split, 2^27 + 1
   local t = 134217729 * a
   local hi = t - (t - a)
@@ -25,11 +27,12 @@ end
 
 local function counter_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, W, c, nxt = struct.unpack('<ddddddd', b, pos)
+  local C = math.max(L, math.min(L * W, P52)) -- the most a report leaves in curr
   local prev, curr = 0, 0
   if v then
     if #v ~= 49 then corrupt('counter length') end
     local ph, pl, po, pp, pc = struct.unpack('<ddddd', v, 10)
-    if not (limbs_ok(ph, pl) and int_in(po, 0, W - 1) and int_in(pp, 0, P53 - 1) and int_in(pc, 1, L)) then
+    if not (limbs_ok(ph, pl) and int_in(po, 0, W - 1) and int_in(pp, 0, P53 - 1) and int_in(pc, 1, C)) then
       corrupt('counter counts')
     end
     prev, curr = pp, pc
@@ -37,9 +40,15 @@ local function counter_leaf(v, b, pos, tag)
     local dk = elapsed(kh, kl, ph, pl) -- windows passed (saturates)
     if dk == 1 then prev, curr = curr, 0 elseif dk > 1 then prev, curr = 0, 0 end
   end
-  if mode ~= 1 then return false, nil, 0, nxt end
+  if mode ~= 1 and mode ~= 2 then return false, nil, 0, nxt end
   local R = L - curr - c -- room left in whole units
-  if R >= 0 and (prev == 0 or prod_le(prev, W - o, R, W)) then
+  local fits = R >= 0 and (prev == 0 or prod_le(prev, W - o, R, W))
+  if mode == 2 then
+    local n = curr + c
+    if n > C then n = C end
+    return fits, struct.pack('<c9ddddd', tag, kh, kl, o, prev, n), 2 * W - o + 2, nxt
+  end
+  if fits then
     return true, struct.pack('<c9ddddd', tag, kh, kl, o, prev, curr + c), 2 * W - o + 2, nxt
   end
   return false, nil, 0, nxt

@@ -2,7 +2,8 @@
 -- k = floor((now - origin)/W), as limbs kh kl, and the offset o in it, and
 -- sends  mode kh kl o L c W.  State "f<tag>" kh kl o count: the window of the
 -- latest admit, its offset, and the units admitted in that window.
--- Exact for L < 2^53 and W < 2^53, any int64 instant.
+-- Exact for L < 2^53 and W < 2^53, any int64 instant. Mode 2, a report:
+-- the count becomes min(count + c, L) (c sent as at most L + 1).
 local function fixed_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, c, W, nxt = struct.unpack('<ddddddd', b, pos)
   local count = 0
@@ -12,6 +13,11 @@ local function fixed_leaf(v, b, pos, tag)
     if not (limbs_ok(ph, pl) and int_in(po, 0, W - 1) and int_in(pn, 1, L)) then corrupt('fixed count') end
     if before(kh, kl, ph, pl) or (kh == ph and kl == pl and o < po) then kh, kl, o = ph, pl, po end
     if kh == ph and kl == pl then count = pn end -- the same window: keep the count
+  end
+  if mode == 2 then
+    local n = count + c
+    if n > L then n = L end
+    return c <= L - count, struct.pack('<c9dddd', tag, kh, kl, o, n), W - o + 1, nxt
   end
   if mode ~= 1 or c > L - count then return false, nil, 0, nxt end
   return true, struct.pack('<c9dddd', tag, kh, kl, o, count + c), W - o + 1, nxt

@@ -1,6 +1,7 @@
 -- GCRA and the token bucket (one state for both: semantics.md, "GCRA").
--- Sends  mode L cq cr sq sr  with c*W = cq*L + cr and S*W = sq*L + sr
--- (mode 0: the cost can never be admitted).
+-- Sends  mode L cq cr sq sr kq kr  with c*W = cq*L + cr, S*W = sq*L + sr
+-- and the most debt a report may leave K = kq*L + kr (mode 0: the cost can
+-- never be admitted; mode 2: a report, c*W sent as at most K + 1).
 -- State "g<tag>" dq dr lh ll: the debt u - last*L = dq*L + dr (0 <= dr < L,
 -- dq < 2^52) in 1/L tick, at last = lh*2^32 + ll, the latest admit. An
 -- admit leaves at most S*W; a state carried over a reconfiguration may hold
@@ -8,7 +9,7 @@
 -- Exact for floor(S*W/L) < 2^52 ticks and L <= 2^52, any int64 instant. The
 -- hot path: written inline.
 local function gcra_leaf(v, b, pos, tag, th, tl)
-  local mode, L, cq, cr, sq, sr, nxt = struct.unpack('<dddddd', b, pos)
+  local mode, L, cq, cr, sq, sr, kq, kr, nxt = struct.unpack('<dddddddd', b, pos)
   local eh, el, dq, dr = th, tl, 0, 0
   if v then
     if #v ~= 41 then corrupt('gcra length') end
@@ -21,10 +22,15 @@ local function gcra_leaf(v, b, pos, tag, th, tl)
     local e = (eh - lh) * P32 + (el - ll)
     if e <= pdq then dq, dr = pdq - e, pdr end
   end
-  if mode ~= 1 then return false, nil, 0, nxt end
+  if mode ~= 1 and mode ~= 2 then return false, nil, 0, nxt end
   local aq, ar = dq + cq, dr + cr -- the debt after admitting
   if ar >= L then aq, ar = aq + 1, ar - L end
-  if aq < sq or (aq == sq and ar <= sr) then
+  local fits = aq < sq or (aq == sq and ar <= sr)
+  if mode == 2 then -- a report: charged whatever it fits, the debt saturating at K
+    if aq > kq or (aq == kq and ar > kr) then aq, ar = kq, kr end
+    return fits, struct.pack('<c9dddd', tag, aq, ar, eh, el), aq + 1, nxt
+  end
+  if fits then
     return true, struct.pack('<c9dddd', tag, aq, ar, eh, el), aq + 1, nxt
   end
   return false, nil, 0, nxt

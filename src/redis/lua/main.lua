@@ -29,6 +29,14 @@
 --   per leaf its value} when a leaf's key holds another configuration's
 --   value (nothing written).
 --
+-- FCALL L_report numkeys state-keys...  blob
+--   A report (semantics.md, "Reports"): as L_decide without a request id
+--   (has_id 0), every leaf sent in mode 2. Every check is charged, never
+--   denied: each leaf answers whether it fits (as a decision) and the value
+--   it would write anyway; 'A' charges every child, 'O' the first child
+--   that fits, else its first child. Reply: {1, then per leaf the value
+--   before and the value written}, or {3, ...} as L_decide.
+--
 -- FCALL L_cas numkeys [id-key] state-keys...  has_id id_ttl_ms record
 -- identity, then per state key: expected ('-' for none, '=' .. value) new
 -- ('' for no write, '-' to delete) px ('0' for no expiry)
@@ -55,7 +63,7 @@ local leaves = {
   [117] = quota_leaf, [115] = log_leaf, [98] = buckets_leaf,
 }
 -- Bytes of each leaf's arguments after its tag.
-local arg_bytes = {[103] = 48, [113] = 64, [102] = 56, [99] = 56, [117] = 24, [115] = 32, [98] = 64}
+local arg_bytes = {[103] = 64, [113] = 80, [102] = 56, [99] = 56, [117] = 24, [115] = 32, [98] = 64}
 
 local halted = 0 -- the batch whose pipeline stopped at a status 3
 
@@ -117,7 +125,7 @@ local function recorded(key, identity)
   return string.sub(rec, #head + 1)
 end
 
-local function run(KEYS, ARGV, peek)
+local function run(KEYS, ARGV, peek, report)
   local b = ARGV[1]
   local th, tl, tns, base, batch, has_id, id_ttl, pos = struct.unpack('<ddddddd', b)
   if batch ~= 0 and batch == halted then return {4} end
@@ -135,13 +143,20 @@ local function run(KEYS, ARGV, peek)
       local n
       n, pos = struct.unpack('<d', b, pos + 1)
       local ok, commit = t == 65, {}
+      local first = nil -- a report's: the first child's charges
       for _ = 1, n do
         local cok, cc = node()
         if t == 65 then
-          if cok then for _, x in ipairs(cc) do commit[#commit + 1] = x end else ok = false end
+          if cok or report then for _, x in ipairs(cc) do commit[#commit + 1] = x end end
+          if not cok then ok = false end
         elseif cok and not ok then
           ok, commit = true, cc
         end
+        if first == nil then first = cc end
+      end
+      if report then
+        if t == 79 and not ok then commit = first end
+        return ok, commit
       end
       if not ok then commit = {} end
       return ok, commit
@@ -169,7 +184,7 @@ local function run(KEYS, ARGV, peek)
     local ok, after, ttl, nxt = leaf(v, b, pos + 9, tag, th, tl)
     pos = nxt
     rec[3], rec[4] = after or false, ttl
-    if ok then return true, {rec} end
+    if ok or (report and after) then return ok, {rec} end
     return false, {}
   end
   local ok, commit = node()
@@ -179,6 +194,7 @@ local function run(KEYS, ARGV, peek)
     for i = 1, nf do out[i + 1] = found[i][2] end
     return out
   end
+  if report then ok = true end -- never denied
   local written = {}
   if ok then for _, r in ipairs(commit) do written[r] = true end end
   local out = {ok and 1 or 0}
@@ -189,7 +205,7 @@ local function run(KEYS, ARGV, peek)
     out[2 * i + 1] = r[3]
   end
   if ok and not peek then
-    for _, r in ipairs(commit) do put(r[1], r[3], r[4], tns, base) end
+    for _, r in ipairs(commit) do if r[3] then put(r[1], r[3], r[4], tns, base) end end
   end
   if has_id == 1 and not peek then
     local rec = {item(ARGV[2]), string.format('%d %d %d', th, tl, ok and 1 or 0)}
@@ -202,10 +218,11 @@ local function run(KEYS, ARGV, peek)
   return out
 end
 
-redis.register_function('@LIB@_decide', function(KEYS, ARGV) return run(KEYS, ARGV, false) end)
+redis.register_function('@LIB@_decide', function(KEYS, ARGV) return run(KEYS, ARGV, false, false) end)
+redis.register_function('@LIB@_report', function(KEYS, ARGV) return run(KEYS, ARGV, false, true) end)
 redis.register_function{
   function_name = '@LIB@_peek',
-  callback = function(KEYS, ARGV) return run(KEYS, ARGV, true) end,
+  callback = function(KEYS, ARGV) return run(KEYS, ARGV, true, false) end,
   flags = {'no-writes'},
 }
 

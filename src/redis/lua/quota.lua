@@ -1,6 +1,7 @@
 -- Quota: N units in all, never refilled. Sends  mode N c.  State
 -- "u<tag>" used. Never fresh again once used, so written without expiry.
--- Exact for N < 2^53.
+-- Exact for N < 2^53. Mode 2, a report: used becomes min(used + c, N) (c
+-- sent as at most N + 1).
 local function quota_leaf(v, b, pos, tag)
   local mode, N, c, nxt = struct.unpack('<ddd', b, pos)
   local used = 0
@@ -8,6 +9,11 @@ local function quota_leaf(v, b, pos, tag)
     if #v ~= 17 then corrupt('quota length') end
     used = struct.unpack('<d', v, 10)
     if not int_in(used, 1, N) then corrupt('quota used') end
+  end
+  if mode == 2 then
+    local n = used + c
+    if n > N then n = N end
+    return c <= N - used, struct.pack('<c9d', tag, n), -1, nxt
   end
   if mode ~= 1 or c > N - used then return false, nil, 0, nxt end
   return true, struct.pack('<c9d', tag, used + c), -1, nxt

@@ -1,0 +1,86 @@
+// Reports: charging a cost after the fact, whatever the limit says.
+//
+// `report(policy, state, now, cost)` charges `cost` unconditionally — it is
+// never denied — so a state may go past its limit (a debt), and later
+// requests wait exactly as long as the debt takes to clear. Each algorithm's
+// debt saturates at a bound semantics.md states ("Reports"), so nothing
+// overflows. A report that `decide` would admit leaves exactly the state
+// `decide` leaves.
+//
+// The answer has `allowed = true` and the figures read on the charged state:
+// `remaining` (0 past the limit), `retry_after` (until a request of cost 1
+// would be admitted), `reset_after`; `release_after` is 0.
+// Thread safety: as for `decide`: the caller owns the state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sluice/any.hpp"
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/rate.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// The most a token bucket's `spent`, a GCRA's debt `u − last·L` or a leaky
+/// queue's backlog `R − last·L` may hold after reports, given the most an
+/// admit leaves (`normal`: S·W; the queue's Q·W − 1): max(normal,
+/// min(2^52·L − 1, 2^63 − 1)) — a debt of at most 2^52 ticks, within 63
+/// bits (semantics.md, "Reports"). The stores' checks of a state read it.
+constexpr detail::i128 report_debt_bound(std::int64_t limit, detail::i128 normal) noexcept {
+  const detail::i128 longest = (static_cast<detail::i128>(1) << 52) * limit - 1;
+  const detail::i128 capped = longest < detail::i64_max ? longest : detail::i128{detail::i64_max};
+  return normal > capped ? normal : capped;
+}
+
+/// The most a sliding window counter's `curr` (and so `prev`) may hold
+/// after reports: min(L·W, 2^52) (what a Redis store holds exactly), and at
+/// least L.
+constexpr std::int64_t report_count_bound(rate r) noexcept {
+  const detail::i128 lw = static_cast<detail::i128>(r.limit) * r.window;
+  const detail::i128 top = static_cast<detail::i128>(1) << 52;
+  const detail::i128 cap = lw < top ? lw : top;
+  return static_cast<std::int64_t>(cap > r.limit ? cap : detail::i128{r.limit});
+}
+
+/// Charges `cost` at `now` (see the overview). A cost < 1 changes nothing
+/// and answers as `decide` does for it. Pure apart from `s`.
+decision report(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
+/// See the fixed-window overload.
+decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
+/// Charges nothing; remaining INT64_MAX, retry_after 0.
+decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
+/// Charges nothing; retry_after `never`.
+decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
+/// Charges every part `cost`; the figures combine as all_of's.
+decision report(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept;
+/// Charges the part `decide` would charge, else the first part.
+decision report(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept;
+/// Whichever algorithm `p` holds; requires `s` to hold its state type.
+decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept;
+
+/// The figures a report answers, read on `s` at `now` without changing it:
+/// `allowed = true`, `remaining` and `reset_after` of the state as it is,
+/// `retry_after` until a request of cost 1 would be admitted.
+decision report_figures(const any_policy& p, const any_state& s, tick now) noexcept;
+
+/// A store request's report answer from its checks' (each a report answer):
+/// combined as all_of's (the smallest `remaining`, the largest `retry_after`
+/// and `reset_after`; `part` the check that binds). `allowed = true`.
+decision combine_reports(std::span<const decision> checks) noexcept;
+
+}  // namespace sluice
