@@ -187,8 +187,13 @@ class session : public std::enable_shared_from_this<session> {
     try {
       // A request that needs the store suspends here: the loop serves
       // other connections, and the answer resumes this one on its loop.
-      now = srv_.svc.handle(hr, out_, role_,
-                            [self = shared_from_this()] { net::post(self->w_.ioc, [self] { self->respond(); }); });
+      // The reference moves into the handler posted to this loop, so the
+      // store's thread, which calls this, never holds the last one: a
+      // session is destroyed on its own loop only.
+      now = srv_.svc.handle(hr, out_, role_, [self = shared_from_this()]() mutable {
+        net::io_context& loop = self->w_.ioc;
+        net::post(loop, [s = std::move(self)] { s->respond(); });
+      });
     } catch (const std::exception&) {
       // An exception that escapes the service (a bug, or memory running
       // out) costs this request a 500, not the process every connection.

@@ -234,7 +234,10 @@ struct service::answer_gate {
   /// The answer is complete: counted, and the caller told if it is waiting.
   void complete(metrics& m, const http_response& res) {
     m.count_status(res.status);
-    if (state.exchange(2, std::memory_order_acq_rel) == 1) done();
+    if (state.exchange(2, std::memory_order_acq_rel) == 1) {
+      answered d = std::move(done);  // what it holds is let go here, not when the gate goes
+      d();
+    }
   }
 };
 
