@@ -79,6 +79,9 @@ class through_async final : public store {
     s_.peek_async(r, [&p](const store_decision& d) { p.set_value(d); });
     return f.get();
   }
+  store_decision report_at(const store_request& r, std::span<decision> per_check) override {
+    return s_.report_at(r, per_check);
+  }
   [[nodiscard]] tick now() const noexcept override { return s_.now(); }
   [[nodiscard]] store_stats stats() const override { return s_.stats(); }
 
