@@ -35,35 +35,41 @@ decision leaf_figures(const Policy& p, const typename Policy::state& s, tick now
     zero = decide(p, a, now, 0);
     one = decide(p, b, now, 1);
   }
-  decision d;
-  d.allowed = true;
-  d.remaining = zero.remaining;
-  d.reset_after = zero.reset_after;
-  d.retry_after = one.allowed ? 0 : one.retry_after;
-  return d;
+  return report_answer(zero, one);
 }
 
-decision all_figures(std::span<const decision> parts) noexcept {
-  decision d;
-  d.allowed = true;
-  d.remaining = detail::i64_max;
-  std::int32_t least = -1;
-  std::int32_t longest = -1;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const decision& x = parts[i];
-    const auto k = static_cast<std::int32_t>(i);
-    if (least < 0 || x.remaining < d.remaining) {
-      d.remaining = x.remaining;
-      least = k;
+/// all_of's report figures, one part at a time (a composite's parts, a
+/// request's checks): the smallest remaining, the largest wait and reset;
+/// `part` the longest wait's, else the smallest remaining's.
+class all_figures_fold {
+ public:
+  void add(std::int32_t k, const decision& x) noexcept {
+    if (least_ < 0 || x.remaining < d_.remaining) {
+      d_.remaining = x.remaining;
+      least_ = k;
     }
-    if (x.retry_after > d.retry_after) {
-      d.retry_after = x.retry_after;
-      longest = k;
+    if (x.retry_after > d_.retry_after) {
+      d_.retry_after = x.retry_after;
+      longest_ = k;
     }
-    d.reset_after = std::max(d.reset_after, x.reset_after);
+    d_.reset_after = std::max(d_.reset_after, x.reset_after);
   }
-  d.part = longest >= 0 ? longest : least;
-  return d;
+  [[nodiscard]] decision result() const noexcept {
+    decision d = d_;
+    d.part = longest_ >= 0 ? longest_ : least_;
+    return d;
+  }
+
+ private:
+  decision d_{true, detail::i64_max, 0, 0, 0, -1};
+  std::int32_t least_ = -1;
+  std::int32_t longest_ = -1;
+};
+
+decision all_figures(std::span<const decision> parts) noexcept {
+  all_figures_fold f;
+  for (std::size_t i = 0; i < parts.size(); ++i) f.add(static_cast<std::int32_t>(i), parts[i]);
+  return f.result();
 }
 
 decision figures_of(const any_policy& p, const any_state& s, tick now) noexcept;
@@ -73,23 +79,10 @@ decision composite_figures(const Composite& p, const typename Composite::state& 
   decision d;
   d.allowed = true;
   if constexpr (std::is_same_v<Composite, all_of>) {
-    d.remaining = detail::i64_max;
-    std::int32_t least = -1;
-    std::int32_t longest = -1;
-    for (std::size_t i = 0; i < p.parts().size(); ++i) {
-      const decision x = figures_of(p.parts()[i], s.parts[i], now);
-      const auto k = static_cast<std::int32_t>(i);
-      if (least < 0 || x.remaining < d.remaining) {
-        d.remaining = x.remaining;
-        least = k;
-      }
-      if (x.retry_after > d.retry_after) {
-        d.retry_after = x.retry_after;
-        longest = k;
-      }
-      d.reset_after = std::max(d.reset_after, x.reset_after);
-    }
-    d.part = longest >= 0 ? longest : least;
+    all_figures_fold f;
+    for (std::size_t i = 0; i < p.parts().size(); ++i)
+      f.add(static_cast<std::int32_t>(i), figures_of(p.parts()[i], s.parts[i], now));
+    d = f.result();
   } else {
     d.remaining = 0;
     d.retry_after = never;

@@ -78,6 +78,18 @@ decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) 
 /// `retry_after` until a request of cost 1 would be admitted.
 decision report_figures(const any_policy& p, const any_state& s, tick now) noexcept;
 
+/// A report's answer from two reads of the state after the charge: `zero`,
+/// a decision of cost 0 (its room and reset), and `one`, of cost 1 (the
+/// wait). The one place the keyed store's compact cells and the core build it.
+constexpr decision report_answer(const decision& zero, const decision& one) noexcept {
+  decision d;
+  d.allowed = true;
+  d.remaining = zero.remaining;
+  d.reset_after = zero.reset_after;
+  d.retry_after = one.allowed ? 0 : one.retry_after;
+  return d;
+}
+
 /// A store request's report answer from its checks' (each a report answer):
 /// combined as all_of's (the smallest `remaining`, the largest `retry_after`
 /// and `reset_after`; `part` the check that binds). `allowed = true`.

@@ -547,14 +547,9 @@ struct keyed_limiter::impl {
       nlo = static_cast<u64>(static_cast<std::int64_t>(y));
       nhi = static_cast<u64>(e);
     }
-    decision zero = step(nlo, nhi, eff, 0, a, b);
-    decision one = step(nlo, nhi, eff, 1, a, b);
-    decision d;
-    d.allowed = true;
-    d.remaining = zero.remaining;
-    d.reset_after = zero.reset_after;
-    d.retry_after = one.allowed ? 0 : one.retry_after;
-    return d;
+    const decision zero = step(nlo, nhi, eff, 0, a, b);
+    const decision one = step(nlo, nhi, eff, 1, a, b);
+    return report_answer(zero, one);
   }
 
   any_state cell_state(u64 lo, u64 hi) const {

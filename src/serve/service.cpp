@@ -213,15 +213,6 @@ result<reload_report> service::reload() {
   return apply(std::move(c).value());
 }
 
-bool service::ready() {
-  if (draining_.load(std::memory_order_relaxed)) return false;
-  const auto a = active_.load();
-  if (a->view.ids.empty()) return true;
-  const check probe{a->view.ids.front(), std::string_view("\x01sluice-readyz")};
-  const store_decision d = store_->peek(store_request{std::span<const check>(&probe, 1), 0, 1, {}});
-  return d.from == source::store || d.from == source::deny_cache || d.from == source::replayed;
-}
-
 // How one request's answer is handed over (service::handle): whoever
 // finishes second — the route that made the calls, or the last call's
 // completion — decides whether the caller is told later (`done`).

@@ -137,9 +137,6 @@ class service {
   /// The counters.
   [[nodiscard]] serve::metrics& stats() noexcept { return metrics_; }
 
-  /// Whether the store answers (for /readyz).
-  [[nodiscard]] bool ready();
-
   /// Marks the service as stopping: /readyz answers 503 from now on.
   void set_draining() noexcept { draining_.store(true, std::memory_order_relaxed); }
 
