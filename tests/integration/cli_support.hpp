@@ -84,4 +84,24 @@ inline std::string random_trace(std::uint64_t seed, int n, int keys = 4, const s
   return out;
 }
 
+/// `random_trace` with operations (docs/traces.md): about one line in ten
+/// a report, one in five a decision with a request id drawn from a few (so
+/// ids repeat, on the same request or on another: replays and conflicts).
+inline std::string random_ops_trace(std::uint64_t seed, int n, int keys = 4) {
+  std::mt19937_64 g(seed);
+  std::string out = "# time key cost op\n";
+  std::int64_t ms = 1000;
+  for (int i = 0; i < n; ++i) {
+    const auto r = g() % 10;
+    ms += r < 3 ? 0 : r < 9 ? static_cast<std::int64_t>(g() % 300) : -static_cast<std::int64_t>(g() % 200);
+    out += std::to_string(ms / 1000) + "." + std::to_string(1000 + ms % 1000).substr(1) + " k" +
+           std::to_string(g() % static_cast<std::uint64_t>(keys)) + " " + std::to_string(1 + g() % 3);
+    const auto op = g() % 10;
+    if (op == 0) out += " report";
+    if (op == 1 || op == 2) out += " id=i" + std::to_string(g() % 8);
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace sluice::test

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -192,7 +193,12 @@ TEST(ReplayState, KilledMidSaveLeavesTheOldOrTheNewFile) {
   std::mt19937_64 g(2024);
   int saw_old = 0;
   int saw_new = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // At least 3 rounds however slow a loaded machine makes a run (each round
+  // is a small run and at most 1.3 big ones).
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::max<std::chrono::steady_clock::duration>(
+                            std::chrono::seconds(5), std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                         std::chrono::duration<double>(4 * 1.5 * full)));
   for (int round = 0; round < 40 && std::chrono::steady_clock::now() < deadline; ++round) {
     ::waitpid(spawn(args_for(small)), &status, 0);  // the old file: 2 keys
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);

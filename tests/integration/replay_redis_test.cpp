@@ -37,6 +37,28 @@ TEST(ReplayRedis, PrintsExactlyWhatTheMemoryStorePrints) {
   }
 }
 
+TEST(ReplayRedis, OperationsPrintExactlyWhatTheMemoryStorePrints) {
+  // Reports and request ids (replays and conflicts) on trace lines: the
+  // same rows from Redis as from the memory store, for every algorithm.
+  testing::redis_server srv;
+  const std::string url = srv.url();
+  int i = 100;
+  for (const char* policy :
+       {"gcra 5/1s burst=3", "token-bucket 3/2s burst=4", "leaky-queue 4/1s queue=3", "fixed-window 4/1s",
+        "sliding-counter 5/2s", "sliding-log 3/1s", "sliding-buckets 6/2s buckets=4", "quota 20",
+        "all(token-bucket 2/1s burst=2, quota 15)", "any(fixed-window 2/1s, sliding-log 3/2s)"}) {
+    const std::string trace = test::random_ops_trace(static_cast<std::uint64_t>(++i), 300);
+    const auto memory = run_cli({"replay", "--policy", policy, "--format", "json"}, trace);
+    const auto redis = run_cli({"replay", "--policy", policy, "--format", "json", "--store", url,
+                                "--store-prefix", "ops" + std::to_string(i)}, trace);
+    ASSERT_EQ(memory.status, 0) << memory.err;
+    ASSERT_EQ(redis.status, 0) << policy << ": " << redis.err;
+    EXPECT_EQ(redis.out, memory.out) << policy;
+    for (const char* outcome : {"\"reported\"", "\"replayed-", "\"id-conflict\""})
+      EXPECT_NE(memory.out.find(outcome), std::string::npos) << policy << ": no " << outcome;
+  }
+}
+
 TEST(ReplayRedis, KeysGoUnderTheGivenPrefix) {
   testing::redis_server srv;
   const auto r =

@@ -1,4 +1,4 @@
-"""The README's examples print what the README shows.
+"""The README's examples (and docs/traces.md's) print what they show.
 
 Every indented block of README.md with `$ ` lines is a transcript: each
 `$ cat FILE` and the lines under it make FILE, and every other command is
@@ -119,6 +119,24 @@ class Examples(unittest.TestCase):
                 redis.stop()
         self.assertGreaterEqual(checked, 10)
         print("README examples checked: %d" % checked)
+
+    def test_every_example_of_the_trace_page_prints_what_it_shows(self):
+        """docs/traces.md's transcripts, run as the README's are."""
+        with open(os.path.join(SOURCE, "docs", "traces.md")) as f:
+            page = f.read()
+        checked = 0
+        for steps in transcripts(page):
+            for command, expected in steps:
+                m = re.fullmatch(r"cat (\S+)", command)
+                if m:
+                    with open(os.path.join(self.dir, m.group(1)), "w") as f:
+                        f.write("\n".join(expected) + "\n")
+                    continue
+                actual = self.run_shell(command)
+                self.assertTrue(matches(expected, actual), "docs/traces.md: $ %s\n--- shows:\n%s\n--- prints:\n%s" %
+                                (command, "\n".join(expected), "\n".join(actual)))
+                checked += 1
+        self.assertGreaterEqual(checked, 1)
 
 
 if __name__ == "__main__":

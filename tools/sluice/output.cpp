@@ -151,7 +151,7 @@ void decision_writer::header() {
   }
 }
 
-bool decision_writer::row(std::uint64_t index, const request& r, const decision& d) {
+bool decision_writer::row(std::uint64_t index, const request& r, const decision& d, std::string_view outcome) {
   auto it = std::back_inserter(buf_);
   const std::string time = format_seconds(r.time);
   const std::string retry = seconds_or_never(d.retry_after);
@@ -159,11 +159,12 @@ bool decision_writer::row(std::uint64_t index, const request& r, const decision&
   // A denied request is not queued: it has no release time, whatever the
   // decision holds (empty in CSV and the table, null in JSON).
   const std::string release = d.allowed ? seconds_or_never(d.release_after) : std::string();
+  const std::string_view allowed = !outcome.empty() ? outcome : d.allowed ? std::string_view("yes") : "no";
   switch (format_) {
     case format::csv:
       fmt::format_to(it, "{},{},", index, time);
       append_csv_field(buf_, r.key);
-      fmt::format_to(it, ",{},{},{},{},{}", r.cost, d.allowed ? "yes" : "no", d.remaining, retry, reset);
+      fmt::format_to(it, ",{},{},{},{},{}", r.cost, allowed, d.remaining, retry, reset);
       if (with_release_) fmt::format_to(it, ",{}", release);
       buf_.push_back('\n');
       break;
@@ -171,15 +172,16 @@ bool decision_writer::row(std::uint64_t index, const request& r, const decision&
       const auto num = [](const std::string& v) { return v == "never" ? std::string("\"never\"") : v; };
       fmt::format_to(it, "{{\"request\":{},\"time\":{},", index, time);
       append_json_key(buf_, r.key);
-      fmt::format_to(it, ",\"cost\":{},\"allowed\":{},\"remaining\":{},\"retry_after\":{},\"reset_after\":{}", r.cost,
+      fmt::format_to(it, ",\"cost\":{},", r.cost);
+      if (!outcome.empty()) fmt::format_to(it, "\"op\":\"{}\",\"outcome\":\"{}\",", name_of(r.op), outcome);
+      fmt::format_to(it, "\"allowed\":{},\"remaining\":{},\"retry_after\":{},\"reset_after\":{}",
                      d.allowed ? "true" : "false", d.remaining, num(retry), num(reset));
       if (with_release_) fmt::format_to(it, ",\"release_after\":{}", d.allowed ? num(release) : "null");
       buf_.append(std::string_view("}\n"));
       break;
     }
     case format::table:
-      fmt::format_to(it, fmt::runtime(table_head), index, time, r.key, r.cost, d.allowed ? "yes" : "no", d.remaining,
-                     retry, reset);
+      fmt::format_to(it, fmt::runtime(table_head), index, time, r.key, r.cost, allowed, d.remaining, retry, reset);
       if (with_release_) fmt::format_to(it, "  {:>13}", release);
       buf_.push_back('\n');
       break;

@@ -56,7 +56,11 @@ class decision_writer {
 
   void header();
   /// Adds a row; returns false once the output has failed (stop writing).
-  bool row(std::uint64_t index, const request& r, const decision& d);
+  /// `outcome`, when not empty, is what the line's operation did
+  /// (docs/traces.md: "reported", "refunded", "replayed-yes", ...): it
+  /// stands in CSV's and the table's `allowed` column, and JSON adds it as
+  /// `"op"` and `"outcome"` members beside `allowed`.
+  bool row(std::uint64_t index, const request& r, const decision& d, std::string_view outcome = {});
   /// Writes what is buffered to the stream and flushes it; returns false if
   /// the output has failed, now or before.
   bool flush();

@@ -6,6 +6,7 @@
 #include <istream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -45,7 +46,9 @@ CLI::App* add_replay(CLI::App& app, replay_flags& f) {
   sub->add_option("--save-state", f.save_state,
                   "at the end, save every key's state to this snapshot (written atomically)")
       ->check(non_empty());
-  sub->add_option("trace", f.trace, "the trace file, one 'TIME [KEY [COST]]' a line (seconds); '-' or none: stdin")
+  sub->add_option(
+         "trace", f.trace,
+         "the trace file, one 'TIME [KEY [COST [OP]]]' a line (seconds; OP: docs/traces.md); '-' or none: stdin")
       ->check(non_empty());
   return sub;
 }
@@ -104,6 +107,7 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   decision_writer writer(out, *fmt, has_leaky_queue(p));
   writer.header();
   trace_reader reader(trace.stream(), trace.name());
+  reader.take_operations();
   request r;
   std::uint64_t n = 0;
   // A remote store that failed (or found a state it did not write) has no
@@ -113,17 +117,50 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(from) << ")\n";
     return 1;
   };
+  // What a decision's row says beside its figures (docs/traces.md): nothing
+  // for a plain one; whether a request id replayed or conflicted.
+  const auto decision_outcome = [](source from, const decision& d) -> std::optional<std::string_view> {
+    switch (from) {
+      case source::store:
+        return std::string_view();
+      case source::replayed:
+        return d.allowed ? "replayed-yes" : "replayed-no";
+      case source::id_conflict:
+        return "id-conflict";
+      default:
+        return std::nullopt;
+    }
+  };
+  // One line, alone: its figures and outcome, or nothing when the store did
+  // not decide it.
+  const auto apply = [&](const request& q, decision& d) -> std::optional<std::string_view> {
+    switch (q.op) {
+      case trace_op::decide:
+        d = store.try_acquire_at(q.key, q.time, q.cost, q.name);
+        return decision_outcome(store.last_source(), d);
+      case trace_op::report:
+        d = store.report_at(q.key, q.time, q.cost);
+        if (store.last_source() != source::store) return std::nullopt;
+        return "reported";
+      case trace_op::refund:
+      case trace_op::release:
+        break;
+    }
+    return std::nullopt;
+  };
   if (store.memory() != nullptr) {
+    decision d;
     while (reader.next(r)) {
       moment = std::max(moment, r.time);
-      const decision d = store.try_acquire_at(r.key, r.time, r.cost);
-      if (store.last_source() != source::store) return not_decided(store.last_source());
-      if (!writer.row(++n, r, d)) break;  // the output is lost: stop (and save no state)
+      const auto outcome = apply(r, d);
+      if (!outcome) return not_decided(store.last_source());
+      if (!writer.row(++n, r, d, *outcome)) break;  // the output is lost: stop (and save no state)
     }
   } else {
-    // A remote store: lines in batches, each one pipeline (one round trip
-    // for `batch` lines instead of one a line), decided in order; the rows
-    // are written as each batch comes back.
+    // A remote store: decisions in batches, each one pipeline (one round
+    // trip for `batch` lines instead of one a line), decided in order; the
+    // rows are written as each batch comes back. A line of another
+    // operation ends its batch and goes alone, after it.
     constexpr std::size_t batch = 128;
     std::vector<single_policy_store::request> pending;
     std::vector<request> lines;
@@ -134,18 +171,37 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     while (more && !lost) {
       pending.clear();
       lines.clear();
+      std::optional<request> alone;
+      std::string alone_key;
+      std::string alone_name;
       while (pending.size() < batch && (more = reader.next(r))) {
-        pending.push_back({std::string(r.key), r.time, r.cost});
+        if (r.op != trace_op::decide) {
+          alone_key = r.key;
+          alone_name = r.name;
+          alone = r;
+          alone->key = alone_key;
+          alone->name = alone_name;
+          break;
+        }
+        pending.push_back({std::string(r.key), r.time, r.cost, std::string(r.name)});
         lines.push_back(r);
       }
       store.try_acquire_many_at(pending, ds, from);
       for (std::size_t i = 0; i < pending.size(); ++i) {
-        if (from[i] != source::store) return not_decided(from[i]);
+        const auto outcome = decision_outcome(from[i], ds[i]);
+        if (!outcome) return not_decided(from[i]);
         lines[i].key = pending[i].key;  // the reader's copy is gone
-        if (!writer.row(++n, lines[i], ds[i])) {
+        lines[i].name = pending[i].id;
+        if (!writer.row(++n, lines[i], ds[i], *outcome)) {
           lost = true;  // the output is lost: stop
           break;
         }
+      }
+      if (alone && !lost) {
+        decision d;
+        const auto outcome = apply(*alone, d);
+        if (!outcome) return not_decided(store.last_source());
+        lost = !writer.row(++n, *alone, d, *outcome);
       }
     }
   }

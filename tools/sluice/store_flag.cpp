@@ -57,10 +57,23 @@ result<single_policy_store> single_policy_store::make(made_store made, std::stri
   return single_policy_store(std::move(made), id.value());
 }
 
-decision single_policy_store::try_acquire_at(std::string_view key, tick now, std::int64_t cost) {
+namespace {
+/// Whether `from` answered with the check's own figures.
+bool decided(source from) noexcept { return from == source::store || from == source::replayed; }
+}  // namespace
+
+decision single_policy_store::try_acquire_at(std::string_view key, tick now, std::int64_t cost, std::string_view id) {
   const check c{id_, key};
   decision own;
-  const store_decision d = made_.s->decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}}, {&own, 1});
+  const store_decision d = made_.s->decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = id}, {&own, 1});
+  last_ = d.from;
+  return decided(d.from) ? own : d.d;
+}
+
+decision single_policy_store::report_at(std::string_view key, tick now, std::int64_t cost) {
+  const check c{id_, key};
+  decision own;
+  const store_decision d = made_.s->report_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}}, {&own, 1});
   last_ = d.from;
   return d.from == source::store ? own : d.d;
 }
@@ -72,7 +85,8 @@ void single_policy_store::try_acquire_many_at(std::span<const request> requests,
   std::vector<store_decision> ds(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     checks[i] = check{id_, requests[i].key};
-    rs[i] = store_request{.checks = {&checks[i], 1}, .now = requests[i].now, .cost = requests[i].cost, .id = {}};
+    rs[i] = store_request{
+        .checks = {&checks[i], 1}, .now = requests[i].now, .cost = requests[i].cost, .id = requests[i].id};
   }
   made_.s->decide_many_at(rs, ds);
   for (std::size_t i = 0; i < requests.size(); ++i) {

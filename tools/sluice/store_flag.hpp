@@ -63,7 +63,14 @@ class single_policy_store {
   /// The check's decision for `key` at `now` (a store failure or a bad
   /// request: the store's answer for the request, and `last_source()`
   /// says so).
-  decision try_acquire_at(std::string_view key, tick now, std::int64_t cost);
+  /// `id`, when not empty, is the request's id (semantics.md, "Request
+  /// ids": a repeat answers the first decision, `source::replayed`).
+  decision try_acquire_at(std::string_view key, tick now, std::int64_t cost, std::string_view id = {});
+
+  /// Reports `cost` units spent by `key` at `now` (semantics.md,
+  /// "Reports"): the check's figures after the charge; `last_source()`
+  /// says where the answer came from.
+  decision report_at(std::string_view key, tick now, std::int64_t cost);
 
   /// One request of a batch: its key (owned: a trace reader's key lives
   /// only until its next line), instant and cost.
@@ -71,6 +78,7 @@ class single_policy_store {
     std::string key;
     tick now = 0;
     std::int64_t cost = 1;
+    std::string id;  ///< empty: none
   };
 
   /// Decides `requests` in order, as that many `try_acquire_at` calls would

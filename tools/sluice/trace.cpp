@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "sluice/rate.hpp"
 
@@ -48,7 +50,51 @@ std::string time_problem(std::string_view text) {
   return quote_input(text) + " is not a time in seconds";
 }
 
+/// Reads OP (`report`, `id=NAME`) into `r`.
+bool parse_op(std::string_view text, request& r) {
+  if (text == "report") {
+    r.op = trace_op::report;
+    return true;
+  }
+  static constexpr std::pair<std::string_view, trace_op> named[] = {{"id=", trace_op::decide}};
+  for (const auto& [prefix, op] : named) {
+    if (!text.starts_with(prefix)) continue;
+    const std::string_view name = text.substr(prefix.size());
+    if (name.empty() || name.size() > max_trace_name) return false;
+    r.op = op;
+    r.name = name;
+    return true;
+  }
+  return false;
+}
+
+/// Why `text` is not an operation, for the error message.
+std::string op_problem(std::string_view text) {
+  const std::size_t eq = text.find('=');
+  if (eq != std::string_view::npos && eq + 1 == text.size())
+    return quote_input(text) + " names no request id (NAME is 1 to " + std::to_string(max_trace_name) + " bytes)";
+  if (eq != std::string_view::npos && text.size() - eq - 1 > max_trace_name)
+    return "the request id of " + quote_input(text) + " is longer than " + std::to_string(max_trace_name) + " bytes";
+  return "unexpected " + quote_input(text) +
+         " after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME" +
+         (text.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
+}
+
 }  // namespace
+
+std::string_view name_of(trace_op op) noexcept {
+  switch (op) {
+    case trace_op::decide:
+      return "decide";
+    case trace_op::report:
+      return "report";
+    case trace_op::refund:
+      return "refund";
+    case trace_op::release:
+      return "release";
+  }
+  return "decide";
+}
 
 std::string quote_input(std::string_view s) {
   std::string out = "'";
@@ -146,7 +192,20 @@ bool trace_reader::parse(std::string_view line, request& r) {
     }
     r.cost = c;
   }
-  if (!extra.empty()) {
+  r.op = trace_op::decide;
+  r.name = {};
+  if (!extra.empty() && ops_) {
+    if (!parse_op(extra, r)) {
+      error_ = where + op_problem(extra);
+      return false;
+    }
+    const std::string_view after = next_field(line, pos);
+    if (!after.empty()) {
+      error_ = where + "unexpected " + quote_input(after) + " after the operation; a line is TIME [KEY [COST [OP]]]" +
+               (after.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
+      return false;
+    }
+  } else if (!extra.empty()) {
     error_ = where + "unexpected " + quote_input(extra) + " after the cost; a line is TIME [KEY [COST]]" +
              (extra.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
     return false;
