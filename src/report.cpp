@@ -38,6 +38,20 @@ decision leaf_figures(const Policy& p, const typename Policy::state& s, tick now
   return report_answer(zero, one);
 }
 
+/// Until a request of cost 1 would be admitted on `s` at `now`: 0 if it
+/// would be now (the report figures' `retry_after`).
+template <typename Policy>
+tick wait_of_one(const Policy& p, const typename Policy::state& s, tick now) noexcept {
+  decision one;
+  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
+    one = p.peek(s, now, 1);
+  } else {
+    auto b = s;
+    one = decide(p, b, now, 1);
+  }
+  return one.allowed ? 0 : one.retry_after;
+}
+
 /// all_of's report figures, one part at a time (a composite's parts, a
 /// request's checks): the smallest remaining, the largest wait and reset;
 /// `part` the longest wait's, else the smallest remaining's.
@@ -99,6 +113,21 @@ decision composite_figures(const Composite& p, const typename Composite::state& 
     d.part = soonest;
   }
   return d;
+}
+
+/// `wait_of_one` of whichever algorithm `p` holds.
+tick wait_of_one_any(const any_policy& p, const any_state& s, tick now) noexcept {
+  return std::visit(
+      [&](const auto& pol) -> tick {
+        using P = std::decay_t<decltype(pol)>;
+        const auto& st = *std::get_if<typename P::state>(&s);
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          return composite_figures(pol, st, now).retry_after;
+        } else {
+          return wait_of_one(pol, st, now);
+        }
+      },
+      p);
 }
 
 decision figures_of(const any_policy& p, const any_state& s, tick now) noexcept {
@@ -292,21 +321,40 @@ decision report(const any_of& p, any_of_state& s, tick now, std::int64_t cost) n
   charge(p, s, now, cost);
   return composite_figures(p, s, now);
 }
-decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  // A report that fits is a decision (the same state change), and when it
-  // leaves room for a unit its figures are the decision's: `remaining` and
-  // `reset_after` read after the charge, no wait for a cost of 1. Not for a
-  // top-level any_of, whose `part` names the part a unit would go to, which
-  // need not be the one that paid.
-  if (cost >= 1 && !std::holds_alternative<any_of>(p)) {
-    decision d = decide(p, s, now, cost);
-    if (d.allowed && d.remaining >= 1) {
-      d.retry_after = 0;
-      d.release_after = 0;
-      return d;
-    }
-    if (d.allowed) return report_figures(p, s, now);  // charged; the figures of a full state
-  }
+namespace detail {
+
+decision report_full(const any_policy& p, const any_state& s, tick now, std::int64_t remaining, tick reset_after,
+                     std::int32_t part) noexcept {
+  return std::visit(
+      [&](const auto& pol) -> decision {
+        using P = std::decay_t<decltype(pol)>;
+        const auto& st = *std::get_if<typename P::state>(&s);
+        // The decision's `remaining` and `reset_after` are read after the
+        // charge, as a cost of 0 reads them (an all_of's: the smallest and
+        // the largest of its parts'); only the wait for a unit is left to
+        // find: an all_of's is its longest part's, which is its `part`.
+        if constexpr (std::is_same_v<P, all_of>) {
+          tick longest = 0;
+          std::int32_t at = -1;
+          for (std::size_t i = 0; i < pol.parts().size(); ++i) {
+            const tick w = wait_of_one_any(pol.parts()[i], st.parts[i], now);
+            if (w > longest) {
+              longest = w;
+              at = static_cast<std::int32_t>(i);
+            }
+          }
+          if (at < 0) return composite_figures(pol, st, now);  // no part waits: the least room binds
+          return decision{true, remaining, longest, reset_after, 0, at};
+        } else if constexpr (std::is_same_v<P, any_of>) {
+          return composite_figures(pol, st, now);
+        } else {
+          return decision{true, remaining, wait_of_one(pol, st, now), reset_after, 0, part};
+        }
+      },
+      p);
+}
+
+decision report_charge(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
   return std::visit(
       [&](const auto& pol) -> decision {
         using P = std::decay_t<decltype(pol)>;
@@ -314,6 +362,8 @@ decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) 
       },
       p);
 }
+
+}  // namespace detail
 
 decision report_figures(const any_policy& p, const any_state& s, tick now) noexcept { return figures_of(p, s, now); }
 

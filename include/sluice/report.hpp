@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <span>
+#include <variant>
 
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
@@ -70,8 +71,33 @@ decision report(const always_deny& p, always_deny::state& s, tick now, std::int6
 decision report(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept;
 /// Charges the part `decide` would charge, else the first part.
 decision report(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept;
+namespace detail {
+/// The rest of `report` (below), out of line. `report_full`: `p` (not an
+/// any_of) admitted a report to its last unit, leaving `remaining` and
+/// `reset_after` (its decision's `part`): the figures of that state.
+decision report_full(const any_policy& p, const any_state& s, tick now, std::int64_t remaining, tick reset_after,
+                     std::int32_t part) noexcept;
+/// `report_charge`: a report that no decision took (denied, an any_of, a
+/// cost below 1): the charge by the algorithm's rule, and its figures.
+decision report_charge(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept;
+}  // namespace detail
+
 /// Whichever algorithm `p` holds; requires `s` to hold its state type.
-decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept;
+inline decision report(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  // A report that fits is a decision (the same state change), and when it
+  // leaves room for a unit its figures are the decision's: `remaining` and
+  // `reset_after` read after the charge, no wait for a cost of 1. Not for a
+  // top-level any_of, whose `part` names the part a unit would go to, which
+  // need not be the one that paid. Inline, as `decide` is, and with no
+  // decision object shared by the paths (one copied through memory cost as
+  // much as the decision: report_bench).
+  if (cost >= 1 && !std::holds_alternative<any_of>(p)) {
+    const decision d = decide(p, s, now, cost);
+    if (d.allowed && d.remaining >= 1) return decision{true, d.remaining, 0, d.reset_after, 0, d.part};
+    if (d.allowed) return detail::report_full(p, s, now, d.remaining, d.reset_after, d.part);
+  }
+  return detail::report_charge(p, s, now, cost);
+}
 
 /// The figures a report answers, read on `s` at `now` without changing it:
 /// `allowed = true`, `remaining` and `reset_after` of the state as it is,

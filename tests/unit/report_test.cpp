@@ -136,6 +136,39 @@ TEST(Report, RetryAfterIsTheFirstAdmitOfCostOneForEveryAlgorithm) {
   }
 }
 
+TEST(Report, TheAnswerIsTheFiguresOfTheChargedState) {
+  // The answer's figures are read on the state after the charge
+  // (semantics.md, "Reports"): whichever path computes them — a decision
+  // with room left, a state charged to its last unit, a debt — they equal
+  // report_figures on the charged state, `part` included, for every
+  // algorithm and for composites of composites.
+  std::vector<any_policy> policies = every_policy();
+  const std::size_t n = policies.size();
+  policies.push_back(any_policy{test::ok(all_of::make({policies[0], policies[2], policies[5]}))});
+  policies.push_back(any_policy{test::ok(all_of::make({policies[n - 1], policies[4]}))});
+  policies.push_back(any_policy{test::ok(all_of::make({policies[n - 2], policies[1], policies[8]}))});
+  std::mt19937_64 rng(29);
+  for (const any_policy& p : policies) {
+    any_state s = fresh_state(p);
+    tick now = 0;
+    int full = 0;
+    for (int i = 0; i < 2000; ++i) {
+      now += static_cast<tick>(rng() % 4);
+      const auto cost = static_cast<std::int64_t>(rng() % 5 + 1);
+      if (rng() % 3 == 0) {
+        const decision r = report(p, s, now, cost);
+        EXPECT_EQ(r, report_figures(p, s, now)) << name_of(algorithm_of(p)) << " step " << i;
+        full += r.remaining == 0 ? 1 : 0;
+      } else {
+        (void)decide(p, s, now, cost);
+      }
+    }
+    if (algorithm_of(p) != algorithm::always_allow) {
+      EXPECT_GT(full, 0) << name_of(algorithm_of(p));
+    }
+  }
+}
+
 TEST(Report, AReportThatFitsChangesTheStateAsAnAdmit) {
   std::mt19937_64 rng(23);
   for (const any_policy& p : every_policy()) {
