@@ -234,6 +234,9 @@ class redis_store final : public store {
   void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
                     decided done) override;
   void peek_async(const store_request& r, decided done) override;
+  /// On the pipelined client, a report's call waits on nothing (see
+  /// decide_async); otherwise as `report_at`.
+  void report_async(const store_request& r, std::span<decision> per_check, decided done) override;
   /// DBSIZE without waiting, as decide_async.
   void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
   /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in

@@ -294,6 +294,12 @@ class store {
   /// The asynchronous face of `peek_at`, as `decide_async`.
   virtual void peek_async(const store_request& r, decided done) { done(peek_at(r)); }
 
+  /// The asynchronous face of `report_at`, as `decide_async`: `done` gets
+  /// the report's answer once, now or from a thread of the store's.
+  virtual void report_async(const store_request& r, std::span<decision> per_check, decided done) {
+    done(report_at(r, per_check));
+  }
+
   /// The asynchronous face of `count_keys`: `done` gets its answer once,
   /// now or from a thread of the store's. The default runs `count_keys`.
   virtual void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) { done(count_keys()); }

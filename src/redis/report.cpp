@@ -3,10 +3,17 @@
 // whatever the limits say; the client checks the script's writes against
 // the core's `report` and reads the figures from the charged states. A
 // value of an earlier configuration (status 3) is carried over and charged
-// by the client with a compare-and-set, as a decision is (carry.cpp).
+// by the client with a compare-and-set, as a decision is (carry.cpp). On
+// the pipelined client a report waits on nothing (report_async): its call
+// is judged on the client's I/O thread, and only a carry-over goes to the
+// slow lane.
 #include <array>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "redis/resp.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/report.hpp"
 
@@ -30,16 +37,15 @@ std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
 
 }  // namespace
 
-store_decision redis_store::impl::report_one(const store_request& request, std::span<decision> per_check) {
-  std::array<const entry*, max_checks> es{};
-  store_request r = request;
-  if (!r.id.empty() || !entries_of(r, es.data()) || (!per_check.empty() && per_check.size() < r.checks.size())) {
+std::optional<store_decision> redis_store::impl::report_before_call(store_request& r, const entry** es,
+                                                                    std::span<decision> per_check) {
+  if (!r.id.empty() || !entries_of(r, es) || (!per_check.empty() && per_check.size() < r.checks.size())) {
     count(decisions, false);
     count(errors, false);
     return error_decision(r, per_check);
   }
-  if (!one_slot(r, es.data())) return refuse_cross_slot(r, false, per_check);
-  if (stateless(r, es.data())) {
+  if (!one_slot(r, es)) return refuse_cross_slot(r, false, per_check);
+  if (stateless(r, es)) {
     // always-* only: nothing to charge, answered here as the core answers.
     std::array<decision, max_checks> each{};
     for (std::size_t i = 0; i < r.checks.size(); ++i) {
@@ -49,82 +55,66 @@ store_decision redis_store::impl::report_one(const store_request& request, std::
     }
     count(decisions, false);
     count(from_store, false);
-    store_decision out{combine_reports(std::span<const decision>(each.data(), r.checks.size())), source::store, r.now};
-    return out;
+    return store_decision{combine_reports(std::span<const decision>(each.data(), r.checks.size())), source::store,
+                          r.now};
   }
   // A report moves its keys' time to `now` as an admit does: the deny cache
   // must know (deny_cache.hpp), though its entries stay true (a report only
   // makes a state stricter).
   if (denials)
     for (std::size_t i = 0; i < r.checks.size(); ++i) denials->note(r.checks[i].policy, r.checks[i].key, r.now);
-  const auto lost = [&](outcome o) {
-    // Nothing charged: the caller learns the report is lost (semantics.md).
-    count(decisions, false);
-    count(o == outcome::not_sent ? breaker_open : failures, false);
-    return error_decision(r, per_check);
-  };
-  if (breaker && !breaker->allow_call_now()) return lost(outcome::not_sent);
-  if (opt.server_clock) {
-    const auto t = server_now();
-    if (!t) return lost(outcome::failure);
-    r.now = *t;
-  }
-  std::array<decision, max_checks> mine{};
-  const std::span<decision> pc = per_check.empty() ? std::span<decision>(mine.data(), r.checks.size()) : per_check;
-  store_decision out;
-  outcome o = outcome::failure;
-  std::vector<std::optional<std::string>> stale;
-  for (int attempt = 0; attempt < carry_attempts; ++attempt) {
-    redis::scratch& s = tls_reports;
-    s.bytes.clear();
-    s.pieces.clear();
-    s.calls.clear();
-    s.owner.clear();
-    build(r, es.data(), false, 0, s, true);
-    s.views.clear();
-    for (const auto& [off, len] : s.pieces) s.views.emplace_back(s.bytes.data() + off, len);
-    s.fcalls.clear();
-    for (const auto& c : s.calls)
-      s.fcalls.push_back(redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views)});
-    const auto res = call_one(s.fcalls[0]);
-    o = outcome::failure;
-    if (const auto* rep = std::get_if<redis::reply>(&res)) {
-      if (const auto msg = rep->as_error()) {
-        o = msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
-      } else if (const auto* arr = rep->as_array(); arr != nullptr && !arr->empty() && (*arr)[0].as_integer()) {
-        const auto status = *(*arr)[0].as_integer();
-        bool ok = true;
-        if (status == 3) {
-          stale.clear();
-          for (std::size_t i = 1; i < arr->size(); ++i) {
-            const auto v = value_of((*arr)[i], ok);
-            stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
-          }
-          o = ok ? decide_carried(r, es.data(), stale, false, out, pc, {}, true) : outcome::failure;
-        } else if (status == 1) {
-          std::size_t leaves = 0;
-          for (std::size_t i = 0; i < r.checks.size(); ++i) leaves += es[i]->p->leaves().size();
-          if (arr->size() == 1 + 2 * leaves) {
-            std::vector<std::optional<std::string_view>> before(leaves);
-            std::vector<std::optional<std::string_view>> after(leaves);
-            for (std::size_t k = 0; k < leaves; ++k) {
-              before[k] = value_of((*arr)[1 + 2 * k], ok);
-              after[k] = value_of((*arr)[2 + 2 * k], ok);
-            }
-            if (ok)
-              o = decide_on(r, es.data(), r.now, {}, before, after, true, false, true, out, pc, nullptr, nullptr, {},
-                            {}, true);
-          }
-        }
-        // Any other status (0, 2, 4, 5) is no answer a report call gives.
-      }
-    } else {
-      o = redis::outcome_of(std::get<redis::call_error>(res));
+  if (breaker && !breaker->allow_call_now()) return report_concluded(r, outcome::not_sent, {}, per_check);
+  return std::nullopt;
+}
+
+void redis_store::impl::build_report(const store_request& r, const entry* const* es, redis::scratch& s) const {
+  s.bytes.clear();
+  s.pieces.clear();
+  s.calls.clear();
+  s.owner.clear();
+  build(r, es, false, 0, s, true);
+  s.views.clear();
+  for (const auto& [off, len] : s.pieces) s.views.emplace_back(s.bytes.data() + off, len);
+  s.fcalls.clear();
+  for (const auto& c : s.calls)
+    s.fcalls.push_back(redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views)});
+}
+
+outcome redis_store::impl::judge_report(const store_request& r, const entry* const* es, const redis::call_result& res,
+                                        store_decision& out, std::span<decision> pc,
+                                        std::vector<std::optional<std::string>>& stale) {
+  const auto* rep = std::get_if<redis::reply>(&res);
+  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
+  if (const auto msg = rep->as_error())
+    return msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
+  const auto* arr = rep->as_array();
+  if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
+  const auto status = *(*arr)[0].as_integer();
+  bool ok = true;
+  if (status == 3) {
+    stale.clear();
+    for (std::size_t i = 1; i < arr->size(); ++i) {
+      const auto v = value_of((*arr)[i], ok);
+      stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
     }
-    if (o != outcome::conflict) break;
-    carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-    o = outcome::mismatch;  // still conflicting after the last attempt: an error, never a half charge
+    return ok ? outcome::stale : outcome::failure;
   }
+  if (status != 1) return outcome::failure;  // 0, 2, 4, 5: no answer a report call gives
+  std::size_t leaves = 0;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) leaves += es[i]->p->leaves().size();
+  if (arr->size() != 1 + 2 * leaves) return outcome::failure;
+  std::vector<std::optional<std::string_view>> before(leaves);
+  std::vector<std::optional<std::string_view>> after(leaves);
+  for (std::size_t k = 0; k < leaves; ++k) {
+    before[k] = value_of((*arr)[1 + 2 * k], ok);
+    after[k] = value_of((*arr)[2 + 2 * k], ok);
+  }
+  if (!ok) return outcome::failure;
+  return decide_on(r, es, r.now, {}, before, after, true, false, true, out, pc, nullptr, nullptr, {}, {}, true);
+}
+
+store_decision redis_store::impl::report_concluded(const store_request& r, outcome o, store_decision out,
+                                                   std::span<decision> per_check) {
   if (breaker && o != outcome::not_sent) {
     if (o == outcome::failure ? breaker->record_failure_now() : breaker->record_success_now())
       health_changed(node, o != outcome::failure, figures.last_reason());
@@ -152,12 +142,104 @@ store_decision redis_store::impl::report_one(const store_request& request, std::
       count(errors, false);
       return error_decision(r, per_check);
     default:
-      return lost(o);
+      // Nothing charged: the caller learns the report is lost (semantics.md).
+      count(decisions, false);
+      count(o == outcome::not_sent ? breaker_open : failures, false);
+      return error_decision(r, per_check);
   }
+}
+
+store_decision redis_store::impl::report_one(const store_request& request, std::span<decision> per_check) {
+  std::array<const entry*, max_checks> es{};
+  store_request r = request;
+  if (auto early = report_before_call(r, es.data(), per_check)) return *early;
+  if (opt.server_clock) {
+    const auto t = server_now();
+    if (!t) return report_concluded(r, outcome::failure, {}, per_check);
+    r.now = *t;
+  }
+  std::array<decision, max_checks> mine{};
+  const std::span<decision> pc = per_check.empty() ? std::span<decision>(mine.data(), r.checks.size()) : per_check;
+  store_decision out;
+  outcome o = outcome::failure;
+  std::vector<std::optional<std::string>> stale;
+  for (int attempt = 0; attempt < carry_attempts; ++attempt) {
+    redis::scratch& s = tls_reports;
+    build_report(r, es.data(), s);
+    o = judge_report(r, es.data(), call_one(s.fcalls[0]), out, pc, stale);
+    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, false, out, pc, {}, true);
+    if (o != outcome::conflict) break;
+    carry_conflicts.fetch_add(1, std::memory_order_relaxed);
+    o = outcome::mismatch;  // still conflicting after the last attempt: an error, never a half charge
+  }
+  return report_concluded(r, o, out, per_check);
+}
+
+namespace {
+
+/// One asynchronous report: what its call and its answer need until the
+/// reply comes.
+struct report_job {
+  store_request r;
+  std::span<decision> per_check;
+  store::decided done;
+  std::array<const redis::entry*, max_checks> es{};
+  std::array<decision, max_checks> mine{};
+  redis::scratch s;  // the call's bytes: the client reads them until it answers
+  std::int64_t t0 = 0;
+};
+
+}  // namespace
+
+void redis_store::impl::report_async(const store_request& request, std::span<decision> per_check, store::decided done) {
+  auto j = std::make_shared<report_job>();
+  j->r = request;
+  if (auto early = report_before_call(j->r, j->es.data(), per_check)) return done(*early);
+  j->done = std::move(done);
+  j->per_check = per_check;
+  enter();
+  if (opt.server_clock) {
+    // TIME first, then the FCALL: two calls, on the slow lane.
+    slow.post([this, j] {
+      j->done(report_one(j->r, j->per_check));
+      leave();
+    });
+    return;
+  }
+  build_report(j->r, j->es.data(), j->s);
+  j->t0 = remote::circuit_breaker::steady_ns();
+  pipelined->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
+    redis::call_result& res = v[0];
+    if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
+      res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
+    figures.observe(remote::circuit_breaker::steady_ns() - j->t0);
+    figures.note(res);
+    const std::span<decision> pc =
+        j->per_check.empty() ? std::span<decision>(j->mine.data(), j->r.checks.size()) : j->per_check;
+    store_decision out;
+    std::vector<std::optional<std::string>> stale;
+    const outcome o = judge_report(j->r, j->es.data(), res, out, pc, stale);
+    if (o == outcome::stale) {
+      // A value of an earlier configuration: the stale reply wrote nothing,
+      // so the slow lane reports afresh (carried over with more calls).
+      slow.post([this, j] {
+        j->done(report_one(j->r, j->per_check));
+        leave();
+      });
+      return;
+    }
+    j->done(report_concluded(j->r, o, out, j->per_check));
+    leave();
+  });
 }
 
 store_decision redis_store::report_at(const store_request& r, std::span<decision> per_check) {
   return impl_->report_one(r, per_check);
+}
+
+void redis_store::report_async(const store_request& r, std::span<decision> per_check, decided done) {
+  if (impl_->pipelined == nullptr) return done(impl_->report_one(r, per_check));
+  impl_->report_async(r, per_check, std::move(done));
 }
 
 }  // namespace sluice

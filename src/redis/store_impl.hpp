@@ -259,6 +259,21 @@ struct redis_store::impl {
   /// call for all its checks; a store failure loses the report
   /// (source::error, counted), no failure mode answers it.
   store_decision report_one(const store_request& r, std::span<decision> per_check);
+  /// `report_one` without waiting (store::report_async): the call on the
+  /// asynchronous client, judged on its I/O thread; a carry-over (or
+  /// server-clock mode) on `slow`. Requires `pipelined`.
+  void report_async(const store_request& r, std::span<decision> per_check, store::decided done);
+  /// What a report is answered before any call (a bad request, a request
+  /// of stateless checks, a breaker open), or nothing; fills `es`.
+  std::optional<store_decision> report_before_call(store_request& r, const entry** es, std::span<decision> per_check);
+  /// Puts a report's one FCALL into `s` (its `fcalls[0]`).
+  void build_report(const store_request& r, const entry* const* es, redis::scratch& s) const;
+  /// The outcome of a report call's result (`stale`: the values to carry
+  /// over, when a key holds an earlier configuration's).
+  outcome judge_report(const store_request& r, const entry* const* es, const redis::call_result& res,
+                       store_decision& out, std::span<decision> pc, std::vector<std::optional<std::string>>& stale);
+  /// A report's answer for an outcome, counted (and its breaker told).
+  store_decision report_concluded(const store_request& r, outcome o, store_decision out, std::span<decision> per_check);
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure

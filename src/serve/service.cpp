@@ -317,7 +317,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
       bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
     } else {
-      report_json(*a, req, res);
+      return report_json(std::move(a), req, res, gate);
     }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.
@@ -669,33 +669,57 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
   write_rate_fields(a, checks, o, res);
 }
 
-void service::report_json(const active& a, const http_request& req, http_response& res) {
-  auto parsed = parse_json_request(a, req, res);
-  if (!parsed) return;
+bool service::report_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                          const std::shared_ptr<answer_gate>& gate) {
+  auto parsed = parse_json_request(*ap, req, res);
+  if (!parsed) return false;
   if (!parsed->id.empty()) {
     bad_request(metrics_, res, 400, "id",
                 "a report holds no request id: it is never a retry of a decision (semantics.md, \"Reports\")");
-    return;
+    return false;
   }
-  const config& c = *a.cfg;
-  const std::vector<planned_check>& checks = parsed->checks;
-  std::array<check, max_checks> req_checks;
-  std::array<decision, max_checks> per;
-  for (std::size_t i = 0; i < checks.size(); ++i)
-    req_checks[i] = check{a.view.ids[checks[i].policy], checks[i].key, checks[i].cost};
+  // What the store reads until it answers (it may answer on its own thread).
+  struct job {
+    std::shared_ptr<const active> a;
+    std::vector<planned_check> checks;
+    std::array<check, max_checks> req_checks;
+    std::array<decision, max_checks> per;
+  };
+  auto j = std::make_shared<job>();
+  j->a = std::move(ap);
+  j->checks = std::move(parsed->checks);
+  for (std::size_t i = 0; i < j->checks.size(); ++i)
+    j->req_checks[i] = check{j->a->view.ids[j->checks[i].policy], j->checks[i].key, j->checks[i].cost};
+  const std::size_t n = j->checks.size();
   const store_request r{
-      std::span<const check>(req_checks.data(), checks.size()), parsed->now ? *parsed->now : store_->now(), 1, {}};
+      std::span<const check>(j->req_checks.data(), n), parsed->now ? *parsed->now : store_->now(), 1, {}};
   const tick t0 = steady_clock::now();
-  const store_decision sd = store_->report_at(r, std::span<decision>(per.data(), checks.size()));
-  metrics_.observe_latency(steady_clock::now() - t0);
-  metrics_.count_source(sd.from);
+  enter();
+  store_->report_async(r, std::span<decision>(j->per.data(), n), [this, j, &res, gate, t0](const store_decision& sd) {
+    metrics_.observe_latency(steady_clock::now() - t0);
+    metrics_.count_source(sd.from);
+    try {
+      write_report(*j->a, j->checks, sd, std::span<const decision>(j->per.data(), j->checks.size()), res);
+    } catch (const std::exception&) {
+      internal_error(res);
+    }
+    gate->complete(metrics_, res);
+    leave();
+  });
+  return true;
+}
+
+void service::write_report(const active& a, const std::vector<planned_check>& checks, const store_decision& sd,
+                           std::span<const decision> per, http_response& res) {
+  const config& c = *a.cfg;
   if (sd.from != source::store) {
-    // Not charged (the store could not take it, or a bad state at a key):
-    // the client may send it again.
+    // Not charged (the store could not take it, or a bad state at a key) —
+    // unless its call timed out after it was sent (semantics.md, "Reports").
     res.status = 503;
     res.content_type = "application/json";
-    res.body = error_body(
-        "store", "the report was not charged (the store failed, or holds a bad state at a key); send it again");
+    res.body = error_body("store",
+                          "the report was not charged: the store failed or holds a bad state at a key (a call that "
+                          "timed out after it was sent may still have been applied)");
     return;
   }
   // Never denied: 200 with the figures after the charge (semantics.md).

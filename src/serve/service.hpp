@@ -166,8 +166,13 @@ class service {
   /// Reads the JSON body both endpoints take; on a bad one answers 400
   /// naming the field in `res` (counted) and returns nullopt.
   std::optional<json_request> parse_json_request(const active& a, const http_request& req, http_response& res);
-  /// POST /v1/report: charges the body's checks after the fact (store::report_at).
-  void report_json(const active& a, const http_request& req, http_response& res);
+  /// POST /v1/report: charges the body's checks after the fact
+  /// (store::report_async); true when the answer comes later (`gate`).
+  bool report_json(std::shared_ptr<const active> a, const http_request& req, http_response& res,
+                   const std::shared_ptr<answer_gate>& gate);
+  /// A report's answer: 200 with the figures after the charge, or 503.
+  static void write_report(const active& a, const std::vector<planned_check>& checks, const store_decision& sd,
+                           std::span<const decision> per, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();

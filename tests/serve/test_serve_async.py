@@ -5,6 +5,7 @@ free 127.0.0.1 port (stopped with SIGSTOP under a running service), a real
 connections. Each TestCase class is one ctest test; every process is
 stopped by PID; every wait is bounded.
 """
+import json
 import os
 import sys
 import threading
@@ -79,6 +80,58 @@ class StalledRedis(RedisCase):
         self.assertLess(latest, self.TIMEOUT_MS / 1000.0 + 1.5, results)
         redis.resume()
         self.assertTrue(wait_until(lambda: s.decide([("api", "back")])[2]["source"] == "store", 10))
+
+    def test_reports_wait_on_nothing(self):
+        """POST /v1/report while Redis is stopped: each report is lost by
+        its own deadline (503, nothing charged), all of them together, and
+        the loop answers /healthz meanwhile; once Redis is back a report is
+        charged."""
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"tok": "gcra 1000/1d"}, server="threads = 1\n",
+                             command_timeout='"%dms"' % self.TIMEOUT_MS)
+        body = json.dumps({"checks": [{"policy": "tok", "key": "llm"}], "cost": 5})
+        h = {"Content-Type": "application/json"}
+        self.assertEqual(s.request("POST", "/v1/report", body, h)[0], 200)
+        conns = [s.conn() for _ in range(self.CLIENTS)]
+        for c in conns:
+            self.assertEqual(s.request("GET", "/healthz", conn=c)[0], 200)
+        redis.pause()
+        self.addCleanup(redis.resume)
+        results = [None] * self.CLIENTS
+        start = threading.Barrier(self.CLIENTS + 1)
+
+        def client(i):
+            start.wait()
+            t0 = time.monotonic()
+            st, _, b = s.request("POST", "/v1/report", body, h, conn=conns[i])
+            results[i] = (st, json.loads(b)["error"]["field"], time.monotonic() - t0, time.monotonic())
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(self.CLIENTS)]
+        for t in threads:
+            t.start()
+        start.wait()
+        t_start = time.monotonic()
+        time.sleep(0.05)
+        (hz, _, _), hz_time = timed(lambda: s.request("GET", "/healthz"))
+        for t in threads:
+            t.join(30)
+        self.assertEqual(hz, 200)
+        self.assertLess(hz_time, self.TIMEOUT_MS / 1000.0 * 0.8, "healthz waited on a report's stalled call")
+        for i, r in enumerate(results):
+            self.assertIsNotNone(r, i)
+            self.assertEqual(r[:2], (503, "store"), i)
+        latest = max(r[3] for r in results) - t_start
+        self.assertLess(latest, self.TIMEOUT_MS / 1000.0 + 1.5, results)
+        redis.resume()
+        self.assertTrue(wait_until(lambda: s.request("POST", "/v1/report", body, h)[0] == 200, 10))
+        # Charged once before the stall and once after; each timed-out
+        # report was written before its deadline, so it may have been
+        # applied when Redis came back — at most once each (semantics.md,
+        # "Reports"), never twice.
+        st, _, b = s.decide([("tok", "llm")])
+        self.assertEqual(st, 200)
+        late = (1000 - 5 - 5 - 1) - b["checks"][0]["remaining"]
+        self.assertIn(late, range(0, 5 * self.CLIENTS + 1, 5), b)
 
     def test_readyz_and_metrics_while_stalled(self):
         redis = self.redis()
