@@ -55,8 +55,9 @@ TEST_P(RedisPipelinedConformance, PerCheckDecisionsOneCallAtATime) {
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
 }
 
-// The store seen through its asynchronous face: every decision and peek
-// made with decide_async / peek_async and waited for here, so the shared
+// The store seen through its asynchronous face: every decision, peek and
+// report made with decide_async / peek_async / report_async and waited for
+// here, so the shared
 // conformance suite runs through the path the service takes.
 class through_async final : public store {
  public:
@@ -80,7 +81,10 @@ class through_async final : public store {
     return f.get();
   }
   store_decision report_at(const store_request& r, std::span<decision> per_check) override {
-    return s_.report_at(r, per_check);
+    std::promise<store_decision> p;
+    auto f = p.get_future();
+    s_.report_async(r, per_check, [&p](const store_decision& d) { p.set_value(d); });
+    return f.get();
   }
   [[nodiscard]] tick now() const noexcept override { return s_.now(); }
   [[nodiscard]] store_stats stats() const override { return s_.stats(); }
