@@ -127,12 +127,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     case 4:
       return outcome::skipped;
     case 3:
-      stale.clear();
-      for (std::size_t i = 1; i < arr->size(); ++i) {
-        const auto v = value_of((*arr)[i], ok);
-        stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
-      }
-      return ok ? outcome::stale : outcome::failure;
+      return stale_values(*arr, stale) ? outcome::stale : outcome::failure;
     case 2:
       if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
       return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check, grows);
@@ -191,17 +186,38 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     return outcome::ok;
   }
   // {admitted, before₁, after₁, ...}: the general reading.
+  std::vector<std::optional<std::string_view>> before;
+  std::vector<std::optional<std::string_view>> after;
+  if (!leaf_values(r, es, *arr, before, after)) return outcome::failure;
+  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check, nullptr, nullptr, {}, grows);
+}
+
+bool redis_store::impl::stale_values(const std::vector<redis::reply>& arr,
+                                     std::vector<std::optional<std::string>>& stale) {
+  bool ok = true;
+  stale.clear();
+  for (std::size_t i = 1; i < arr.size(); ++i) {
+    const auto v = value_of(arr[i], ok);
+    stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
+  }
+  return ok;
+}
+
+bool redis_store::impl::leaf_values(const store_request& r, const entry* const* es,
+                                    const std::vector<redis::reply>& arr,
+                                    std::vector<std::optional<std::string_view>>& before,
+                                    std::vector<std::optional<std::string_view>>& after) {
   std::size_t leaves = 0;
   for (std::size_t i = 0; i < r.checks.size(); ++i) leaves += es[i]->p->leaves().size();
-  if (arr->size() != 1 + 2 * leaves) return outcome::failure;
-  std::vector<std::optional<std::string_view>> before(leaves);
-  std::vector<std::optional<std::string_view>> after(leaves);
+  if (arr.size() != 1 + 2 * leaves) return false;
+  bool ok = true;
+  before.assign(leaves, std::nullopt);
+  after.assign(leaves, std::nullopt);
   for (std::size_t k = 0; k < leaves; ++k) {
-    before[k] = value_of((*arr)[1 + 2 * k], ok);
-    after[k] = value_of((*arr)[2 + 2 * k], ok);
+    before[k] = value_of(arr[1 + 2 * k], ok);
+    after[k] = value_of(arr[2 + 2 * k], ok);
   }
-  if (!ok) return outcome::failure;
-  return decide_on(r, es, r.now, {}, before, after, admitted, peek, !peek, out, per_check, nullptr, nullptr, {}, grows);
+  return ok;
 }
 
 outcome redis_store::impl::decide_on(const store_request& r, const entry* const* es, tick now,

@@ -28,13 +28,6 @@ constexpr int carry_attempts = 4;
 
 thread_local redis::scratch tls_reports;
 
-std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
-  if (r.is_nil()) return std::nullopt;
-  const auto s = r.as_string();
-  if (!s) ok = false;
-  return s;
-}
-
 }  // namespace
 
 std::optional<store_decision> redis_store::impl::report_before_call(store_request& r, const entry** es,
@@ -90,26 +83,11 @@ outcome redis_store::impl::judge_report(const store_request& r, const entry* con
   const auto* arr = rep->as_array();
   if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
   const auto status = *(*arr)[0].as_integer();
-  bool ok = true;
-  if (status == 3) {
-    stale.clear();
-    for (std::size_t i = 1; i < arr->size(); ++i) {
-      const auto v = value_of((*arr)[i], ok);
-      stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
-    }
-    return ok ? outcome::stale : outcome::failure;
-  }
+  if (status == 3) return stale_values(*arr, stale) ? outcome::stale : outcome::failure;
   if (status != 1) return outcome::failure;  // 0, 2, 4, 5: no answer a report call gives
-  std::size_t leaves = 0;
-  for (std::size_t i = 0; i < r.checks.size(); ++i) leaves += es[i]->p->leaves().size();
-  if (arr->size() != 1 + 2 * leaves) return outcome::failure;
-  std::vector<std::optional<std::string_view>> before(leaves);
-  std::vector<std::optional<std::string_view>> after(leaves);
-  for (std::size_t k = 0; k < leaves; ++k) {
-    before[k] = value_of((*arr)[1 + 2 * k], ok);
-    after[k] = value_of((*arr)[2 + 2 * k], ok);
-  }
-  if (!ok) return outcome::failure;
+  std::vector<std::optional<std::string_view>> before;
+  std::vector<std::optional<std::string_view>> after;
+  if (!leaf_values(r, es, *arr, before, after)) return outcome::failure;
   return decide_on(r, es, r.now, {}, before, after, true, false, true, out, pc, nullptr, nullptr, {}, {}, true);
 }
 

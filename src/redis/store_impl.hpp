@@ -272,6 +272,15 @@ struct redis_store::impl {
   /// over, when a key holds an earlier configuration's).
   outcome judge_report(const store_request& r, const entry* const* es, const redis::call_result& res,
                        store_decision& out, std::span<decision> pc, std::vector<std::optional<std::string>>& stale);
+  /// A status-3 reply's values (every key's, to carry over); false when
+  /// one is neither nil nor a string.
+  static bool stale_values(const std::vector<redis::reply>& arr, std::vector<std::optional<std::string>>& stale);
+  /// A `{status, before₁, after₁, ...}` reply's values, one pair per leaf
+  /// of `r`'s checks; false when the reply has another length or a value
+  /// that is neither nil nor a string.
+  static bool leaf_values(const store_request& r, const entry* const* es, const std::vector<redis::reply>& arr,
+                          std::vector<std::optional<std::string_view>>& before,
+                          std::vector<std::optional<std::string_view>>& after);
   /// A report's answer for an outcome, counted (and its breaker told).
   store_decision report_concluded(const store_request& r, outcome o, store_decision out, std::span<decision> per_check);
 
