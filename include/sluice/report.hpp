@@ -64,6 +64,9 @@ decision report(const leaky_queue& p, leaky_queue::state& s, tick now, std::int6
 decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges nothing; remaining INT64_MAX, retry_after 0.
 decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
+/// Charges nothing: a report's units are held by nobody (semantics.md,
+/// "Leases"); the figures of a decision of cost 1 on the unchanged state.
+decision report(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges nothing; retry_after `never`.
 decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges every part `cost`; the figures combine as all_of's.
