@@ -168,6 +168,11 @@ class service {
   std::optional<json_request> parse_json_request(const active& a, const http_request& req, http_response& res);
   /// POST /v1/report: charges the body's checks after the fact (store::report_at).
   void report_json(const active& a, const http_request& req, http_response& res);
+  /// POST /v1/release (src/serve/release.cpp).
+  void release_json(const active& a, const http_request& req, http_response& res);
+  /// The lease id of an admit that took leases (release.cpp): empty when
+  /// `o` took none.
+  std::string lease_of(const active& a, const std::vector<planned_check>& checks, const checks_outcome& o) const;
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();
