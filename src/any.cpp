@@ -10,12 +10,12 @@
 namespace sluice {
 namespace {
 
-constexpr std::array<std::string_view, 12> names{
-    "fixed-window", "sliding-log", "sliding-counter", "sliding-buckets", "token-bucket", "gcra",
-    "leaky-queue",  "quota",       "always-allow",    "always-deny",     "all",          "any",
+constexpr std::array<std::string_view, 13> names{
+    "fixed-window", "sliding-log",  "sliding-counter", "sliding-buckets", "token-bucket", "gcra", "leaky-queue",
+    "quota",        "always-allow", "always-deny",     "concurrency",     "all",          "any",
 };
 /// How many of `names` are single algorithms (the rest are composites).
-constexpr std::size_t algorithm_count = 10;
+constexpr std::size_t algorithm_count = 11;
 // One name per alternative of any_policy: a new algorithm fails here until it is named.
 static_assert(names.size() == std::variant_size_v<any_policy>,
               "a new algorithm: name it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -107,6 +107,9 @@ result<any_policy> make_policy(const spec& s) {
       return any_policy{always_allow{}};
     case algorithm::always_deny:
       return any_policy{always_deny{}};
+    case algorithm::concurrency:
+      if (!s.units) return error{"concurrency", "is required by concurrency (the units in flight at most)"};
+      return widen(concurrency::make(*s.units, s.lease.value_or(default_lease)));
     case algorithm::all_of:
     case algorithm::any_of:
       return error{"algorithm", "a composite is built from its parts (all_of::make, any_of::make)"};
@@ -124,6 +127,8 @@ tick window_of(const any_policy& p) noexcept {
           return w;
         } else if constexpr (requires { pol.limit().window; }) {
           return pol.limit().window;
+        } else if constexpr (std::is_same_v<policy_t, concurrency>) {
+          return pol.lease_length();
         } else {
           return 1;
         }

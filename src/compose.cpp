@@ -28,7 +28,8 @@ outcome evaluate_leaf(const Policy& p, const typename Policy::state& s, tick now
                       bool want_before) noexcept {
   outcome o;
   decision before;
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
+  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
+                std::is_same_v<Policy, concurrency>) {
     o.d = p.peek(s, now, cost);
     if (o.d.allowed && want_before) before = p.peek(s, now, 0);
   } else {

@@ -161,19 +161,22 @@ class parser {
     s.algo = a;
     std::size_t rate_at = at;
     std::size_t units_at = at;
-    if (a == algorithm::quota) {
+    if (a == algorithm::quota || a == algorithm::concurrency) {
+      const std::string n_name(name);
+      const std::string example = a == algorithm::quota ? ", e.g. quota 100" : ", e.g. concurrency 5 lease=30s";
       skip_space();
       units_at = pos_;
       const std::string_view n = digits();
       if (n.empty() || (pos_ < text_.size() && !is_delimiter(text_[pos_]))) {
         if (units_at == text_.size())
-          return fail(units_at, "expected the number of units after 'quota'", ", e.g. quota 100");
-        return fail(units_at, "expected the number of units after 'quota', found " + quoted(token_at(units_at)),
-                    ", e.g. quota 100");
+          return fail(units_at, "expected the number of units after '" + n_name + "'", example);
+        return fail(units_at,
+                    "expected the number of units after '" + n_name + "', found " + quoted(token_at(units_at)),
+                    example);
       }
       std::int64_t v = 0;
       if (std::from_chars(n.data(), n.data() + n.size(), v).ec != std::errc())
-        return fail(units_at, "quota " + quoted(n), ": too large (at most 2^62)");
+        return fail(units_at, n_name + " " + quoted(n), ": too large (at most 2^62)");
       s.units = v;
     } else if (a != algorithm::always_allow && a != algorithm::always_deny) {
       skip_space();
@@ -198,7 +201,7 @@ class parser {
       if (!at_char('=')) {
         // Not an option: the caller says what it expected instead, unless it
         // is an option's name without its '='.
-        if (o.name == "burst" || o.name == "buckets" || o.name == "queue" || o.name == "origin")
+        if (o.name == "burst" || o.name == "buckets" || o.name == "queue" || o.name == "origin" || o.name == "lease")
           return fail(pos_, "expected '=' after '" + std::string(o.name) + "'", options_help(a));
         pos_ = save;
         break;
@@ -215,6 +218,7 @@ class parser {
     const option* burst = nullptr;
     const option* buckets = nullptr;
     const option* queue = nullptr;
+    const option* lease = nullptr;
     for (const auto& o : opts) {
       const bool bucket_like = a == algorithm::token_bucket || a == algorithm::gcra;
       if (o.name == "burst" && bucket_like) {
@@ -227,6 +231,12 @@ class parser {
         auto d = parse_duration(o.value, "origin");
         if (!d) return fail(o.at, "origin=" + quoted(o.value), ": " + d.err().message);
         s.origin = *d;
+      } else if (o.name == "lease" && a == algorithm::concurrency) {
+        auto d = parse_duration(o.value, "lease");
+        if (!d) return fail(o.at, "lease=" + quoted(o.value), ": " + d.err().message);
+        if (*d < 1) return fail(o.value_at, "lease=" + quoted(o.value), ": lease must be positive");
+        s.lease = *d;
+        lease = &o;
       } else {
         return fail(o.at, "unknown option " + quoted(o.name), options_help(a));
       }
@@ -265,6 +275,8 @@ class parser {
       if (e.field == "buckets" && buckets) return at_option(buckets);
       if (e.field == "queue" && queue) return at_option(queue);
       if (e.field == "quota") return fail(units_at, "quota", ": " + e.message);
+      if (e.field == "concurrency") return fail(units_at, "concurrency", ": " + e.message);
+      if (e.field == "lease" && lease) return at_option(lease);
       if (e.field == "limit" || e.field == "window") return fail(rate_at, "rate", ": " + e.what());
       return fail(at, std::string(name), ": " + e.what());
     }
@@ -282,6 +294,8 @@ class parser {
         return " (leaky-queue takes queue=N)";
       case algorithm::fixed_window:
         return " (fixed-window takes origin=DURATION)";
+      case algorithm::concurrency:
+        return " (concurrency takes lease=DURATION)";
       case algorithm::sliding_log:
       case algorithm::sliding_counter:
       case algorithm::quota:
@@ -412,6 +426,9 @@ void format_into(const any_policy& p, std::string& out) {
           if (pol.queue() != def) out += " queue=" + std::to_string(pol.queue());
         } else if constexpr (std::is_same_v<P, quota>) {
           out += "quota " + std::to_string(pol.units());
+        } else if constexpr (std::is_same_v<P, concurrency>) {
+          out += "concurrency " + std::to_string(pol.units());
+          if (pol.lease_length() != default_lease) out += " lease=" + format_duration(pol.lease_length());
         } else if constexpr (std::is_same_v<P, always_allow>) {
           out += "always-allow";
         } else if constexpr (std::is_same_v<P, always_deny>) {

@@ -76,6 +76,9 @@ void stamp(receipt& r, const leaky_queue& p) noexcept {
   stamp(r, algorithm::leaky_queue, p.limit().limit, p.limit().window, p.queue());
 }
 void stamp(receipt& r, const quota& p) noexcept { stamp(r, algorithm::quota, p.units(), 0, 0); }
+void stamp(receipt& r, const concurrency& p) noexcept {
+  stamp(r, algorithm::concurrency, p.units(), p.lease_length(), 0);
+}
 void stamp(receipt& r, const always_allow&) noexcept { stamp(r, algorithm::always_allow, 0, 0, 0); }
 void stamp(receipt& r, const always_deny&) noexcept { stamp(r, algorithm::always_deny, 0, 0, 0); }
 void stamp(receipt& r, const all_of& p) noexcept {
@@ -152,6 +155,11 @@ void after(receipt& r, const token_bucket& p, const token_bucket::state& s) noex
 void after(receipt& r, const gcra&, const gcra::state& s) noexcept {
   ra::after(r) = s.u;
   ra::at(r) = s.last;
+}
+void after(receipt& r, const concurrency&, const concurrency::state& s) noexcept {
+  // The lease just issued carries the scope's nonce (semantics.md, "Leases").
+  ra::key(r) = static_cast<std::int64_t>(detail::lease_ctx.nonce);
+  ra::at(r) = s.latest;
 }
 void after(receipt& r, const leaky_queue&, const leaky_queue::state& s) noexcept {
   ra::after(r) = s.release;
@@ -313,6 +321,9 @@ admission admit(const quota& p, quota::state& s, tick now, std::int64_t cost) no
 admission admit(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept {
   return admit_leaf(p, s, now, cost);
 }
+admission admit(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept {
+  return admit_leaf(p, s, now, cost);
+}
 admission admit(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept {
   return admit_leaf(p, s, now, cost);
 }
@@ -424,6 +435,14 @@ std::int64_t refund(const quota& p, quota::state& s, receipt&& rc, tick /*now*/)
   const std::int64_t back = std::min(ra::cost(r), s.used);
   s.used -= back;
   return back < 0 ? 0 : back;
+}
+
+std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& rc, tick now) noexcept {
+  receipt r(std::move(rc));
+  // The lease carries over every reconfiguration, so its receipt does too:
+  // only the algorithm must match.
+  if (r.empty() || ra::algo(r) != algorithm::concurrency) return 0;
+  return p.release(s, now, static_cast<std::uint64_t>(ra::key(r)));
 }
 
 std::int64_t refund(const always_allow&, always_allow::state&, receipt&& rc, tick) noexcept {

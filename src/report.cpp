@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "sluice/detail/arith.hpp"
+#include "sluice/lease.hpp"
 
 namespace sluice {
 
@@ -25,7 +26,8 @@ template <typename Policy>
 decision leaf_figures(const Policy& p, const typename Policy::state& s, tick now) noexcept {
   decision zero;
   decision one;
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
+  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
+                std::is_same_v<Policy, concurrency>) {
     zero = p.peek(s, now, 0);
     one = p.peek(s, now, 1);
   } else {
@@ -225,8 +227,16 @@ void charge(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexc
 void charge(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept {
   // decide() charges the first part that admits, exactly as the composite's
   // decision would; a denial changes nothing, so trying in order is exact.
-  for (std::size_t i = 0; i < p.parts().size(); ++i)
+  for (std::size_t i = 0; i < p.parts().size(); ++i) {
+    if (holds_concurrency(p.parts()[i])) {
+      // decide() would issue a lease; a report holds none (semantics.md,
+      // "Leases"): the part that would admit is charged by its own rules.
+      if (!peek(p.parts()[i], s.parts[i], now, cost).allowed) continue;
+      charge_any(p.parts()[i], s.parts[i], now, cost);
+      return;
+    }
     if (decide(p.parts()[i], s.parts[i], now, cost).allowed) return;
+  }
   charge_any(p.parts().front(), s.parts.front(), now, cost);
 }
 
@@ -237,8 +247,9 @@ void charge_any(const any_policy& p, any_state& s, tick now, std::int64_t cost) 
         auto& st = *std::get_if<typename P::state>(&s);
         if constexpr (std::is_same_v<P, sliding_log> || std::is_same_v<P, sliding_buckets>) {
           pol.charge(st, now, cost);
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
-          // nothing to charge
+        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny> ||
+                             std::is_same_v<P, concurrency>) {
+          // nothing to charge (a concurrency part: nothing is in flight)
         } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
                              std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
                              std::is_same_v<P, leaky_queue> || std::is_same_v<P, quota> || std::is_same_v<P, all_of> ||
@@ -254,7 +265,8 @@ void charge_any(const any_policy& p, any_state& s, tick now, std::int64_t cost) 
 /// What a cost < 1 answers: `decide`'s (pure: it changes nothing).
 template <typename Policy, typename State>
 decision refused(const Policy& p, State& s, tick now, std::int64_t cost) noexcept {
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
+  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
+                std::is_same_v<Policy, concurrency>) {
     return p.peek(s, now, cost);
   } else if constexpr (std::is_same_v<Policy, all_of> || std::is_same_v<Policy, any_of>) {
     return decide(p, s, now, cost);  // a cost < 1 is denied by every part: a pure read
@@ -267,7 +279,8 @@ decision refused(const Policy& p, State& s, tick now, std::int64_t cost) noexcep
 template <typename Policy>
 decision report_leaf(const Policy& p, typename Policy::state& s, tick now, std::int64_t cost) noexcept {
   if (cost < 1) return refused(p, s, now, cost);
-  if constexpr (!std::is_same_v<Policy, always_allow> && !std::is_same_v<Policy, always_deny>) {
+  if constexpr (!std::is_same_v<Policy, always_allow> && !std::is_same_v<Policy, always_deny> &&
+                !std::is_same_v<Policy, concurrency>) {
     if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
       p.charge(s, now, cost);
     } else {
@@ -306,6 +319,9 @@ decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) no
   return report_leaf(p, s, now, cost);
 }
 decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept {
+  return report_leaf(p, s, now, cost);
+}
+decision report(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept {
   return report_leaf(p, s, now, cost);
 }
 decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept {

@@ -535,6 +535,15 @@ std::int64_t worst_case(const always_allow&, tick window2, tick /*granularity*/)
 
 std::int64_t worst_case(const always_deny&, tick, tick) noexcept { return 0; }
 
+std::int64_t worst_case(const concurrency& p, tick window2, tick granularity) noexcept {
+  if (window2 < 1) return 0;
+  const i128 g = granularity < 1 ? 1 : granularity;
+  const i128 period = (p.lease_length() + g - 1) / g * g;  // D ≤ 2^62: no overflow
+  const i128 rounds = (static_cast<i128>(window2) - 1) / period + 1;
+  const i128 units = rounds * p.units();
+  return units > detail::i64_max ? detail::i64_max : static_cast<std::int64_t>(units);
+}
+
 std::int64_t worst_case(const leaky_queue& p, tick window2, tick granularity) noexcept {
   // Units admitted in the window are either still queued at its last grid
   // point (at most Q) or left before it; they leave one per W/L ticks, from

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "sluice/concurrency.hpp"
 #include "sluice/decision.hpp"
 #include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
@@ -46,6 +47,7 @@ enum class algorithm {
   quota,
   always_allow,
   always_deny,
+  concurrency,
   all_of,
   any_of,
 };
@@ -82,11 +84,11 @@ inline constexpr bool unhandled_algorithm = false;
 /// A policy of any algorithm or composite. The alternatives' order matches
 /// `algorithm`.
 using any_policy = std::variant<fixed_window, sliding_log, sliding_counter, sliding_buckets, token_bucket, gcra,
-                                leaky_queue, quota, always_allow, always_deny, all_of, any_of>;
+                                leaky_queue, quota, always_allow, always_deny, concurrency, all_of, any_of>;
 /// A state of any algorithm; holds the alternative matching its policy.
 using any_state = std::variant<fixed_window::state, sliding_log::state, sliding_counter::state, sliding_buckets::state,
                                token_bucket::state, gcra::state, leaky_queue::state, quota::state, always_allow::state,
-                               always_deny::state, all_of_state, any_of_state>;
+                               always_deny::state, concurrency::state, all_of_state, any_of_state>;
 
 /// The state of an `all_of`: one state per part, in the parts' order.
 struct all_of_state {
@@ -219,7 +221,8 @@ struct spec {
   std::optional<std::int64_t> burst;    ///< token bucket, GCRA: S (default L)
   std::optional<std::int64_t> buckets;  ///< sliding buckets: N (required)
   std::optional<std::int64_t> queue;    ///< leaky queue: Q (default L)
-  std::optional<std::int64_t> units;    ///< quota: N (required)
+  std::optional<std::int64_t> units;    ///< quota, concurrency: N (required)
+  std::optional<tick> lease;            ///< concurrency: D (default 30 s in ns)
   tick origin = 0;                      ///< fixed window: where windows start
 };
 

@@ -19,6 +19,7 @@
 //   leaky queue      `now` ≥ the latest admit and a new unit would leave on
 //                    arrival (R + W ≤ now·L)
 //   quota            nothing used (a spent quota is never fresh)
+//   concurrency      no lease held
 //   always-*         always
 //   all_of / any_of  every part is fresh
 #pragma once
@@ -90,6 +91,12 @@ constexpr bool is_fresh(const leaky_queue& p, const leaky_queue::state& s, tick 
 /// Whether a quota is unused. A quota never refills, so once used it is
 /// never fresh again (a keyed store keeps it for ever). `now` is ignored.
 constexpr bool is_fresh(const quota&, const quota::state& s, tick /*now*/) noexcept { return s.used == 0; }
+
+/// Whether no lease is held at `now` (and `now` is not before the latest
+/// admit, which a released lease may leave after every expiry).
+inline bool is_fresh(const concurrency&, const concurrency::state& s, tick now) noexcept {
+  return now >= s.latest && (s.leases.empty() || s.leases.back().expiry <= now);
+}
 
 /// Always true: the always-allow limiter has no state.
 constexpr bool is_fresh(const always_allow&, const always_allow::state&, tick) noexcept { return true; }

@@ -382,6 +382,12 @@ class keyed_limiter {
   /// policy, one out of the cell's range; std::bad_alloc.
   bool put(std::string_view key, const any_state& st);
 
+  /// Releases the lease with `nonce` in every concurrency part of `key`'s
+  /// state, under the key's shard lock (semantics.md, "Leases"): the units
+  /// freed, 0 when the key holds no such lease (or no state). Never moves
+  /// the key's time. Defined in src/keyed/release.cpp.
+  std::int64_t release_at(std::string_view key, std::uint64_t nonce, tick now);
+
   /// The implementation (src/keyed/keyed.cpp); not part of the API.
   struct impl;
   /// The implementation, for the memory store's paths straight into it

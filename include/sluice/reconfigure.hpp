@@ -45,6 +45,7 @@
 //   units leave as promised); new units are spaced W_new/L_new after it and
 //   the queue bound Q_new counts that wait in new slots.
 // - quota: the units used (a smaller N may leave it exhausted).
+// - concurrency: the leases, as they are.
 // - all_of / any_of: part by part; the parts must match in number and kind.
 //
 // A limit of L = 0 keeps what it needs to change back: a GCRA with L = 0
@@ -88,6 +89,10 @@ namespace sluice {
 /// Stateless: the fresh state.
 [[nodiscard]] always_deny::state reconfigure(const always_deny& from, const always_deny::state& s,
                                              const always_deny& to, tick now) noexcept;
+/// The leases carry over as they are, expiries included (semantics.md,
+/// "Leases"): a smaller N may hold more than it admits. Allocates.
+[[nodiscard]] concurrency::state reconfigure(const concurrency& from, const concurrency::state& s,
+                                             const concurrency& to, tick now);
 /// Part by part; the error names "parts" when the number or the kinds of
 /// the parts differ.
 [[nodiscard]] result<all_of_state> reconfigure(const all_of& from, const all_of_state& s, const all_of& to, tick now);

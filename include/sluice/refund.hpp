@@ -30,6 +30,8 @@
 //   units that have not yet left (release time after `now`) are removed
 //   from the tail. Units already due cannot be recalled.
 // - quota: c back (a refunded request was, by the caller's word, not spent).
+// - concurrency: the release of the admit's lease (exact; any reconfiguration
+//   since carried the lease over, so it carries the receipt too).
 // - always-allow / always-deny: nothing to give.
 // - all_of: each part per its own rule; any_of: the part that consumed.
 //
@@ -145,6 +147,8 @@ admission admit(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noex
 admission admit(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
 /// See the fixed-window overload.
 admission admit(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt names the lease issued (its nonce: the thread's lease_scope).
+admission admit(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept;
 /// See the fixed-window overload.
 admission admit(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
 /// See the fixed-window overload.
@@ -183,6 +187,9 @@ std::int64_t refund(const gcra& p, gcra::state& s, receipt&& r, tick now) noexce
 std::int64_t refund(const leaky_queue& p, leaky_queue::state& s, receipt&& r, tick now) noexcept;
 /// See the overview.
 std::int64_t refund(const quota& p, quota::state& s, receipt&& r, tick now) noexcept;
+/// The release of the receipt's lease (semantics.md, "Leases"): its units,
+/// or 0 when it is no longer held.
+std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& r, tick now) noexcept;
 /// Always 0.
 std::int64_t refund(const always_allow& p, always_allow::state& s, receipt&& r, tick now) noexcept;
 /// Always 0.

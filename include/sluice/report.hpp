@@ -20,6 +20,7 @@
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/lease.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/time.hpp"
 
@@ -65,6 +66,9 @@ decision report(const leaky_queue& p, leaky_queue::state& s, tick now, std::int6
 decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges nothing; remaining INT64_MAX, retry_after 0.
 decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
+/// Charges nothing: a report's units are held by nobody (semantics.md,
+/// "Leases"); the figures of a decision of cost 1 on the unchanged state.
+decision report(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges nothing; retry_after `never`.
 decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges every part `cost`; the figures combine as all_of's.
@@ -91,7 +95,10 @@ inline decision report(const any_policy& p, any_state& s, tick now, std::int64_t
   // need not be the one that paid. Inline, as `decide` is, and with no
   // decision object shared by the paths (one copied through memory cost as
   // much as the decision: report_bench).
-  if (cost >= 1 && !std::holds_alternative<any_of>(p)) {
+  // Nor for a concurrency limit, which a report charges nothing (a decision
+  // would take a lease: semantics.md, "Leases").
+  if (cost >= 1 && !std::holds_alternative<any_of>(p) && !std::holds_alternative<concurrency>(p) &&
+      (!std::holds_alternative<all_of>(p) || !holds_concurrency(p))) {
     const decision d = decide(p, s, now, cost);
     if (d.allowed && d.remaining >= 1) return decision{true, d.remaining, 0, d.reset_after, 0, d.part};
     if (d.allowed) return detail::report_full(p, s, now, d.remaining, d.reset_after, d.part);

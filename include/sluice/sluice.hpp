@@ -12,6 +12,8 @@
 #include "sluice/live_limiter.hpp"        // IWYU pragma: export
 #include "sluice/policy_expr.hpp"         // IWYU pragma: export
 #include "sluice/quota.hpp"               // IWYU pragma: export
+#include "sluice/concurrency.hpp"         // IWYU pragma: export
+#include "sluice/lease.hpp"               // IWYU pragma: export
 #include "sluice/rate.hpp"                // IWYU pragma: export
 #include "sluice/reconfigure.hpp"         // IWYU pragma: export
 #include "sluice/refund.hpp"              // IWYU pragma: export

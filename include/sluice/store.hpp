@@ -29,6 +29,7 @@
 // wholly under the new one, and no admit is lost by the change.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -153,6 +154,23 @@ struct store_decision {
   /// `now`, unless the store reads a clock of its own (a Redis store in
   /// server-clock mode: Redis's).
   tick at = 0;
+  /// The nonce of the leases this admit took (semantics.md, "Leases"): one
+  /// for every concurrency part of every check; 0 when it took none (a
+  /// denial, a request without a concurrency part, a failure mode's answer).
+  std::uint64_t lease = 0;
+};
+
+/// What `store::release_at` answers (semantics.md, "Leases").
+struct release_result {
+  /// The units freed on each check, in the request's order (0: it held no
+  /// lease with the nonce: never issued, released, expired).
+  std::array<std::int64_t, max_checks> per_check{};
+  /// The units freed in all: 0 when the lease was held nowhere.
+  std::int64_t units = 0;
+  /// store: the store answered; error: a bad request (no checks, more than
+  /// max_checks, an unknown policy) or a store that cannot release (down,
+  /// or one that does not hold leases), nothing released.
+  source from = source::store;
 };
 
 /// Counts every store keeps (a store may keep more of its own). Each is a
@@ -250,6 +268,20 @@ class store {
   /// counted as a failure: the report is lost, and the caller may send it
   /// again. No failure mode admits or charges it elsewhere.
   virtual store_decision report_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+
+  /// Releases the leases with `nonce` that `checks` hold (semantics.md,
+  /// "Leases"): on each check, in every concurrency part of its policy, the
+  /// lease with that nonce held at `now`; nothing else changes (no time
+  /// moves, no other lease goes). A check's `cost` is ignored. The default
+  /// answers `source::error` (a store without leases).
+  virtual release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) {
+    (void)checks;
+    (void)nonce;
+    (void)now;
+    release_result r;
+    r.from = source::error;
+    return r;
+  }
 
   /// The clock-reading twin of `report_at`.
   store_decision report(store_request r, std::span<decision> per_check = {}) {

@@ -98,6 +98,13 @@ struct worst_case_report {
 /// Always-allow has no bound: INT64_MAX (saturated) for `window2 ≥ 1`, else 0.
 [[nodiscard]] std::int64_t worst_case(const always_allow& p, tick window2, tick granularity) noexcept;
 
+/// The concurrency limit, admits only (no release: with releases there is no
+/// bound): N at once, then N again each time the leases expire, so
+/// N·(floor((window2 − 1) / P) + 1) with P = ceil(D / g)·g, the first grid
+/// instant at which an admit's lease has expired. Exact; saturates at
+/// INT64_MAX; `window2 < 1` gives 0; `granularity < 1` is read as 1.
+[[nodiscard]] std::int64_t worst_case(const concurrency& p, tick window2, tick granularity) noexcept;
+
 /// Always-deny admits nothing: 0.
 [[nodiscard]] std::int64_t worst_case(const always_deny& p, tick window2, tick granularity) noexcept;
 

@@ -29,8 +29,24 @@ tick clamp_tick(i128 v) noexcept {
 
 // ---- policies ----
 
+// The policy's tag on disk: the variant's index, except that the tags of
+// the composites (10, 11) came before concurrency's (12), which was added
+// after them; so a file written before it reads the same.
+constexpr std::uint8_t concurrency_tag = 12;
+constexpr std::size_t concurrency_index = static_cast<std::size_t>(algorithm::concurrency);
+static_assert(concurrency_index == 10 && std::variant_size_v<any_policy> == 13);
+
+std::uint8_t tag_of(std::size_t index) noexcept {
+  if (index == concurrency_index) return concurrency_tag;
+  return static_cast<std::uint8_t>(index > concurrency_index ? index - 1 : index);
+}
+std::size_t index_of_tag(std::uint8_t tag) noexcept {
+  if (tag == concurrency_tag) return concurrency_index;
+  return tag >= concurrency_index ? std::size_t{tag} + 1 : tag;
+}
+
 void put_policy(codec::writer& w, const any_policy& p) {
-  w.u8(static_cast<std::uint8_t>(p.index()));
+  w.u8(tag_of(p.index()));
   std::visit(
       [&](const auto& pol) {
         using P = std::decay_t<decltype(pol)>;
@@ -39,6 +55,9 @@ void put_policy(codec::writer& w, const any_policy& p) {
           for (const auto& part : pol.parts()) put_policy(w, part);
         } else if constexpr (std::is_same_v<P, quota>) {
           w.i64(pol.units());
+        } else if constexpr (std::is_same_v<P, concurrency>) {
+          w.i64(pol.units());
+          w.i64(pol.lease_length());
         } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
         } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
                              std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets> ||
@@ -72,7 +91,7 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
   // switches below name every algorithm and have no default (a new one fails
   // to compile until they decode it).
   if (tag >= std::variant_size_v<any_policy>) return error{"policy", "unknown algorithm " + std::to_string(tag)};
-  const auto a = static_cast<algorithm>(tag);
+  const auto a = static_cast<algorithm>(index_of_tag(tag));
   switch (a) {
     case algorithm::all_of:
     case algorithm::any_of: {
@@ -91,6 +110,12 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
       const std::int64_t n = r.i64();
       if (!r.ok()) return error{"policy", "ends early"};
       return widen(quota::make(n));
+    }
+    case algorithm::concurrency: {
+      const std::int64_t n = r.i64();
+      const tick d = r.i64();
+      if (!r.ok()) return error{"policy", "ends early"};
+      return widen(concurrency::make(n, d));
     }
     case algorithm::always_allow:
       return any_policy{always_allow{}};
@@ -128,6 +153,7 @@ result<any_policy> get_policy(codec::reader& r, int depth) {
     case algorithm::quota:
     case algorithm::always_allow:
     case algorithm::always_deny:
+    case algorithm::concurrency:
     case algorithm::all_of:
     case algorithm::any_of:
       break;  // decoded by the switch above
@@ -202,6 +228,17 @@ struct state_encoder {
     if (s.used == 0) return w.u8(0);
     w.u8(1);
     w.i64(s.used);
+  }
+  void operator()(const concurrency&, const concurrency::state& s) {
+    if (s == concurrency::state{}) return w.u8(0);
+    w.u8(1);
+    rel(s.latest);
+    w.u32(static_cast<std::uint32_t>(s.leases.size()));
+    for (const auto& l : s.leases) {
+      rel(l.expiry);
+      w.u64(l.nonce);
+      w.i64(l.units);
+    }
   }
   void operator()(const always_allow&, const always_allow::state&) { w.u8(0); }
   void operator()(const always_deny&, const always_deny::state&) { w.u8(0); }
@@ -334,6 +371,28 @@ struct state_decoder {
     if (used < 1 || used > p.units()) return corrupt("quota use out of range");
     return any_state{quota::state{used}};
   }
+  result<any_state> operator()(const concurrency&) {
+    concurrency::state s;
+    s.latest = time();
+    const std::uint32_t n = r.u32();
+    if (!r.ok()) return corrupt("ends early");
+    if (n > r.left() / 24) return corrupt("concurrency lease count out of range");
+    s.leases.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      concurrency::lease l;
+      l.expiry = time();
+      l.nonce = r.u64();
+      l.units = r.i64();
+      if (!r.ok()) return corrupt("ends early");
+      // Every lease kept is held after the latest admit, by expiry, of 1 to 2^62 units.
+      if (l.units < 1 || l.units > max_quantity - s.units) return corrupt("concurrency lease units out of range");
+      if (l.expiry < s.latest || (!s.leases.empty() && l.expiry < s.leases.back().expiry))
+        return corrupt("concurrency leases out of order");
+      s.units += l.units;
+      s.leases.push_back(l);
+    }
+    return any_state{std::move(s)};
+  }
   result<any_state> operator()(const always_allow&) { return corrupt("always-allow has no state"); }
   result<any_state> operator()(const always_deny&) { return corrupt("always-deny has no state"); }
   template <typename Composite>
@@ -414,6 +473,8 @@ std::string describe_policy(const any_policy& p) {
           return out + ")";
         } else if constexpr (std::is_same_v<P, quota>) {
           return name + "(units=" + std::to_string(pol.units()) + ")";
+        } else if constexpr (std::is_same_v<P, concurrency>) {
+          return name + "(units=" + std::to_string(pol.units()) + ", lease=" + std::to_string(pol.lease_length()) + ")";
         } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
           return name;
         } else {

@@ -21,7 +21,9 @@
 
 #include "keyed_impl.hpp"
 #include "reclaim.hpp"
+#include "release.hpp"
 #include "sluice/detail/request_identity.hpp"
+#include "sluice/lease.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
 
@@ -29,6 +31,19 @@ namespace sluice {
 namespace {
 
 using store_guard = keyed_detail::basic_read_guard<keyed_detail::domain::store>;
+
+/// The nonce of the leases `d` took on this thread's lease_scope: its nonce
+/// when `d` is a store admit and a concurrency step issued a lease, else 0.
+std::uint64_t issued_lease(const store_decision& d) noexcept {
+  return d.from == source::store && d.d.allowed && detail::lease_ctx.issued > 0 ? detail::lease_ctx.nonce : 0;
+}
+
+/// Keeps the thread's count of leases issued across a scope whose steps
+/// are not the decision's own.
+struct lease_counts_kept {
+  std::uint64_t issued = detail::lease_ctx.issued;
+  ~lease_counts_kept() { detail::lease_ctx.issued = issued; }
+};
 
 /// The states a redefinition has not carried over yet: the keyed stores of
 /// the earlier configurations, frozen (no decision changes them), each key
@@ -49,6 +64,8 @@ struct policy_entry {
   // No part holds a state (always-allow / always-deny only): a redefinition
   // keeps the parts' kinds, so this never changes.
   bool stateless = false;
+  // Some part is a concurrency limit: its admits take leases (release.cpp).
+  bool leases = false;
   std::atomic<keyed_limiter*> current{nullptr};
   std::atomic<const carry_chain*> pending{nullptr};  // null: every state is carried over
   std::atomic<bool> closed{false};
@@ -165,6 +182,7 @@ struct memory_store::impl {
   std::condition_variable gate_cv;
   counter_stripe stripes[owned_stripes + 1];
   id_stripe ids[id_stripes];
+  std::atomic<bool> leases{false};  // some policy has a concurrency part: decisions draw nonces
 
   // The carrier: a thread that carries over, a slice at a time, the states
   // redefinitions left behind (started by the first redefinition).
@@ -544,6 +562,8 @@ struct memory_store::impl {
   /// on its state, right after; none after an error (no state was read).
   void fill_grows(const store_request& r, const store_decision& d, std::span<const decision> pc,
                   std::span<std::optional<tick>> grows) {
+    // Its peeks may decide a concurrency part on a copy: they issue no lease.
+    const lease_counts_kept kept;
     for (std::size_t i = 0; i < std::min(r.checks.size(), grows.size()); ++i) {
       grows[i].reset();
       if (d.from != source::store) continue;  // an error or the bound's mode: no state behind it
@@ -586,8 +606,8 @@ struct memory_store::impl {
     bool no_state = true;
     for (std::size_t i = 0; i < n && no_state; ++i) no_state = entry_of(r.checks[i].policy)->stateless;
     if (r.id.empty() || opt.idempotency_window <= 0 || no_state) {
-      const store_decision d = n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
-                                      : decide_checks(r, per_check, commit);
+      store_decision d = n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), per_check, commit)
+                                : decide_checks(r, per_check, commit);
       if (!grows.empty()) fill_grows(r, d, per_check, grows);
       return d;
     }
@@ -612,8 +632,9 @@ struct memory_store::impl {
     // Keep the per-check decisions and grows_after for a replay even when
     // the caller asks for none.
     const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
-    const store_decision d =
+    store_decision d =
         n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, commit) : decide_checks(r, pc, commit);
+    if (commit) d.lease = issued_lease(d);  // remembered with the decision: a repeat answers the same lease
     if (commit) {
       std::optional<tick> mine[max_checks];
       const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
@@ -648,6 +669,8 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
       auto fresh = std::make_unique<policy_entry>();
       fresh->name = std::string(name);
       fresh->stateless = holds_no_state(policy);
+      fresh->leases = holds_concurrency(policy);
+      if (fresh->leases) im.leases.store(true, std::memory_order_relaxed);
       fresh->owned = im.make_limiter(policy, im.opt.keyed);
       fresh->current.store(fresh->owned.get(), std::memory_order_relaxed);
       id = static_cast<policy_id>(im.entries.size());
@@ -660,8 +683,37 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
   return im.redefine(*e, id, policy, at);
 }
 
+namespace keyed_detail {
+bool knows(memory_store& m, policy_id id) noexcept { return m.internals().entry_of(id) != nullptr; }
+
+bool with_current(memory_store& m, policy_id id, std::string_view key, const std::function<void(keyed_limiter&)>& fn) {
+  memory_store::impl& im = m.internals();
+  policy_entry* e = im.entry_of(id);
+  if (e == nullptr) return false;
+  for (;;) {
+    {
+      store_guard g;
+      if (!e->closed.load(std::memory_order_seq_cst)) {
+        fn(*memory_store::impl::resolve(*e, key));
+        return true;
+      }
+    }
+    im.wait_open(*e);
+  }
+}
+}  // namespace keyed_detail
+
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,
                                        std::span<std::optional<tick>> grows_after) {
+  if (impl_->leases.load(std::memory_order_relaxed)) [[unlikely]] {
+    // A policy with a concurrency part is defined: every decision draws a
+    // nonce for the leases it may take (semantics.md, "Leases").
+    const lease_scope scope(draw_lease_nonce());
+    store_decision d = impl_->decide(r, per_check, true, grows_after);
+    d.at = r.now;
+    if (d.lease == 0) d.lease = issued_lease(d);
+    return d;
+  }
   store_decision d = impl_->decide(r, per_check, true, grows_after);
   d.at = r.now;
   return d;
@@ -671,6 +723,10 @@ void memory_store::decide_many_at(std::span<const store_request> requests, std::
   if (out.size() < requests.size())
     throw std::invalid_argument("sluice::memory_store::decide_many_at: out is shorter than requests");
   impl& im = *impl_;
+  if (im.leases.load(std::memory_order_relaxed)) [[unlikely]] {  // each its own nonce
+    for (std::size_t k = 0; k < requests.size(); ++k) out[k] = decide_at(requests[k]);
+    return;
+  }
   std::size_t i = 0;
   while (i < requests.size()) {
     // A run of plain single-check requests of one policy goes to that

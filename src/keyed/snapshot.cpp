@@ -138,7 +138,8 @@ bool has_aligned_windows(const any_policy& p) {
           return true;
         } else if constexpr (std::is_same_v<P, sliding_log> || std::is_same_v<P, token_bucket> ||
                              std::is_same_v<P, gcra> || std::is_same_v<P, leaky_queue> || std::is_same_v<P, quota> ||
-                             std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
+                             std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny> ||
+                             std::is_same_v<P, concurrency>) {
           return false;
         } else {
           static_assert(unhandled_algorithm<P>,

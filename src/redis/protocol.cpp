@@ -100,6 +100,10 @@ result<leaf_plan> leaf_of(const any_policy& p) {
         } else if constexpr (std::is_same_v<T, quota>) {
           lp.letter = 'u';
           bad = below53("quota", pol.units());
+        } else if constexpr (std::is_same_v<T, concurrency>) {
+          // Not yet decided by the Redis store (semantics.md, "Leases"):
+          // refused when the policy is defined, never decided inexactly.
+          bad = error{"algorithm", "concurrency is not yet decided by the Redis store (use the memory store)"};
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -301,6 +305,8 @@ void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& 
           put_number(out, charge ? 2 : can ? 1 : 0);
           put_number(out, pol.units());
           put(out, charge ? most(cost, pol.units()) : can ? cost : 0);
+        } else if constexpr (std::is_same_v<T, concurrency>) {
+          // not reached: leaf_of refuses a concurrency part
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");

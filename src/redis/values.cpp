@@ -192,6 +192,8 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           }
           latest = std::max(latest, static_cast<tick>(at));
           st = s;
+        } else if constexpr (std::is_same_v<T, concurrency>) {
+          return;  // not reached: leaf_of refuses a concurrency part
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -274,6 +276,8 @@ bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& 
             put_number(v, c);
           }
           ok = true;
+        } else if constexpr (std::is_same_v<T, concurrency>) {
+          return;  // not reached: leaf_of refuses a concurrency part
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -297,8 +301,10 @@ std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
   std::visit(
       [&](const auto& pol) {
         using T = std::decay_t<decltype(pol)>;
-        if constexpr (!std::is_same_v<T, quota> && !std::is_same_v<T, always_allow> &&
-                      !std::is_same_v<T, always_deny> && !std::is_same_v<T, all_of> && !std::is_same_v<T, any_of>)
+        if constexpr (std::is_same_v<T, concurrency>)
+          w = pol.lease_length();
+        else if constexpr (!std::is_same_v<T, quota> && !std::is_same_v<T, always_allow> &&
+                           !std::is_same_v<T, always_deny> && !std::is_same_v<T, all_of> && !std::is_same_v<T, any_of>)
           w = pol.limit().window;
       },
       *lp.policy);

@@ -132,6 +132,7 @@ bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_p
                       o.any_enforced = true;
                       o.from = sd.from;
                       o.d = sd.d;
+                      o.lease = sd.lease;
                       o.per.assign(p->req_out.begin(), p->req_out.begin() + static_cast<std::ptrdiff_t>(p->n));
                       // Left out past what a RateLimit field carries (and, by
                       // ratelimit_member, when it never comes).

@@ -40,6 +40,7 @@ struct checks_outcome {
   std::vector<std::optional<tick>> t;  ///< RateLimit t per enforced check (ns)
   std::vector<decision> shadow;        ///< per planned check (meaningful for decided shadow ones)
   std::vector<source> shadow_from;     ///< per planned check, as `shadow`
+  std::uint64_t lease = 0;             ///< the enforced admit's lease nonce (0: none; semantics.md, "Leases")
 };
 
 /// Receives a request's outcome, with its checks, once.

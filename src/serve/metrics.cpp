@@ -211,6 +211,11 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   family(out, "sluice_config_reloads_total", "counter", "Configuration reloads, by result.");
   out += "sluice_config_reloads_total{result=\"applied\"} " + std::to_string(r(reloads_ok)) + "\n";
   out += "sluice_config_reloads_total{result=\"refused\"} " + std::to_string(r(reloads_failed)) + "\n";
+  family(out, "sluice_lease_releases_total", "counter",
+         "POST /v1/release, by result: released, not held (404: never issued, released or expired), failed (503).");
+  out += "sluice_lease_releases_total{result=\"released\"} " + std::to_string(r(leases_released)) + "\n";
+  out += "sluice_lease_releases_total{result=\"not_held\"} " + std::to_string(r(leases_not_held)) + "\n";
+  out += "sluice_lease_releases_total{result=\"failed\"} " + std::to_string(r(release_failures)) + "\n";
   return out;
 }
 

@@ -76,6 +76,11 @@ class metrics {
   /// Requests refused for their content (or a missing token): never a
   /// denial, never a refused reload.
   std::atomic<std::uint64_t> bad_requests{0};
+  /// POST /v1/release: leases released, ids that held none (404), and
+  /// releases the store could not make (503).
+  std::atomic<std::uint64_t> leases_released{0};
+  std::atomic<std::uint64_t> leases_not_held{0};
+  std::atomic<std::uint64_t> release_failures{0};
 
   /// The exposition: every family with HELP and TYPE, `store` giving the
   /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "decide.hpp"
+#include "lease_token.hpp"
+#include "release.hpp"
+#include "sluice/lease.hpp"
 #include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
@@ -319,6 +322,16 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     } else {
       return report_json(std::move(a), req, res, gate);
     }
+  } else if (path == "/v1/release" && role == listener_role::decision) {
+    if (req.method != "POST") {
+      bad_request(metrics_, res, 405, "method", "POST /v1/release with a JSON body {\"lease\": ...}");
+      res.fields.push_back({"Allow", "POST"});
+    } else if (!token_ok(*a->cfg, req)) {
+      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
+      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+    } else {
+      release_json(*a, req, res);
+    }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.
     enter();
@@ -345,7 +358,8 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     admin(path, req, res);
   } else {
     bad_request(metrics_, res, 404, "path",
-                "no such endpoint (POST /v1/decide, /v1/report, /v1/authorize, /metrics, /healthz, /readyz)");
+                "no such endpoint (POST /v1/decide, /v1/report, /v1/release, /v1/authorize, /metrics, /healthz, "
+                "/readyz)");
   }
   return false;
 }
@@ -439,6 +453,9 @@ bool service::authorize(std::shared_ptr<const active> ap, const http_request& re
              res.fields.push_back(
                  {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
              write_rate_fields(*ap, cs, o, res);
+             // The lease id, for nginx to pass on (docs/serve.md, "Leases").
+             if (const std::string lease = lease_of(*ap, cs, o); !lease.empty())
+               res.fields.push_back({"Sluice-Lease", lease});
            } catch (const std::exception&) {
              internal_error(res);
            }
@@ -649,6 +666,10 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
     b += ",\"id\":";
     append_json_string(b, id);
   }
+  if (const std::string lease = lease_of(a, checks, o); !lease.empty()) {
+    b += ",\"lease\":";
+    append_json_string(b, lease);
+  }
   b += ",\"checks\":[";
   for (std::size_t k = 0; k < o.per.size(); ++k) {
     const decision& d = o.per[k];
@@ -667,6 +688,32 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
   }
   b += "]}\n";
   write_rate_fields(a, checks, o, res);
+}
+
+std::string service::lease_of(const active& a, const std::vector<planned_check>& checks,
+                              const checks_outcome& o) const {
+  if (o.lease == 0 || !o.d.allowed) return {};
+  lease_token t;
+  t.nonce = o.lease;
+  for (std::size_t k = 0; k < o.enforced.size(); ++k) {
+    const planned_check& pc = checks[o.enforced[k]];
+    if (holds_concurrency(a.cfg->policies[pc.policy].policy))
+      t.checks.emplace_back(a.cfg->policies[pc.policy].name, pc.key);
+  }
+  return t.checks.empty() ? std::string() : format_lease(t);
+}
+
+void service::release_json(const active& a, const http_request& req, http_response& res) {
+  const release_answer r = release_lease(
+      *store_, metrics_, req.body,
+      [&a](std::string_view name) -> std::optional<policy_id> {
+        const auto i = a.policy_index(name);
+        return i ? std::optional<policy_id>(a.view.ids[*i]) : std::nullopt;
+      },
+      store_->now());
+  res.status = r.status;
+  res.content_type = "application/json";
+  res.body = r.body;
 }
 
 bool service::report_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,

@@ -173,6 +173,11 @@ class service {
   /// A report's answer: 200 with the figures after the charge, or 503.
   static void write_report(const active& a, const std::vector<planned_check>& checks, const store_decision& sd,
                            std::span<const decision> per, http_response& res);
+  /// POST /v1/release (src/serve/release.cpp).
+  void release_json(const active& a, const http_request& req, http_response& res);
+  /// The lease id of an admit that took leases (release.cpp): empty when
+  /// `o` took none.
+  std::string lease_of(const active& a, const std::vector<planned_check>& checks, const checks_outcome& o) const;
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();

@@ -22,7 +22,7 @@ std::optional<current_limit> current_limit_of(const any_policy& p) {
         using P = std::decay_t<decltype(pol)>;
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
           return pol.parts().empty() ? std::nullopt : current_limit_of(pol.parts().front());
-        } else if constexpr (std::is_same_v<P, quota>) {
+        } else if constexpr (std::is_same_v<P, quota> || std::is_same_v<P, concurrency>) {
           return current_limit{pol.units(), std::nullopt};
         } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
           return std::nullopt;
@@ -89,6 +89,7 @@ void append_item(std::string& out, std::string_view name, const advertised& a) {
     out += ";w=";
     out += std::to_string(*a.window);
   }
+  if (a.concurrent) out += ";qu=\"concurrent-requests\"";
 }
 
 void append_items(std::string& out, std::string& name, const any_policy& p) {
@@ -123,6 +124,8 @@ std::optional<advertised> advertised_of(const any_policy& p) {
           return advertised{0, std::nullopt};
         } else if constexpr (std::is_same_v<P, quota>) {
           return advertised{std::min(pol.units(), sf_integer_max), std::nullopt};
+        } else if constexpr (std::is_same_v<P, concurrency>) {
+          return advertised{std::min(pol.units(), sf_integer_max), std::nullopt, true};
         } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) {
           return rate_item(pol.limit(), pol.burst());
         } else if constexpr (std::is_same_v<P, leaky_queue>) {

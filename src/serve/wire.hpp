@@ -40,6 +40,8 @@ std::optional<current_limit> current_limit_of(const any_policy& p);
 struct advertised {
   std::int64_t quota = 0;              ///< q, 0 to sf_integer_max
   std::optional<std::int64_t> window;  ///< w in seconds, 1 to sf_integer_max
+  /// A concurrency limit's item: q units in flight, `qu="concurrent-requests"`.
+  bool concurrent = false;
   friend bool operator==(const advertised&, const advertised&) = default;
 };
 /// The item of a plain limiter: nothing for always-allow, and for a

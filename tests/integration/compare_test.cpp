@@ -131,7 +131,7 @@ TEST(Compare, ErrorsAreUsageErrors) {
       {{"--limit", "1/s", "--algorithms", "gcra,nope"},
        "",
        "sluice: --algorithms: unknown algorithm 'nope' (choose from fixed-window, sliding-log, sliding-counter, "
-       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny)\n"},
+       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency)\n"},
       {{"--limit", "1/s", "--algorithms", "gcra,gcra"}, "", "sluice: --algorithms: 'gcra' is listed twice\n"},
       {{"--limit", "1/s", "--algorithms", "gcra,"}, "", "sluice: --algorithms: ends with a comma\n"},
       {{"--limit", "1/s", "--algorithms", "fixed-window", "--burst", "3"},

@@ -56,7 +56,7 @@ const message_case cases[] = {
     // A non-ASCII character is named, escaped.
     {{"replay", "--algorithm", "gcra", "--limit", "1/1\xef\xbd\x93"}, "", "sluice: --limit: window: unknown unit '\\xef\\xbd\\x93' at column 4 (use ns, us, ms, s, m or min, h, d)\n"},
     {{"replay", "--policy", "gcra 1/1\xef\xbd\x93"}, "", "sluice: --policy: unknown unit '\\xef\\xbd\\x93' at column 9 (use ns, us, ms, s, m or min, h, d)\n"},
-    {{"replay", "--algorithm", "gcr\xff"}, "", "sluice: --algorithm: unknown algorithm 'gcr\\xff' (choose from fixed-window, sliding-log, sliding-counter, sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny)\n"},
+    {{"replay", "--algorithm", "gcr\xff"}, "", "sluice: --algorithm: unknown algorithm 'gcr\\xff' (choose from fixed-window, sliding-log, sliding-counter, sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency)\n"},
     {{"replay", "--algorithm", "gcra", "--limit", "1/1s", "--format", "j\xc3\xa9"}, "", "sluice: --format: 'j\\xc3\\xa9' is not a format (csv, json or table)\n"},
     {{"replay", "--\xff"}, "", "sluice: The following argument was not expected: --\\xff\n(run 'sluice --help' for usage)\n"},
 };

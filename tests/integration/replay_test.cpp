@@ -166,7 +166,7 @@ TEST(Replay, EveryErrorIsAClearUsageError) {
       {{"--algorithm", "bucket", "--limit", "1/s"},
        "",
        "sluice: --algorithm: unknown algorithm 'bucket' (choose from fixed-window, sliding-log, sliding-counter, "
-       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny)\n"},
+       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency)\n"},
       {{"--algorithm", "token-bucket"}, "", "sluice: --limit: is required by token-bucket (e.g. --limit 10/60s)\n"},
       {{"--algorithm", "token-bucket", "--limit", "1/s", "--burst", "0"},
        "",

@@ -126,6 +126,11 @@ class memory_store final : public store {
   /// `decide_at` would answer as an error, is `source::error`, nothing
   /// charged; a new key refused at `max_keys` is answered by `on_full`,
   /// nothing charged.
+  /// Releases `nonce` on each check (store.hpp), each under its key's
+  /// shard lock (a release only frees, so no decision can see a state that
+  /// admits more than one of these steps made). Defined in
+  /// src/keyed/release.cpp.
+  release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) override;
   store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
 
   /// The store's clock (Unix ns, or the manual clock of the options).
@@ -164,6 +169,8 @@ class memory_store final : public store {
 
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;
+  /// The implementation, for src/keyed/release.cpp; not part of the API.
+  [[nodiscard]] impl& internals() noexcept { return *impl_; }
 
  private:
   std::unique_ptr<impl> impl_;

@@ -1,0 +1,129 @@
+// Concurrency: at most N units in flight, each admit holding a lease that
+// its holder releases, or that expires by itself D ticks after the admit
+// (semantics.md, "The algorithms" and "Leases"). Exact: at no instant do the
+// leases held add up to more than N (except after a reconfiguration to a
+// smaller N, which admits nothing until they do).
+//
+// A lease is named by its nonce, an input of the step: the store draws one
+// (`draw_lease_nonce`: 64 random bits from the operating system) per store
+// request and hands it to every concurrency part the request decides, so
+// that the step itself stays deterministic. The generic `decide` over
+// `any_policy` reads it from the calling thread's `lease_scope` (nonce 0
+// without one), so that no other algorithm's step takes a new argument.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sluice/decision.hpp"
+#include "sluice/detail/arith.hpp"
+#include "sluice/result.hpp"
+#include "sluice/time.hpp"
+
+namespace sluice {
+
+/// A concurrency policy's lease length when none is given: 30 s, in ns.
+inline constexpr tick default_lease = 30'000'000'000;
+
+/// The policy of the concurrency limit. Immutable once built.
+class concurrency {
+ public:
+  /// One lease: held at `t` iff `expiry > t`.
+  struct lease {
+    tick expiry = 0;
+    std::uint64_t nonce = 0;
+    std::int64_t units = 0;
+    friend constexpr bool operator==(const lease&, const lease&) = default;
+  };
+
+  /// The leases not yet dropped, by expiry (ties in the order they were
+  /// issued), the sum of their units, and the latest admit's instant. After
+  /// every admit each lease kept is held, so there are at most N of them.
+  /// Owns memory (copyable, not trivially); fresh is `state{}`.
+  struct state {
+    std::vector<lease> leases;
+    std::int64_t units = 0;
+    tick latest = detail::i64_min;
+    friend bool operator==(const state&, const state&) = default;
+  };
+
+  /// Builds the policy: N from 0 to 2^62 ("concurrency"), D from 1 tick to
+  /// 2^62 ("lease").
+  static result<concurrency> make(std::int64_t units, tick length);
+
+  /// N: the units in flight at most.
+  [[nodiscard]] constexpr std::int64_t units() const noexcept { return units_; }
+  /// D: a lease's length, in ticks.
+  [[nodiscard]] constexpr tick lease_length() const noexcept { return lease_; }
+
+  /// Decides one request of `cost` units at `now`; an admit adds the lease
+  /// `(e + D, nonce, cost)` and drops the expired ones. Allocates only when
+  /// the lease list grows past its capacity.
+  decision decide(state& s, tick now, std::int64_t cost, std::uint64_t nonce) const noexcept;
+
+  /// What `decide` would answer, without changing `s`. Pure; thread-safe
+  /// for concurrent readers.
+  [[nodiscard]] decision peek(const state& s, tick now, std::int64_t cost) const noexcept;
+
+  /// Releases the lease with `nonce` held at `max(now, latest)`: its units,
+  /// or 0 when there is none (never issued, released, expired), and then
+  /// nothing changes. Never moves `latest`, never drops another lease.
+  std::int64_t release(state& s, tick now, std::uint64_t nonce) const noexcept;
+
+  /// The units of the leases held at `t` (expiry > t).
+  [[nodiscard]] static std::int64_t held_at(const state& s, tick t) noexcept;
+
+ private:
+  constexpr concurrency(std::int64_t units, tick length) noexcept : units_(units), lease_(length) {}
+  std::int64_t units_;
+  tick lease_;
+};
+
+namespace detail {
+/// The nonce the calling thread's steps give the leases they issue, and how
+/// many leases they have issued under the current `lease_scope`.
+struct lease_context {
+  std::uint64_t nonce = 0;
+  std::uint64_t issued = 0;
+};
+inline thread_local lease_context lease_ctx;
+}  // namespace detail
+
+/// Sets the nonce the calling thread's concurrency steps issue leases with
+/// (and counts the leases they issue) until it is destroyed, then restores
+/// the previous one. What a store wraps a request's step in.
+class lease_scope {
+ public:
+  explicit lease_scope(std::uint64_t nonce) noexcept : saved_(detail::lease_ctx) {
+    detail::lease_ctx = detail::lease_context{nonce, 0};
+  }
+  ~lease_scope() { detail::lease_ctx = saved_; }
+  lease_scope(const lease_scope&) = delete;
+  lease_scope& operator=(const lease_scope&) = delete;
+  /// The nonce of this scope.
+  [[nodiscard]] std::uint64_t nonce() const noexcept { return detail::lease_ctx.nonce; }
+  /// How many leases the thread's steps have issued since the scope began
+  /// (on copies too: a caller that decides on a copy and discards it must
+  /// judge by the decision it keeps).
+  [[nodiscard]] std::uint64_t issued() const noexcept { return detail::lease_ctx.issued; }
+
+ private:
+  detail::lease_context saved_;
+};
+
+/// Decides one request: admits iff the units held at max(now, latest) plus
+/// `cost` stay within N. The lease gets the nonce of the thread's
+/// `lease_scope` (0 without one).
+inline decision decide(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept {
+  const decision d = p.decide(s, now, cost, detail::lease_ctx.nonce);
+  if (d.allowed) ++detail::lease_ctx.issued;
+  return d;
+}
+
+/// 64 random bits, never 0, from getrandom(2) through a per-thread buffer:
+/// a lease's nonce. Thread-safe. Throws std::system_error only if the
+/// operating system has no random source.
+std::uint64_t draw_lease_nonce();
+
+}  // namespace sluice
