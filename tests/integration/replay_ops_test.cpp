@@ -72,6 +72,27 @@ TEST(ReplayOperations, ARepeatedIdReplaysTheFirstDecisionAndChargesNothing) {
                    "5,1,a,1,yes,0,0,1\n");
 }
 
+TEST(ReplayOperations, AReleaseFreesTheNamedDecisionsLeaseOnItsKeyOnce) {
+  // concurrency 2 lease=10s: two leases held, the third request waits for
+  // the first to expire (at 10); releasing j1 frees one unit at 2 — once —,
+  // j2's lease is held on a, not b (where a unit is free); at 12, j2's lease
+  // has expired (10) and the one taken at 3 holds until 13.
+  const auto r = run_cli({"replay", "--policy", "concurrency 2 lease=10s"},
+                         "0 a 1 id=j1\n0 a 1 id=j2\n1 a 1\n2 a 1 release=j1\n2 a 1 release=j1\n3 b 1 release=j2\n"
+                         "3 a 1\n12 a 1\n12 a 1 release=nobody\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(header) +
+                   "1,0,a,1,yes,1,0,10\n"
+                   "2,0,a,1,yes,0,0,10\n"
+                   "3,1,a,1,no,0,9,9\n"
+                   "4,2,a,1,released,0,0,10\n"
+                   "5,2,a,1,not-held,0,0,10\n"
+                   "6,3,b,1,not-held,1,0,10\n"
+                   "7,3,a,1,yes,0,0,10\n"
+                   "8,12,a,1,yes,0,0,10\n"
+                   "9,12,a,1,not-held,0,1,10\n");
+}
+
 TEST(ReplayOperations, JsonRowsOfOperationsNameTheOperationAndItsOutcome) {
   const auto r = run_cli({"replay", "--policy", "fixed-window 3/10s", "--format", "json"}, "0 a 1\n0 a 1 report\n");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -85,7 +106,7 @@ TEST(ReplayOperations, JsonRowsOfOperationsNameTheOperationAndItsOutcome) {
 TEST(ReplayOperations, AMalformedOperationIsAnErrorNamingItsLine) {
   const std::string long_name(257, 'n');
   const std::string bad_op =
-      "' after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME\n";
+      "' after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME, release=NAME\n";
   struct row { std::string trace, err; };
   const std::vector<row> rows = {
       {"0 a 1 reprot\n", "sluice: trace line 1: unexpected 'reprot" + bad_op},

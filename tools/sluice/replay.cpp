@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cli.hpp"
@@ -131,19 +132,35 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
         return std::nullopt;
     }
   };
+  // The lease each named decision took (docs/traces.md: `release=NAME`).
+  std::unordered_map<std::string, std::uint64_t> leases;
+  const auto took = [&](std::string_view name, std::uint64_t lease) {
+    if (!name.empty() && lease != 0) leases[std::string(name)] = lease;
+  };
   // One line, alone: its figures and outcome, or nothing when the store did
   // not decide it.
   const auto apply = [&](const request& q, decision& d) -> std::optional<std::string_view> {
     switch (q.op) {
       case trace_op::decide:
         d = store.try_acquire_at(q.key, q.time, q.cost, q.name);
+        took(q.name, store.last_lease());
         return decision_outcome(store.last_source(), d);
       case trace_op::report:
         d = store.report_at(q.key, q.time, q.cost);
         if (store.last_source() != source::store) return std::nullopt;
         return "reported";
+      case trace_op::release: {
+        // The named decision's lease, released on this line's key (a
+        // lease of another key is held nowhere here); then the key's
+        // figures, as a decision of the line's cost would read them.
+        const auto it = leases.find(std::string(q.name));
+        const std::int64_t freed = it == leases.end() ? 0 : store.release_at(q.key, it->second, q.time);
+        if (it != leases.end() && store.last_source() != source::store) return std::nullopt;
+        d = store.peek_at(q.key, q.time, q.cost);
+        if (store.last_source() != source::store) return std::nullopt;
+        return freed > 0 ? "released" : "not-held";
+      }
       case trace_op::refund:
-      case trace_op::release:
         break;
     }
     return std::nullopt;
@@ -166,6 +183,7 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     std::vector<request> lines;
     std::vector<decision> ds(batch);
     std::vector<source> from(batch);
+    std::vector<std::uint64_t> taken(batch);
     bool more = true;
     bool lost = false;
     while (more && !lost) {
@@ -186,10 +204,11 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
         pending.push_back({std::string(r.key), r.time, r.cost, std::string(r.name)});
         lines.push_back(r);
       }
-      store.try_acquire_many_at(pending, ds, from);
+      store.try_acquire_many_at(pending, ds, from, std::span(taken.data(), pending.size()));
       for (std::size_t i = 0; i < pending.size(); ++i) {
         const auto outcome = decision_outcome(from[i], ds[i]);
         if (!outcome) return not_decided(from[i]);
+        took(pending[i].id, taken[i]);
         lines[i].key = pending[i].key;  // the reader's copy is gone
         lines[i].name = pending[i].id;
         if (!writer.row(++n, lines[i], ds[i], *outcome)) {

@@ -67,7 +67,23 @@ decision single_policy_store::try_acquire_at(std::string_view key, tick now, std
   decision own;
   const store_decision d = made_.s->decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = id}, {&own, 1});
   last_ = d.from;
+  lease_ = d.lease;
   return decided(d.from) ? own : d.d;
+}
+
+decision single_policy_store::peek_at(std::string_view key, tick now, std::int64_t cost) {
+  const check c{id_, key};
+  decision own;
+  const store_decision d = made_.s->peek_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}}, {&own, 1});
+  last_ = d.from;
+  return d.from == source::store ? own : d.d;
+}
+
+std::int64_t single_policy_store::release_at(std::string_view key, std::uint64_t nonce, tick now) {
+  const check c{id_, key};
+  const release_result r = made_.s->release_at({&c, 1}, nonce, now);
+  last_ = r.from;
+  return r.units;
 }
 
 decision single_policy_store::report_at(std::string_view key, tick now, std::int64_t cost) {
@@ -79,7 +95,7 @@ decision single_policy_store::report_at(std::string_view key, tick now, std::int
 }
 
 void single_policy_store::try_acquire_many_at(std::span<const request> requests, std::span<decision> out,
-                                              std::span<source> from) {
+                                              std::span<source> from, std::span<std::uint64_t> leases) {
   std::vector<check> checks(requests.size());
   std::vector<store_request> rs(requests.size());
   std::vector<store_decision> ds(requests.size());
@@ -95,6 +111,7 @@ void single_policy_store::try_acquire_many_at(std::span<const request> requests,
     // limiter's own part; replay prints no part.
     out[i] = ds[i].d;
     from[i] = ds[i].from;
+    if (!leases.empty()) leases[i] = ds[i].lease;
   }
   if (!requests.empty()) last_ = ds.back().from;
 }

@@ -72,6 +72,18 @@ class single_policy_store {
   /// says where the answer came from.
   decision report_at(std::string_view key, tick now, std::int64_t cost);
 
+  /// What a decision of `cost` for `key` at `now` would answer, taking
+  /// nothing; `last_source()` says where the answer came from.
+  decision peek_at(std::string_view key, tick now, std::int64_t cost);
+
+  /// Releases the lease `nonce` that `key` holds (semantics.md, "Leases"):
+  /// the units freed (0: not held); `last_source()` says where the answer
+  /// came from.
+  std::int64_t release_at(std::string_view key, std::uint64_t nonce, tick now);
+
+  /// The lease nonce the latest decision took (0: none).
+  [[nodiscard]] std::uint64_t last_lease() const noexcept { return lease_; }
+
   /// One request of a batch: its key (owned: a trace reader's key lives
   /// only until its next line), instant and cost.
   struct request {
@@ -86,7 +98,10 @@ class single_policy_store {
   /// the store (a remote store sends them in one pipeline): `out[i]` is
   /// request i's decision and `from[i]` where it came from. Requires both
   /// to be as long as `requests`.
-  void try_acquire_many_at(std::span<const request> requests, std::span<decision> out, std::span<source> from);
+  /// `leases[i]`, when `leases` is not empty (then as long as `requests`),
+  /// is the lease nonce request i took (0: none).
+  void try_acquire_many_at(std::span<const request> requests, std::span<decision> out, std::span<source> from,
+                           std::span<std::uint64_t> leases = {});
 
   /// Where the latest decision came from.
   [[nodiscard]] source last_source() const noexcept { return last_; }
@@ -104,6 +119,7 @@ class single_policy_store {
   made_store made_;
   policy_id id_ = 0;
   source last_ = source::store;
+  std::uint64_t lease_ = 0;
 };
 
 }  // namespace sluice::cli
