@@ -168,6 +168,9 @@ class service {
   std::optional<json_request> parse_json_request(const active& a, const http_request& req, http_response& res);
   /// POST /v1/report: charges the body's checks after the fact (store::report_at).
   void report_json(const active& a, const http_request& req, http_response& res);
+  /// POST /v1/refund: gives back what the body's request id took, once
+  /// (store::refund_at; refund.cpp).
+  void refund_json(bool client_time, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();
