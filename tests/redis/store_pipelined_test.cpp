@@ -82,6 +82,10 @@ class through_async final : public store {
   store_decision report_at(const store_request& r, std::span<decision> per_check) override {
     return s_.report_at(r, per_check);
   }
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                          std::span<std::int64_t> given) override {
+    return s_.refund_at(id, now, per_check, given);
+  }
   [[nodiscard]] tick now() const noexcept override { return s_.now(); }
   [[nodiscard]] store_stats stats() const override { return s_.stats(); }
 
