@@ -47,6 +47,7 @@
 
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
+#include "sluice/refund.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice {
@@ -294,6 +295,27 @@ class keyed_limiter {
   /// below 1.
   static decision report_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost = 1,
                                 std::span<decision> per_check = {});
+
+  /// `try_acquire_all_at` that also takes a receipt (refund.hpp) per check
+  /// of an admit: `receipts[i]` (it must hold at least `checks.size()`)
+  /// gets what check i took, empty on a denial or a refusal. The same
+  /// decision and state change; for the refund by request id
+  /// (semantics.md, "Refunds"). Computes each receipt with the core `admit`
+  /// on the check's state as found (a compact cell read as its core state).
+  static decision admit_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
+                               std::span<decision> per_check, std::span<receipt> receipts);
+
+  /// Gives back, atomically over all `checks`, what `receipts[i]` took on
+  /// check i (each by its policy's rule, refund.hpp; an empty receipt, a key
+  /// without a state, or a receipt of another policy gives nothing), and
+  /// uses the receipts up. Writes check i's figures after the refund to
+  /// `per_check[i]` (a report's figures: as a decision of cost 1 at `now`
+  /// reads them, `allowed = true`) and the whole units given back to
+  /// `given[i]`, when those are not empty. Returns the checks' figures
+  /// combined as `combine_reports`. Throws std::invalid_argument as
+  /// `try_acquire_all_at` does.
+  static decision refund_all_at(std::span<const keyed_check> checks, tick now, std::span<receipt> receipts,
+                                std::span<decision> per_check = {}, std::span<std::int64_t> given = {});
 
   /// What `try_acquire_all_at` would answer, changing nothing (read as one
   /// atomic instant over all the checks' keys).

@@ -245,6 +245,12 @@ class redis_store final : public store {
   /// `source::error`, counted as a store failure: no failure mode admits it
   /// or charges the local fallback.
   store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
+  /// Refunds request id `id` (store.hpp; semantics.md "Refunds";
+  /// docs/redis.md "Refunds"): exactly once across a fleet. On one server
+  /// (or Sentinel's primary); in a Redis Cluster an id alone does not name
+  /// its key's slot, so a refund answers `refund_status::error` there.
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
+                          std::span<std::int64_t> given = {}) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

@@ -8,32 +8,14 @@
 // and refunds, the admits that were not refunded, replayed in time order
 // into a fresh limiter of the same policy, are all admitted — the limiter
 // never lets through more than it would have if the refunded requests had
-// never been made. Per algorithm (c = the receipt's cost, t = its instant):
-//
-// - fixed window: c back iff the limiter is still in t's window (a later
-//   window's count is not the refunded one's).
-// - sliding log: the c units at t are removed from the log (exact).
-// - sliding window counter: c back from t's window while the counter still
-//   holds it (as `curr`, or as `prev` one window later).
-// - sliding window with buckets: c back from t's sub-window while the ring
-//   still holds it (within N sub-windows of the latest admit); exact, as
-//   for the sliding log.
-// - token bucket and GCRA (the same rule, on the tokens or the theoretical
-//   arrival time, so the two still decide alike): if this admit is still the
-//   latest one (no admit since), the tokens go back to what they were before
-//   it (the latest instant seen stays); otherwise c tokens less whatever
-//   refilled between t and the latest admit — the part later admits may
-//   have relied on — i.e. max(0, c·W − L·(latest − t)) in 1/W token
-//   (x/time/rate's rule, with the latest admit for its latest reservation).
-//   Never more than c.
-// - leaky queue: only if this admit is still the last in the queue; then its
-//   units that have not yet left (release time after `now`) are removed
-//   from the tail. Units already due cannot be recalled.
-// - quota: c back (a refunded request was, by the caller's word, not spent).
-// - concurrency: the release of the admit's lease (exact; any reconfiguration
-//   since carried the lease over, so it carries the receipt too).
-// - always-allow / always-deny: nothing to give.
-// - all_of: each part per its own rule; any_of: the part that consumed.
+// never been made. What each algorithm gives back is the contract's
+// (docs/semantics.md, "Refunds"): fixed window, sliding counter and buckets
+// while the limiter still holds the admit's window; sliding log exact;
+// token bucket and GCRA all of it while it is the latest admit, else less
+// what has refilled since; leaky queue only its last admit's units not yet
+// due; quota all of it; concurrency the release of the admit's lease (exact: a
+// reconfiguration carries the lease, and so the receipt, over); composites
+// per part.
 //
 // A receipt is move-only and is used up by `refund`, so it cannot be
 // refunded twice. It carries the policy's parameters; a receipt for another
@@ -177,7 +159,7 @@ std::int64_t refund(const fixed_window& p, fixed_window::state& s, receipt&& r, 
 std::int64_t refund(const sliding_log& p, sliding_log::state& s, receipt&& r, tick now);
 /// See the overview.
 std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt&& r, tick now) noexcept;
-/// Always 0 (see the overview).
+/// See the overview (exact while the ring holds the receipt's sub-window).
 std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& r, tick now) noexcept;
 /// See the overview.
 std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& r, tick now) noexcept;

@@ -44,6 +44,7 @@
 #include "sluice/any.hpp"
 #include "sluice/decision.hpp"
 #include "sluice/result.hpp"
+#include "sluice/store_refund.hpp"
 #include "sluice/time.hpp"
 
 namespace sluice {
@@ -282,6 +283,19 @@ class store {
     r.from = source::error;
     return r;
   }
+
+  /// Refunds request id `id` at `now` (semantics.md, "Refunds"): gives
+  /// back, in one atomic step over the id's checks, what the id's first
+  /// decision took on each (its checks' receipts, each by its policy's
+  /// rule), once. Writes check i's figures after the refund to
+  /// `per_check[i]` and the whole units given back to `given[i]`, for the
+  /// first min(size, checks) entries of each. A remote store that fails
+  /// refunds nothing and answers `refund_status::error` (counted as a
+  /// failure); the refund is marked in the same atomic step that gives
+  /// back, so sending it again is safe. The default: `error` (a store that
+  /// keeps no receipts).
+  virtual refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
+                                  std::span<std::int64_t> given = {});
 
   /// The clock-reading twin of `report_at`.
   store_decision report(store_request r, std::span<decision> per_check = {}) {

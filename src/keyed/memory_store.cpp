@@ -134,6 +134,12 @@ struct id_entry {
   store_decision d;
   std::vector<decision> per_check;
   std::vector<std::optional<tick>> grows;  // each check's grows_after, read right after the first decision
+  // For a refund (semantics.md, "Refunds"): the checks as decided (policy,
+  // key) and what each took; `charged` iff the first decision took states.
+  std::vector<std::pair<policy_id, std::string>> checks;
+  std::vector<receipt> receipts;
+  bool charged = false;
+  bool refunded = false;
 };
 
 /// Ids in stripes by hash, each with its own lock; `order` for expiry.
@@ -398,7 +404,7 @@ struct memory_store::impl {
 
   /// The remembered decision of `id` at `now`, if any; for a peek, nothing
   /// else. Requires the stripe's lock.
-  static const id_entry* remembered(id_stripe& s, std::string_view id, tick now, tick window) {
+  static id_entry* remembered(id_stripe& s, std::string_view id, tick now, tick window) {
     auto it = s.map.find(std::string(id));
     if (it == s.map.end()) return nullptr;
     if (expired(it->second.at, now, window)) return nullptr;
@@ -407,8 +413,10 @@ struct memory_store::impl {
 
   id_stripe& stripe_of(std::string_view id) { return ids[std::hash<std::string_view>{}(id) % id_stripes]; }
 
-  void remember(id_stripe& s, std::string_view id, std::string identity, tick now, const store_decision& d,
-                std::span<decision> per_check, std::span<const std::optional<tick>> grows, std::size_t n) {
+  void remember(id_stripe& s, std::string_view id, std::string identity, const store_request& r,
+                const store_decision& d, std::span<decision> per_check, std::span<const std::optional<tick>> grows,
+                std::size_t n, std::span<receipt> receipts) {
+    const tick now = r.now;
     while (!s.order.empty() && (s.map.size() >= std::max<std::size_t>(opt.max_ids / id_stripes, 1) ||
                                 expired(s.order.front().first, now, opt.idempotency_window))) {
       auto it = s.map.find(s.order.front().second);
@@ -422,6 +430,15 @@ struct memory_store::impl {
     e.d.from = source::replayed;
     if (!per_check.empty()) e.per_check.assign(per_check.begin(), per_check.begin() + static_cast<std::ptrdiff_t>(n));
     e.grows.assign(grows.begin(), grows.end());
+    e.charged = d.from == source::store && d.d.allowed;
+    if (e.charged) {
+      e.checks.reserve(n);
+      e.receipts.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        e.checks.emplace_back(r.checks[i].policy, std::string(r.checks[i].key));
+        e.receipts.push_back(std::move(receipts[i]));
+      }
+    }
     std::string key(id);
     s.map.insert_or_assign(key, std::move(e));
     s.order.emplace_back(now, std::move(key));
@@ -451,8 +468,8 @@ struct memory_store::impl {
   }
 
   /// Decides (or peeks) a valid request through the gates of its policies.
-  store_decision decide_checks(const store_request& r, std::span<decision> per_check, bool commit,
-                               bool reports = false) {
+  store_decision decide_checks(const store_request& r, std::span<decision> per_check, bool commit, bool reports = false,
+                               std::span<receipt> receipts = {}) {
     const std::size_t n = r.checks.size();
     policy_entry* es[max_checks];
     for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(r.checks[i].policy);
@@ -467,9 +484,10 @@ struct memory_store::impl {
           for (std::size_t i = 0; i < n; ++i)
             ks[i] = {resolve(*es[i], r.checks[i].key), r.checks[i].key, cost_of(r, r.checks[i])};
           const std::span<const keyed_check> span(ks, n);
-          decision d = reports  ? keyed_limiter::report_all_at(span, r.now, r.cost, per_check)
-                       : commit ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
-                                : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
+          decision d = reports             ? keyed_limiter::report_all_at(span, r.now, r.cost, per_check)
+                       : !receipts.empty() ? keyed_limiter::admit_all_at(span, r.now, r.cost, per_check, receipts)
+                       : commit            ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
+                                           : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
           if (d.part == keyed_refused) return full(r.checks, r.cost, r.now, per_check);
           if (commit) add(g.slot(), counter::from_store);
           return {d, source::store};
@@ -631,17 +649,74 @@ struct memory_store::impl {
     }
     // Keep the per-check decisions and grows_after for a replay even when
     // the caller asks for none.
+    // A decision also takes each check's receipt, for a refund by id.
     const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
-    store_decision d =
-        n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, commit) : decide_checks(r, pc, commit);
-    if (commit) d.lease = issued_lease(d);  // remembered with the decision: a repeat answers the same lease
-    if (commit) {
-      std::optional<tick> mine[max_checks];
-      const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
-      fill_grows(r, d, pc, g);
-      remember(s, r.id, std::move(identity), r.now, d, pc, g.first(n), n);
-    }
+    if (!commit)
+      return n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, false) : decide_checks(r, pc, false);
+    receipt tickets[max_checks];
+    store_decision d = decide_checks(r, pc, true, false, std::span<receipt>(tickets, n));
+    d.lease = issued_lease(d);  // remembered with the decision: a repeat answers the same lease
+    std::optional<tick> mine[max_checks];
+    const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
+    fill_grows(r, d, pc, g);
+    remember(s, r.id, std::move(identity), r, d, pc, g.first(n), n, std::span<receipt>(tickets, n));
     return d;
+  }
+
+  /// Refunds request id `id` at `now` (semantics.md, "Refunds"): its
+  /// receipts through the gates of its policies, under the id's stripe lock
+  /// (so a refund and its request's retry are ordered), at most once.
+  refund_answer refund(std::string_view id, tick now, std::span<decision> per_check, std::span<std::int64_t> given) {
+    refund_answer a;
+    a.at = now;
+    if (opt.idempotency_window <= 0) {
+      a.status = refund_status::unknown_id;
+      return a;
+    }
+    id_stripe& s = stripe_of(id);
+    std::lock_guard lock(s.mu);
+    id_entry* e = remembered(s, id, now, opt.idempotency_window);
+    if (e == nullptr) {
+      a.status = refund_status::unknown_id;
+      return a;
+    }
+    if (e->refunded) {
+      a.status = refund_status::already_refunded;
+      return a;
+    }
+    if (!e->charged) {
+      a.status = refund_status::not_refundable;
+      return a;
+    }
+    const std::size_t n = e->checks.size();
+    policy_entry* es[max_checks];
+    for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(e->checks[i].first);
+    decision pc[max_checks];
+    std::int64_t back[max_checks] = {};
+    for (;;) {
+      policy_entry* wait_for = nullptr;
+      {
+        store_guard g;
+        for (std::size_t i = 0; i < n && wait_for == nullptr; ++i)
+          if (es[i]->closed.load(std::memory_order_seq_cst)) wait_for = es[i];
+        if (wait_for == nullptr) {
+          keyed_check ks[max_checks];
+          for (std::size_t i = 0; i < n; ++i) ks[i] = {resolve(*es[i], e->checks[i].second), e->checks[i].second, 1};
+          a.d = keyed_limiter::refund_all_at(std::span<const keyed_check>(ks, n), now,
+                                             std::span<receipt>(e->receipts.data(), n), std::span<decision>(pc, n),
+                                             std::span<std::int64_t>(back, n));
+          break;
+        }
+      }
+      wait_open(*wait_for);
+    }
+    e->refunded = true;
+    e->receipts.clear();
+    a.status = refund_status::refunded;
+    a.checks = n;
+    for (std::size_t i = 0; i < std::min(n, per_check.size()); ++i) per_check[i] = pc[i];
+    for (std::size_t i = 0; i < std::min(n, given.size()); ++i) given[i] = back[i];
+    return a;
   }
 };
 
@@ -755,6 +830,11 @@ store_decision memory_store::report_at(const store_request& r, std::span<decisio
   store_decision d = impl_->report(r, per_check);
   d.at = r.now;
   return d;
+}
+
+refund_answer memory_store::refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                                      std::span<std::int64_t> given) {
+  return impl_->refund(id, now, per_check, given);
 }
 
 tick memory_store::now() const noexcept {

@@ -17,6 +17,7 @@
 
 #include "keyed_impl.hpp"
 #include "sluice/detail/all_of_fold.hpp"
+#include "sluice/refund.hpp"
 #include "sluice/report.hpp"
 
 namespace sluice {
@@ -42,7 +43,8 @@ struct work {
   bool held = false;
   // General mode: the state as decided, on a copy.
   std::optional<any_state> st;
-  decision d;  // the check's own decision, rebased to the caller's now
+  decision d;      // the check's own decision, rebased to the caller's now
+  receipt ticket;  // admit_all_at: what the check would take (kept only on an admit)
 };
 
 /// Takes the distinct shard locks in address order; lets them go in reverse.
@@ -101,15 +103,28 @@ void hold(work& x) {
 }
 
 /// A check's answer at `eff` with its cost on its state as found, computed
-/// on a copy (the new cell in nlo/nhi, the new general state in `st`).
-decision trial(work& x, tick now) {
+/// on a copy (the new cell in nlo/nhi, the new general state in `st`);
+/// with `ticket`, its receipt too (the core `admit` on the same state: a
+/// compact cell read as its core state, whose admit the cell's step
+/// mirrors exactly).
+decision trial(work& x, tick now, bool ticket = false) {
   impl_t& im = *x.im;
   if (im.m != mode::general) {
     x.nlo = 0;
     x.nhi = 0;
-    return rebase(im.step(x.lo, x.hi, x.eff, x.cost, x.nlo, x.nhi), now, x.eff);
+    const decision d = rebase(im.step(x.lo, x.hi, x.eff, x.cost, x.nlo, x.nhi), now, x.eff);
+    if (ticket && d.allowed) {
+      any_state st = x.r != nullptr ? im.cell_state(x.lo, x.hi) : im.fresh;
+      x.ticket = admit(im.policy, st, x.eff, x.cost).ticket;
+    }
+    return d;
   }
   x.st = x.r != nullptr ? *reinterpret_cast<const any_state*>(x.r->lo) : im.fresh;
+  if (ticket) {
+    admission a = admit(im.policy, *x.st, x.eff, x.cost);
+    x.ticket = std::move(a.ticket);
+    return rebase(a.result, now, x.eff);
+  }
   return rebase(decide(im.policy, *x.st, x.eff, x.cost), now, x.eff);
 }
 
@@ -161,7 +176,8 @@ decision combine(const std::vector<work>& w, bool allowed) {
 
 /// The multi-key decision; `commit` false for a peek.
 decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t cost, std::span<decision> per_check,
-                    bool commit, bool reports, keyed_limiter::impl* (*impl_of)(keyed_limiter*)) {
+                    bool commit, bool reports, keyed_limiter::impl* (*impl_of)(keyed_limiter*),
+                    std::span<receipt> receipts = {}) {
   const std::size_t n = checks.size();
   if (n == 0) throw std::invalid_argument("sluice::keyed_limiter::try_acquire_all_at: no checks");
   if (!per_check.empty() && per_check.size() < n)
@@ -213,7 +229,7 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       }
     }
     for (work& x : w) {
-      x.d = reports ? trial_report(x, now) : trial(x, now);
+      x.d = reports ? trial_report(x, now) : trial(x, now, !receipts.empty());
       allowed = allowed && x.d.allowed;
     }
     // Room for every new key that would be stored, before anything is
@@ -294,7 +310,102 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
   }
   if (!per_check.empty())
     for (std::size_t i = 0; i < n; ++i) per_check[i] = w[i].d;
+  if (!receipts.empty())
+    for (std::size_t i = 0; i < n; ++i) receipts[i] = allowed && commit ? std::move(w[i].ticket) : receipt{};
   return out;
+}
+
+/// The refund by receipts (keyed.hpp, refund_all_at): under the same locks
+/// and holds as a decision, each check's state as found is refunded on a
+/// copy with the core `refund`, then written back (a compact cell from its
+/// core state). A key without a state gets nothing: it is fresh already.
+decision refund_all(std::span<const keyed_check> checks, tick now, std::span<receipt> receipts,
+                    std::span<decision> per_check, std::span<std::int64_t> given,
+                    keyed_limiter::impl* (*impl_of)(keyed_limiter*)) {
+  const std::size_t n = checks.size();
+  if (n == 0) throw std::invalid_argument("sluice::keyed_limiter::refund_all_at: no checks");
+  if (receipts.size() < n || (!per_check.empty() && per_check.size() < n) || (!given.empty() && given.size() < n))
+    throw std::invalid_argument("sluice::keyed_limiter::refund_all_at: a span is shorter than checks");
+  std::vector<work> w(n);
+  std::vector<shard*> shards(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (checks[i].limiter == nullptr)
+      throw std::invalid_argument("sluice::keyed_limiter::refund_all_at: a check without a store");
+    for (std::size_t j = 0; j < i; ++j)
+      if (checks[j].limiter == checks[i].limiter && checks[j].key == checks[i].key)
+        throw std::invalid_argument("sluice::keyed_limiter::refund_all_at: a (store, key) named twice");
+    work& x = w[i];
+    x.im = impl_of(checks[i].limiter);
+    x.key = checks[i].key;
+    const u64 h = x.im->hash(x.key);
+    x.s = &x.im->shard_for(h);
+    x.h21 = impl_t::h21_for(h);
+    shards[i] = x.s;
+  }
+  std::vector<std::int64_t> back(n, 0);
+  {
+    const shard_locks locks(std::move(shards));
+    const holds held(w);
+    for (work& x : w) {
+      const table* t = x.s->tab.load(std::memory_order_relaxed);
+      x.r = t != nullptr ? find(t, x.h21, x.key) : nullptr;
+      x.eff = x.r != nullptr ? now : impl_t::absent_at(*x.s, now);
+      x.lo = 0;
+      x.hi = static_cast<u64>(t_min);
+      if (x.r != nullptr && x.im->m != mode::general) hold(x);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      work& x = w[i];
+      impl_t& im = *x.im;
+      receipt r(std::move(receipts[i]));
+      if (x.r == nullptr) {  // fresh already: nothing to give back
+        x.st = im.fresh;
+        continue;
+      }
+      if (im.m != mode::general) {
+        any_state st = im.cell_state(x.lo, x.hi);
+        const std::int64_t g = refund(im.policy, st, std::move(r), now);
+        // A GCRA refunded to before a full bucket's admit may hold u below
+        // last·L, which decides as u = last·L (every decision reads
+        // max(u, e·L) with e ≥ last): the cell holds that, a debt of 0.
+        if (auto* gs = std::get_if<gcra::state>(&st);
+            gs != nullptr && gs->last != detail::i64_min && gs->u < static_cast<detail::i128>(gs->last) * im.limit)
+          gs->u = static_cast<detail::i128>(gs->last) * im.limit;
+        const auto cell = im.to_cell(st);
+        x.st = im.cell_state(x.lo, x.hi);
+        if (cell) {
+          x.nlo = cell->first;
+          x.nhi = cell->second;
+          x.st = std::move(st);
+          back[i] = g;
+        } else {  // cannot be (a refund only lowers the state): keep the cell as it was
+          x.nlo = x.lo;
+          x.nhi = x.hi;
+        }
+        (void)cell_cas(x.r, held_lo, x.hi, x.nlo, x.nhi);
+        x.held = false;
+      } else {
+        any_state st = *reinterpret_cast<const any_state*>(x.r->lo);
+        back[i] = refund(im.policy, st, std::move(r), now);
+        *reinterpret_cast<any_state*>(x.r->lo) = st;
+        x.st = std::move(st);
+      }
+    }
+  }
+  // The figures after the refund, on the copies (a report's: as a decision
+  // of cost 1 at `now` reads them).
+  std::vector<decision> each(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    work& x = w[i];
+    any_state zero = *x.st;
+    any_state one = *x.st;
+    const decision z = rebase(decide(x.im->policy, zero, x.eff, 0), now, x.eff);
+    const decision o = rebase(decide(x.im->policy, one, x.eff, 1), now, x.eff);
+    each[i] = report_answer(z, o);
+    if (!per_check.empty()) per_check[i] = each[i];
+    if (!given.empty()) given[i] = back[i];
+  }
+  return combine_reports(each);
 }
 
 }  // namespace
@@ -302,6 +413,19 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
 decision keyed_limiter::try_acquire_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
                                            std::span<decision> per_check) {
   return decide_all(checks, now, cost, per_check, true, false, [](keyed_limiter* k) { return k->impl_.get(); });
+}
+
+decision keyed_limiter::admit_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,
+                                     std::span<decision> per_check, std::span<receipt> receipts) {
+  if (receipts.size() < checks.size())
+    throw std::invalid_argument("sluice::keyed_limiter::admit_all_at: receipts is shorter than checks");
+  return decide_all(
+      checks, now, cost, per_check, true, false, [](keyed_limiter* k) { return k->impl_.get(); }, receipts);
+}
+
+decision keyed_limiter::refund_all_at(std::span<const keyed_check> checks, tick now, std::span<receipt> receipts,
+                                      std::span<decision> per_check, std::span<std::int64_t> given) {
+  return refund_all(checks, now, receipts, per_check, given, [](keyed_limiter* k) { return k->impl_.get(); });
 }
 
 decision keyed_limiter::report_all_at(std::span<const keyed_check> checks, tick now, std::int64_t cost,

@@ -45,6 +45,8 @@ struct functions {
   std::string peek = std::string(lua_library_name) + "_peek";
   std::string cas = std::string(lua_library_name) + "_cas";
   std::string report = std::string(lua_library_name) + "_report";
+  std::string refund_read = std::string(lua_library_name) + "_refund_read";  // refund.lua
+  std::string refund = std::string(lua_library_name) + "_refund";
 };
 
 /// One configuration of a defined policy, as decisions read it. Immutable
@@ -283,6 +285,14 @@ struct redis_store::impl {
                           std::vector<std::optional<std::string_view>>& after);
   /// A report's answer for an outcome, counted (and its breaker told).
   store_decision report_concluded(const store_request& r, outcome o, store_decision out, std::span<decision> per_check);
+
+  // ---- refund.cpp ----
+  /// Refunds request id `id` (store.hpp, refund_at; semantics.md
+  /// "Refunds"): its record read, its receipts rebuilt and its states
+  /// refunded with the core, written by one compare-and-set that marks it.
+  refund_answer refund_by_id(std::string_view id, tick now, std::span<decision> per_check,
+                             std::span<std::int64_t> given);
+  std::atomic<std::uint64_t> refunds{0}, refund_failures{0};
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure

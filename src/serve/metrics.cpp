@@ -53,6 +53,11 @@ void metrics::count_status(unsigned status) noexcept {
   if (status < status_.size()) status_[status].fetch_add(1, std::memory_order_relaxed);
 }
 
+void metrics::count_refund(refund_status s) noexcept {
+  const auto i = static_cast<std::size_t>(s);
+  if (i < refunds_.size()) refunds_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
 void metrics::count_source(source s) noexcept {
   const auto i = static_cast<std::size_t>(s);
   if (i < sources_.size()) sources_[i].fetch_add(1, std::memory_order_relaxed);
@@ -208,6 +213,10 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
          "Requests refused for their content or a missing token (400, 401, 404, 405, 413, 431, an invalid "
          "auth_request's 403); never a denial.");
   sample(out, "sluice_bad_requests_total", r(bad_requests));
+  family(out, "sluice_refunds_total", "counter", "POST /v1/refund answers, by outcome (semantics.md, \"Refunds\").");
+  for (std::size_t i = 0; i < refund_status_count; ++i)
+    out += "sluice_refunds_total{outcome=\"" + std::string(name_of(static_cast<refund_status>(i))) + "\"} " +
+           std::to_string(refunds_[i].load(std::memory_order_relaxed)) + "\n";
   family(out, "sluice_config_reloads_total", "counter", "Configuration reloads, by result.");
   out += "sluice_config_reloads_total{result=\"applied\"} " + std::to_string(r(reloads_ok)) + "\n";
   out += "sluice_config_reloads_total{result=\"refused\"} " + std::to_string(r(reloads_failed)) + "\n";

@@ -68,6 +68,10 @@ class metrics {
   /// checks, or one shadow check) by where its answer came from.
   void count_source(source s) noexcept;
 
+  /// Counts one POST /v1/refund answered by the store, by its outcome
+  /// (sluice_refunds_total).
+  void count_refund(refund_status s) noexcept;
+
   std::atomic<std::int64_t> connections{0};           ///< open now
   std::atomic<std::uint64_t> connections_refused{0};  ///< closed at accept (max_connections)
   std::atomic<std::uint64_t> timeouts{0};             ///< connections closed by the idle or request timeout
@@ -98,8 +102,9 @@ class metrics {
   std::array<std::atomic<std::uint64_t>, latency_bounds.size() + 1> buckets_{};
   std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> latency_sum_ns_{0};
-  std::array<std::atomic<std::uint64_t>, 600> status_{};            // index: status code 0..599
-  std::array<std::atomic<std::uint64_t>, source_count> sources_{};  // index: sluice::source
+  std::array<std::atomic<std::uint64_t>, 600> status_{};                   // index: status code 0..599
+  std::array<std::atomic<std::uint64_t>, source_count> sources_{};         // index: sluice::source
+  std::array<std::atomic<std::uint64_t>, refund_status_count> refunds_{};  // index: sluice::refund_status
 };
 
 /// `ns` as seconds with up to nine decimals ("0.000012", "3", "1.5").

@@ -332,6 +332,16 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     } else {
       release_json(*a, req, res);
     }
+  } else if (path == "/v1/refund" && role == listener_role::decision) {
+    if (req.method != "POST") {
+      bad_request(metrics_, res, 405, "method", "POST /v1/refund with a JSON body {\"id\": ...}");
+      res.fields.push_back({"Allow", "POST"});
+    } else if (!token_ok(*a->cfg, req)) {
+      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
+      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+    } else {
+      refund_json(a->cfg->client_time, req, res);
+    }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.
     enter();
@@ -358,8 +368,8 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     admin(path, req, res);
   } else {
     bad_request(metrics_, res, 404, "path",
-                "no such endpoint (POST /v1/decide, /v1/report, /v1/release, /v1/authorize, /metrics, /healthz, "
-                "/readyz)");
+                "no such endpoint (POST /v1/decide, /v1/report, /v1/refund, /v1/release, /v1/authorize, /metrics, "
+                "/healthz, /readyz)");
   }
   return false;
 }

@@ -178,6 +178,9 @@ class service {
   /// The lease id of an admit that took leases (release.cpp): empty when
   /// `o` took none.
   std::string lease_of(const active& a, const std::vector<planned_check>& checks, const checks_outcome& o) const;
+  /// POST /v1/refund: gives back what the body's request id took, once
+  /// (store::refund_at; refund.cpp).
+  void refund_json(bool client_time, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();

@@ -5,6 +5,7 @@
 // in batches). The reference is the core `decide` on one state per
 // (policy, key).
 #include <gtest/gtest.h>
+#include <map>
 
 #include <cstdio>
 #include <memory>
@@ -44,8 +45,47 @@ std::vector<answer> run_on_keyed(const trace& t) {
   std::vector<std::unique_ptr<keyed_limiter>> ks;
   for (const auto& p : t.policies) ks.push_back(std::make_unique<keyed_limiter>(p.policy, ko));
   std::vector<answer> out;
-  for (const auto& st : t.steps) {
+  // Receipts of the admits with an id (admit_all_at), by step; a refund
+  // uses them with refund_all_at.
+  std::map<std::size_t, std::vector<receipt>> tickets;
+  std::vector<int> seen(t.steps.size(), 0);  // 1: decided with an id, 2: refunded
+  for (std::size_t at = 0; at < t.steps.size(); ++at) {
+    const auto& st = t.steps[at];
     answer a;
+    if (st.refund_of) {
+      const std::size_t j = *st.refund_of;
+      auto it = tickets.find(j);
+      if (seen[j] == 2) {
+        a.refund = refund_status::already_refunded;
+      } else if (seen[j] == 0) {
+        a.refund = refund_status::unknown_id;
+      } else if (it == tickets.end()) {
+        a.refund = refund_status::not_refundable;
+      } else {
+        const auto& of = t.steps[j];
+        std::vector<keyed_check> cs;
+        for (const auto& c : of.checks) cs.push_back({ks[c.policy].get(), c.key, 0});
+        a.per_check.resize(cs.size());
+        a.given.resize(cs.size());
+        a.d.d = keyed_limiter::refund_all_at(cs, st.now, it->second, a.per_check, a.given);
+        a.refund = refund_status::refunded;
+        seen[j] = 2;
+        tickets.erase(it);
+      }
+      out.push_back(std::move(a));
+      continue;
+    }
+    if (st.with_id && !conformance::bad_request(st)) {
+      seen[at] = 1;
+      std::vector<keyed_check> cs;
+      for (const auto& c : st.checks) cs.push_back({ks[c.policy].get(), c.key, c.cost});
+      a.per_check.resize(cs.size());
+      std::vector<receipt> rs(cs.size());
+      a.d.d = keyed_limiter::admit_all_at(cs, st.now, st.cost, a.per_check, rs);
+      if (a.d.d.allowed) tickets.emplace(at, std::move(rs));
+      out.push_back(std::move(a));
+      continue;
+    }
     if (conformance::bad_request(st)) {
       a.d.from = source::error;
       out.push_back(a);
@@ -78,6 +118,41 @@ std::vector<answer> run_on_keyed(const trace& t) {
 }
 
 class Conformance : public ::testing::TestWithParam<algorithm> {};
+
+/// Traces with refunds (semantics.md "Refunds"): every decision with an
+/// id, 20% of the steps refunds of an earlier step's id, instants within
+/// ±2^61 so that no id leaves an unbounded idempotency window.
+conformance::trace_options refund_options() {
+  conformance::trace_options o;
+  o.refunds = 20;
+  o.max_time = tick{1} << 61;
+  return o;
+}
+
+std::unique_ptr<memory_store> refunding_memory_store(std::size_t policies) {
+  memory_store_options o;
+  o.keyed.auto_purge = false;
+  o.keyed.shards = 1;
+  o.keyed.hash_seed = 7;
+  o.max_policies = policies;
+  o.idempotency_window = std::numeric_limits<tick>::max();
+  return std::make_unique<memory_store>(o);
+}
+
+TEST_P(Conformance, KeyedStoreRefundsAsTheContract) {
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), seed, refund_options());
+    ASSERT_EQ(conformance::compare(t, run_on_keyed(t), conformance::expected_answers(t)), "");
+  }
+}
+
+TEST_P(Conformance, MemoryStoreRefundsAsTheContract) {
+  auto s = refunding_memory_store(4 * traces_per_algorithm);
+  for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
+    const trace t = conformance::make_trace(GetParam(), seed, refund_options());
+    ASSERT_EQ(conformance::run_conformance(*s, t, "t" + std::to_string(seed) + ":"), "");
+  }
+}
 
 TEST_P(Conformance, KeyedStoreDecidesAsTheContract) {
   for (std::uint64_t seed = 0; seed < traces_per_algorithm; ++seed) {
@@ -165,6 +240,10 @@ class wrong_store : public store {
   }
   store_decision report_at(const store_request& r, std::span<decision> per_check) override {
     return inner_.report_at(r, per_check);
+  }
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                          std::span<std::int64_t> given) override {
+    return inner_.refund_at(id, now, per_check, given);
   }
   [[nodiscard]] tick now() const noexcept override { return inner_.now(); }
   [[nodiscard]] store_stats stats() const override { return inner_.stats(); }
@@ -260,6 +339,48 @@ TEST(ConformanceJudge, CatchesAStoreThatReadsGrowsAfterBeforeTheDecision) {
     early_grows_store wrong(*inner);
     EXPECT_GT(caught(wrong, a), 50U) << name_of(a);
   }
+}
+
+/// Wrong by giving nothing back: it answers a refund as the store does but
+/// says every check got 0 units back.
+class refunds_nothing_store final : public wrong_store {
+ public:
+  using wrong_store::wrong_store;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                           std::span<std::optional<tick>> grows) override {
+    return inner_.decide_at(r, per_check, grows);
+  }
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                          std::span<std::int64_t> given) override {
+    refund_answer a = inner_.refund_at(id, now, per_check, given);
+    for (auto& g : given) g = 0;
+    return a;
+  }
+};
+
+TEST(ConformanceJudge, CatchesAStoreThatSaysARefundGaveNothingBack) {
+  auto inner = refunding_memory_store(4 * traces_per_algorithm);
+  refunds_nothing_store wrong(*inner);
+  bool caught = false;
+  for (std::uint64_t seed = 0; seed < 50 && !caught; ++seed)
+    caught = !conformance::run_conformance(wrong, conformance::make_trace(algorithm::gcra, seed, refund_options()),
+                                           "w" + std::to_string(seed) + ":")
+                  .empty();
+  EXPECT_TRUE(caught);
+}
+
+TEST(ConformanceTraces, RefundTracesHoldEveryRefundOutcome) {
+  // Over a few traces the refunds meet each answer the contract has, so
+  // the suites above test them all.
+  std::map<refund_status, int> seen;
+  for (std::uint64_t seed = 0; seed < 100; ++seed)
+    for (const auto& a :
+         conformance::expected_answers(conformance::make_trace(algorithm::all_of, seed, refund_options())))
+      if (a.refund) ++seen[*a.refund];
+  EXPECT_GT(seen[refund_status::refunded], 20);
+  EXPECT_GT(seen[refund_status::already_refunded], 5);
+  EXPECT_GT(seen[refund_status::not_refundable], 5);
+  EXPECT_GT(seen[refund_status::unknown_id], 5);
 }
 
 TEST(ConformanceTraces, CoverEveryKindOfStep) {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "property/models.hpp"
+#include "sluice/refund.hpp"
 #include "sluice/report.hpp"
 #include "sluice/store.hpp"
 
@@ -74,6 +75,13 @@ struct trace_options {
   /// charged, never denied; semantics.md "Reports"), drawn from a stream of
   /// their own as `own_costs` is.
   int reports = 15;
+  /// Percent of steps that are refunds (store::refund_at; semantics.md
+  /// "Refunds") of the request id of an earlier step drawn at random (a
+  /// decision, admitted or denied, a report, a bad request or a refund: each
+  /// has its answer), from a stream of their own. When not 0, every
+  /// decision carries an id of its own (the store's idempotency window must
+  /// exceed the trace's span of instants).
+  int refunds = 0;
 };
 
 /// A policy of a trace, defined in the store under `prefix + name`.
@@ -101,7 +109,17 @@ struct trace_step {
   std::int64_t cost = 1;
   /// A report (store::report_at) instead of a decision.
   bool report = false;
+  /// A decision with the request id `id_of(its index)`.
+  bool with_id = false;
+  /// A refund (store::refund_at at `now`) of step `*refund_of`'s id instead
+  /// of a decision (its checks are not sent).
+  std::optional<std::size_t> refund_of;
 };
+
+/// The request id of step `i` of a trace, under `prefix`.
+inline std::string id_of(std::string_view prefix, std::size_t i) {
+  return std::string(prefix) + "id" + std::to_string(i);
+}
 
 /// A trace: its policies and its requests, in order.
 struct trace {
@@ -121,6 +139,10 @@ struct answer {
   std::vector<decision> per_check;
   /// Each check's `grows_after` (store.hpp); empty: not asked.
   std::vector<std::optional<tick>> grows;
+  /// A refund's status (then `d.d` and `per_check` are its figures when
+  /// refunded), and the units each check got back.
+  std::optional<refund_status> refund;
+  std::vector<std::int64_t> given;
 };
 
 namespace detail_ {
@@ -231,6 +253,24 @@ inline void draw_reports(trace& t, std::uint64_t seed, algorithm a, const trace_
   for (trace_step& s : t.steps) s.report = model::chance(g, o.reports);
 }
 
+/// Makes `o.refunds` percent of `t`'s steps refunds of an earlier step's
+/// id, and gives every decision an id, from a stream of its own.
+inline void draw_refunds(trace& t, std::uint64_t seed, algorithm a, const trace_options& o) {
+  if (o.refunds <= 0) return;
+  rng_t g(model::mix(seed ^ 0x726566756e647321ULL, a));  // "refunds!"
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    trace_step& s = t.steps[i];
+    if (i > 0 && model::chance(g, o.refunds)) {
+      // Mostly a recent step (a refund soon after its request), sometimes any.
+      const std::size_t back = model::chance(g, 70) ? 1 + g() % std::min<std::size_t>(i, 3) : 1 + g() % i;
+      s.refund_of = i - back;
+      s.report = false;
+    } else {
+      s.with_id = !s.report;
+    }
+  }
+}
+
 }  // namespace detail_
 
 /// A trace whose first policy is of algorithm `a` (any plain algorithm, or
@@ -277,6 +317,7 @@ inline trace make_trace(algorithm a, std::uint64_t seed, const trace_options& o 
   }
   detail_::draw_own_costs(t, seed, a, o);
   detail_::draw_reports(t, seed, a, o);
+  detail_::draw_refunds(t, seed, a, o);
   return t;
 }
 
@@ -312,8 +353,45 @@ inline std::vector<answer> expected_answers(const trace& t) {
   };
   std::vector<answer> out;
   out.reserve(t.steps.size());
-  for (const trace_step& s : t.steps) {
+  // Per step with an id that admitted: its checks' receipts (refunded:
+  // used up, `refunded` set).
+  std::map<std::size_t, std::vector<receipt>> tickets;
+  std::vector<bool> refunded(t.steps.size(), false);
+  for (std::size_t at = 0; at < t.steps.size(); ++at) {
+    const trace_step& s = t.steps[at];
     answer a;
+    if (s.refund_of) {
+      // The contract (semantics.md "Refunds"): unknown unless a decision
+      // with that id was made; its denial is not refundable; once only.
+      const std::size_t j = *s.refund_of;
+      const trace_step& of = t.steps[j];
+      if (!of.with_id || of.refund_of || bad_request(of)) {
+        a.refund = refund_status::unknown_id;
+      } else if (refunded[j]) {
+        a.refund = refund_status::already_refunded;
+      } else if (auto it = tickets.find(j); it == tickets.end()) {
+        a.refund = refund_status::not_refundable;
+      } else {
+        a.refund = refund_status::refunded;
+        refunded[j] = true;
+        const std::size_t n = of.checks.size();
+        a.per_check.resize(n);
+        a.given.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const any_policy& p = t.policies[of.checks[i].policy].policy;
+          any_state& st = state(of.checks[i]);
+          a.given[i] = refund(p, st, std::move(it->second[i]), s.now);
+          any_state zero = st;
+          any_state one = st;
+          const decision z = decide(p, zero, s.now, 0);
+          a.per_check[i] = report_answer(z, decide(p, one, s.now, 1));
+        }
+        a.d.d = combine_reports(a.per_check);
+        tickets.erase(it);
+      }
+      out.push_back(std::move(a));
+      continue;
+    }
     if (bad_request(s)) {
       a.d.from = source::error;
       a.d.d.retry_after = never;
@@ -340,9 +418,11 @@ inline std::vector<answer> expected_answers(const trace& t) {
     d.allowed = allowed;
     d.remaining = std::numeric_limits<std::int64_t>::max();
     if (allowed) {
+      std::vector<receipt> mine(n);
       for (std::size_t i = 0; i < n; ++i) {
-        a.per_check[i] =
-            decide(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
+        admission ad = admit(t.policies[s.checks[i].policy].policy, state(s.checks[i]), s.now, cost_of(s, s.checks[i]));
+        a.per_check[i] = ad.result;
+        mine[i] = std::move(ad.ticket);
         const decision& c = a.per_check[i];
         if (d.part < 0 || c.remaining < d.remaining) {
           d.remaining = c.remaining;
@@ -351,6 +431,7 @@ inline std::vector<answer> expected_answers(const trace& t) {
         d.reset_after = std::max(d.reset_after, c.reset_after);
         d.release_after = std::max(d.release_after, c.release_after);
       }
+      if (s.with_id) tickets.emplace(at, std::move(mine));
     } else {
       for (std::size_t i = 0; i < n; ++i) {
         decision& c = a.per_check[i];
@@ -393,7 +474,8 @@ inline std::string show(const decision& d) {
 }
 
 inline std::string show(const trace_step& s) {
-  std::string out = std::string(s.report ? "report " : "") + "now=" + std::to_string(s.now) +
+  if (s.refund_of) return "refund of step " + std::to_string(*s.refund_of) + " now=" + std::to_string(s.now);
+  std::string out = std::string(s.report ? "report " : "") + (s.with_id ? "id " : "") + "now=" + std::to_string(s.now) +
                     " cost=" + std::to_string(s.cost) + " checks=";
   for (const auto& c : s.checks)
     out += "(p" + std::to_string(c.policy) + "," + c.key + (c.cost != 0 ? ",cost=" + std::to_string(c.cost) : "") + ")";
@@ -410,6 +492,25 @@ inline std::string compare(const trace& t, std::span<const answer> got, std::spa
     return t.describe() + ": " + std::to_string(got.size()) + " answers, want " + std::to_string(want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     const std::string where = t.describe() + "\n  step " + std::to_string(i) + " (" + show(t.steps[i]) + "): ";
+    if (want[i].refund) {
+      if (got[i].refund != want[i].refund)
+        return where + "refund " + std::string(got[i].refund ? name_of(*got[i].refund) : "none") + ", want " +
+               std::string(name_of(*want[i].refund));
+      if (*want[i].refund != refund_status::refunded) continue;
+      if (!(got[i].d.d == want[i].d.d)) return where + "refund got " + show(got[i].d.d) + ", want " + show(want[i].d.d);
+      if (!per_check) continue;
+      for (std::size_t k = 0; k < want[i].per_check.size(); ++k) {
+        if (k >= got[i].per_check.size() || !(got[i].per_check[k] == want[i].per_check[k]))
+          return where + "refund check " + std::to_string(k) + ": got " +
+                 (k < got[i].per_check.size() ? show(got[i].per_check[k]) : std::string("none")) + ", want " +
+                 show(want[i].per_check[k]);
+        if (k >= got[i].given.size() || got[i].given[k] != want[i].given[k])
+          return where + "refund check " + std::to_string(k) + ": given back " +
+                 (k < got[i].given.size() ? std::to_string(got[i].given[k]) : std::string("none")) + ", want " +
+                 std::to_string(want[i].given[k]);
+      }
+      continue;
+    }
     if (want[i].d.from == source::error) {
       if (got[i].d.from != source::error || got[i].d.d.allowed)
         return where + "a bad request, answered " + show(got[i].d.d) + " from " + std::string(name_of(got[i].d.from));
@@ -454,7 +555,22 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
   out.reserve(t.steps.size());
   std::vector<std::string> keys;
   std::vector<check> checks;
-  for (const trace_step& st : t.steps) {
+  for (std::size_t at = 0; at < t.steps.size(); ++at) {
+    const trace_step& st = t.steps[at];
+    if (st.refund_of) {
+      answer a;
+      std::vector<decision> pc(max_checks);
+      std::vector<std::int64_t> given(max_checks, -1);
+      const refund_answer ra = s.refund_at(id_of(prefix, *st.refund_of), st.now, pc, given);
+      a.refund = ra.status;
+      if (ra.status == refund_status::refunded) {
+        a.d.d = ra.d;
+        a.per_check.assign(pc.begin(), pc.begin() + static_cast<std::ptrdiff_t>(ra.checks));
+        a.given.assign(given.begin(), given.begin() + static_cast<std::ptrdiff_t>(ra.checks));
+      }
+      out.push_back(std::move(a));
+      continue;
+    }
     keys.clear();
     checks.clear();
     for (const auto& c : st.checks) keys.push_back(std::string(prefix) + c.key);
@@ -462,7 +578,8 @@ inline std::vector<answer> run_on_store(store& s, const trace& t, std::span<cons
       checks.push_back({ids[st.checks[i].policy], keys[i], st.checks[i].cost});
     answer a;
     a.per_check.resize(checks.size());
-    const store_request r{.checks = checks, .now = st.now, .cost = st.cost, .id = {}};
+    const std::string id = st.with_id ? id_of(prefix, at) : std::string();
+    const store_request r{.checks = checks, .now = st.now, .cost = st.cost, .id = id};
     if (st.report) {
       a.d = s.report_at(r, a.per_check);
     } else {
@@ -526,7 +643,8 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pol
       for (std::size_t k = 0; k < st.checks.size(); ++k)
         checks[j].push_back({ids[j][st.checks[k].policy], keys[j][k], st.checks[k].cost});
       if (st.report) {  // traces are independent: a report goes on its own, before the batch
-        got[j].push_back({s.report_at({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}}), {}, {}});
+        got[j].push_back(
+            {s.report_at({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}}), {}, {}, {}, {}});
         continue;
       }
       batch.push_back({.checks = checks[j], .now = st.now, .cost = st.cost, .id = {}});
@@ -534,7 +652,7 @@ std::string run_conformance_batched(store& s, std::span<const trace> traces, Pol
     }
     out.assign(batch.size(), {});
     s.decide_many_at(batch, out);
-    for (std::size_t b = 0; b < batch.size(); ++b) got[owner[b]].push_back({out[b], {}, {}});
+    for (std::size_t b = 0; b < batch.size(); ++b) got[owner[b]].push_back({out[b], {}, {}, {}, {}});
   }
   for (std::size_t j = 0; j < traces.size(); ++j) {
     const auto want = expected_answers(traces[j]);
@@ -570,13 +688,13 @@ inline std::string run_conformance_one_batch(store& s, const trace& t, std::stri
   const auto flush = [&](std::size_t to) {
     std::vector<store_decision> out(to - from);
     s.decide_many_at(std::span<const store_request>(batch).subspan(from, to - from), out);
-    for (const auto& d : out) got.push_back({d, {}, {}});
+    for (const auto& d : out) got.push_back({d, {}, {}, {}, {}});
     from = to;
   };
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     if (!t.steps[i].report) continue;
     flush(i);
-    got.push_back({s.report_at(batch[i]), {}, {}});
+    got.push_back({s.report_at(batch[i]), {}, {}, {}, {}});
     from = i + 1;
   }
   flush(t.steps.size());

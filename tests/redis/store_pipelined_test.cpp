@@ -86,6 +86,10 @@ class through_async final : public store {
     s_.report_async(r, per_check, [&p](const store_decision& d) { p.set_value(d); });
     return f.get();
   }
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                          std::span<std::int64_t> given) override {
+    return s_.refund_at(id, now, per_check, given);
+  }
   [[nodiscard]] tick now() const noexcept override { return s_.now(); }
   [[nodiscard]] store_stats stats() const override { return s_.stats(); }
 

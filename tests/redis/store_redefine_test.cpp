@@ -108,8 +108,8 @@ TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStorePipelined) {
     mem->decide_many_at(bm, om);
     st->decide_many_at(br, orr);
     for (std::size_t b = 0; b < owner.size(); ++b) {
-      want[owner[b]].push_back({om[b], {}, {}});
-      got[owner[b]].push_back({orr[b], {}, {}});
+      want[owner[b]].push_back({om[b], {}, {}, {}, {}});
+      got[owner[b]].push_back({orr[b], {}, {}, {}, {}});
     }
   }
   for (std::size_t j = 0; j < n; ++j)

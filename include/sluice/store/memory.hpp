@@ -134,6 +134,12 @@ class memory_store final : public store {
   store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
 
   /// The store's clock (Unix ns, or the manual clock of the options).
+  /// Refunds request id `id` (store.hpp; semantics.md, "Refunds"): the
+  /// receipts its first decision took, kept beside it for the idempotency
+  /// window.
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
+                          std::span<std::int64_t> given = {}) override;
+
   [[nodiscard]] tick now() const noexcept override;
 
   /// Decisions by source (peeks are not counted), and the keys held over

@@ -1,0 +1,466 @@
+// The Redis store's refund by request id (store.hpp refund_at; semantics.md
+// "Refunds"; docs/redis.md "Refunds"). The id's record holds what its first
+// decision read at every leaf (and wrote), so the client rebuilds each
+// check's receipt with the core `admit` on the state before, reads the
+// states now, refunds them with the core `refund` and writes the result
+// with one compare-and-set (refund.lua) that also marks the id refunded:
+// exactly once across a fleet, and a retry after a lost reply answers
+// "already refunded".
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "redis/store_impl.hpp"
+#include "sluice/detail/log_rebuild.hpp"
+#include "sluice/fixed_window.hpp"
+#include "sluice/gcra.hpp"
+#include "sluice/leaky_queue.hpp"
+#include "sluice/refund.hpp"
+#include "sluice/report.hpp"
+#include "sluice/sliding_buckets.hpp"
+#include "sluice/sliding_counter.hpp"
+#include "sluice/sliding_log.hpp"
+
+namespace sluice {
+
+using redis::outcome;
+
+namespace {
+
+constexpr int refund_attempts = 4;
+
+/// An item of a record: '-' or length ':' bytes; false when malformed.
+bool read_item(std::string_view rec, std::size_t& pos, std::optional<std::string_view>& v) {
+  if (pos < rec.size() && rec[pos] == '-') {
+    ++pos;
+    v.reset();
+    return true;
+  }
+  std::size_t len = 0;
+  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), len);
+  if (ec != std::errc{} || p == rec.data() + pos || p == rec.data() + rec.size() || *p != ':') return false;
+  pos = static_cast<std::size_t>(p - rec.data()) + 1;
+  if (len > rec.size() - pos) return false;
+  v = rec.substr(pos, len);
+  pos += len;
+  return true;
+}
+
+template <typename Int>
+bool read_int(std::string_view rec, std::size_t& pos, Int& v, char end) {
+  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), v);
+  if (ec != std::errc{} || p == rec.data() + pos || p == rec.data() + rec.size() || *p != end) return false;
+  pos = static_cast<std::size_t>(p - rec.data()) + 1;
+  return true;
+}
+
+/// A length-prefixed field of an identity ("len:bytes").
+bool read_field(std::string_view s, std::size_t& pos, std::string_view& out) {
+  std::size_t len = 0;
+  if (!read_int(s, pos, len, ':') || len > s.size() - pos) return false;
+  out = s.substr(pos, len);
+  pos += len;
+  return true;
+}
+
+/// One check of the id's request, from its identity.
+struct id_check {
+  std::string_view name;
+  std::string_view key;
+  std::int64_t cost = 0;
+};
+
+/// The checks of an identity (detail::request_identity): "n|" then per
+/// check "len:name" "len:key" "cost;".
+bool parse_identity(std::string_view s, std::vector<id_check>& out) {
+  std::size_t pos = 0;
+  std::size_t n = 0;
+  if (!read_int(s, pos, n, '|') || n == 0 || n > max_checks) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    id_check c;
+    if (!read_field(s, pos, c.name) || !read_field(s, pos, c.key) || !read_int(s, pos, c.cost, ';') || c.cost < 1)
+      return false;
+    out.push_back(c);
+  }
+  return pos == s.size();
+}
+
+/// A refunded state as the library holds it (its values keep a debt ≥ 0
+/// after the latest admit's instant). A GCRA leaf refunded to before an
+/// admit on a full bucket may hold u below last·L: every decision reads
+/// max(u, e·L) with e ≥ last, so u = last·L decides alike. A leaky queue
+/// refunded whole to a tail R released before `last` (within one unit's
+/// spacing of it) keeps R and takes last = floor(R / L): every request at
+/// or after `last` decides alike (docs/redis.md, "Refunds": the one
+/// difference, a clock stepping back inside that spacing).
+void holdable_after_refund(const redis::plan& p, any_state& st, tick now) {
+  std::vector<const any_state*> leaves;
+  p.leaf_states(st, leaves);
+  std::vector<any_state> fixed;
+  bool changed = false;
+  for (std::size_t j = 0; j < leaves.size(); ++j) {
+    any_state x = *leaves[j];
+    const any_policy& lp = *p.leaves()[j].policy;
+    if (auto* g = std::get_if<gcra::state>(&x); g != nullptr && g->last != detail::i64_min) {
+      const detail::i128 floor = static_cast<detail::i128>(g->last) * std::get<gcra>(lp).limit().limit;
+      if (g->u < floor) {
+        g->u = floor;
+        changed = true;
+      }
+    } else if (auto* q = std::get_if<leaky_queue::state>(&x); q != nullptr && q->last != detail::i64_min) {
+      const std::int64_t l = std::get<leaky_queue>(lp).limit().limit;
+      if (l > 0 && q->release != detail::minus_infinity && q->release < static_cast<detail::i128>(q->last) * l) {
+        detail::i128 t = q->release / l;
+        if (t * l > q->release) --t;  // floor
+        q->last = static_cast<tick>(t);
+        changed = true;
+      }
+    }
+    if (auto* log = std::get_if<sliding_log::state>(&x); log != nullptr && !log->empty()) {
+      // The library holds only the runs still in the window (a decision
+      // prunes the rest; a refund's rebuilt log may keep them): the same
+      // log without them, as the library reads it back. None left: the
+      // key goes (an emptied state, below).
+      const tick w = std::get<sliding_log>(lp).limit().window;
+      const detail::i128 horizon = static_cast<detail::i128>(std::max(now, log->last())) - w;
+      std::vector<sliding_log::entry> kept;
+      for (std::size_t e = 0; e < log->size(); ++e)
+        if (log->at(e).at > horizon) kept.push_back(log->at(e));
+      if (!kept.empty() && kept.size() != log->size()) {
+        x = detail::rebuild_log(w, kept);
+        changed = true;
+      }
+    }
+    if (auto* c = std::get_if<sliding_counter::state>(&x); c != nullptr && c->curr == 0 && c->prev > 0) {
+      // A counter whose window's count the refund emptied: held as the
+      // window before, its count the one that becomes `prev` in this window
+      // and is dropped in the next one, alike (its latest instant: that
+      // window's last tick).
+      const tick w = std::get<sliding_counter>(lp).limit().window;
+      c->curr = c->prev;
+      c->prev = 0;
+      c->last = static_cast<tick>(static_cast<detail::i128>(c->window) * w - 1);
+      c->window -= 1;
+      changed = true;
+    }
+    if (auto* bs = std::get_if<sliding_buckets::state>(&x); bs != nullptr && bs->total() > 0) {
+      // A ring whose newest sub-window the refund emptied: the library's
+      // value starts from its newest non-empty sub-window, so the ring is
+      // rebuilt from there, as the library reads one back (values.cpp).
+      const auto& pol = std::get<sliding_buckets>(lp);
+      const std::int64_t n = pol.buckets();
+      const tick width = pol.limit().window / n;
+      const auto count_of = [&](detail::i128 sub) {
+        return bs->counts()[static_cast<std::size_t>(((sub % n) + n) % n)];
+      };
+      if (count_of(bs->newest()) == 0) {
+        const sliding_buckets big = sliding_buckets::make(rate{max_quantity, pol.limit().window}, n).value();
+        sliding_buckets::state rebuilt;
+        for (std::int64_t k = n - 1; k >= 0; --k) {
+          const detail::i128 sub = static_cast<detail::i128>(bs->newest()) - k;
+          const std::int64_t c = count_of(sub);
+          if (c == 0) continue;
+          detail::i128 t = sub * width;
+          if (t < detail::i64_min) t = detail::i64_min;
+          (void)big.decide(rebuilt, static_cast<tick>(t), c);
+        }
+        x = std::move(rebuilt);
+        changed = true;
+      }
+    }
+    fixed.push_back(std::move(x));
+  }
+  if (changed) st = p.assemble(fixed);
+}
+
+/// Whether leaf state `s` of `leaf` holds nothing a decision at or after
+/// `at` counts: a fixed window's or a counter's counts of 0, a log with no
+/// run in its window, a leaky queue refunded to never having held a unit.
+bool emptied(const any_policy& leaf, const any_state& s, tick at) {
+  if (const auto* f = std::get_if<fixed_window::state>(&s)) return f->count == 0;
+  if (const auto* q = std::get_if<leaky_queue::state>(&s)) return q->release == detail::minus_infinity;
+  if (const auto* c = std::get_if<sliding_counter::state>(&s)) return c->prev == 0 && c->curr == 0;
+  if (const auto* log = std::get_if<sliding_log::state>(&s)) {
+    const detail::i128 horizon =
+        static_cast<detail::i128>(std::max(at, log->last())) - std::get<sliding_log>(leaf).limit().window;
+    for (std::size_t e = 0; e < log->size(); ++e)
+      if (log->at(e).at > horizon) return false;
+    return true;
+  }
+  if (const auto* b = std::get_if<sliding_buckets::state>(&s)) {
+    for (const std::int64_t c : b->counts())
+      if (c != 0) return false;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std::span<decision> per_check,
+                                              std::span<std::int64_t> given) {
+  refund_answer a;
+  a.at = now;
+  const auto failed = [&](bool counted_failure) {
+    if (counted_failure) failures.fetch_add(1, std::memory_order_relaxed);
+    refund_failures.fetch_add(1, std::memory_order_relaxed);
+    a.status = refund_status::error;
+    return a;
+  };
+  // In a cluster an id's key takes its request's slot tag (append_id_key),
+  // which the id alone does not name: no refund there (docs/redis.md).
+  if (cluster != nullptr) return failed(false);
+  if (id.empty() || opt.idempotency_window.count() <= 0) {
+    a.status = refund_status::unknown_id;
+    return a;
+  }
+  if (breaker && !breaker->allow_call_now()) {
+    breaker_open.fetch_add(1, std::memory_order_relaxed);
+    return failed(false);
+  }
+  if (opt.server_clock) {
+    const auto t = server_now();
+    if (!t) return failed(true);
+    now = *t;
+    a.at = now;
+  }
+  const std::string id_key = opt.prefix + "i:" + std::string(id);
+  const std::string mark_key = opt.prefix + "r:" + std::string(id);
+  // Every call's outcome feeds the breaker as a decision's does.
+  const auto note = [&](bool ok) {
+    if (breaker && (ok ? breaker->record_success_now() : breaker->record_failure_now()))
+      health_changed(node, ok, figures.last_reason());
+  };
+  const auto read = [&](std::span<const std::string_view> keys) -> std::optional<std::vector<redis::reply>> {
+    const auto res = call_one(redis::function_call{fns.refund_read, keys.size(), keys});
+    const auto* rep = std::get_if<redis::reply>(&res);
+    const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
+    if (arr == nullptr || arr->size() != keys.size()) {
+      note(false);
+      return std::nullopt;
+    }
+    note(true);
+    return *arr;
+  };
+  for (int attempt = 0; attempt < refund_attempts; ++attempt) {
+    const std::string_view head_keys[] = {id_key, mark_key};
+    const auto head = read(head_keys);
+    if (!head) return failed(true);
+    if (!(*head)[1].is_nil()) {
+      a.status = refund_status::already_refunded;
+      return a;
+    }
+    const auto raw = (*head)[0].as_string();
+    if (!raw) {
+      a.status = refund_status::unknown_id;
+      return a;
+    }
+    const std::string record(*raw);
+    // The record: item(identity), "th tl admitted", then per leaf '|' tag
+    // item(before) item(after) (main.lua, carry.cpp).
+    std::size_t pos = 0;
+    std::optional<std::string_view> identity;
+    std::int64_t th = 0;
+    std::int64_t tl = 0;
+    int admitted = 0;
+    std::vector<id_check> wanted;
+    if (!read_item(record, pos, identity) || !identity || !parse_identity(*identity, wanted) ||
+        !read_int(record, pos, th, ' ') || !read_int(record, pos, tl, ' ') || pos >= record.size() ||
+        (record[pos] != '0' && record[pos] != '1') || th < -(std::int64_t{1} << 31) || th >= (std::int64_t{1} << 31) ||
+        tl < 0 || tl >= (std::int64_t{1} << 32)) {
+      corrupt.fetch_add(1, std::memory_order_relaxed);
+      return failed(false);
+    }
+    admitted = record[pos++] - '0';
+    if (admitted == 0) {
+      a.status = refund_status::not_refundable;
+      return a;
+    }
+    const tick at = static_cast<tick>(static_cast<std::uint64_t>(th) << 32 | static_cast<std::uint64_t>(tl));
+    std::vector<std::string_view> tags;
+    std::vector<std::optional<std::string_view>> before;
+    while (pos < record.size()) {
+      if (record[pos++] != '|' || record.size() - pos < redis::tag_size) return failed(false);
+      tags.push_back(std::string_view(record).substr(pos, redis::tag_size));
+      pos += redis::tag_size;
+      std::optional<std::string_view> b;
+      std::optional<std::string_view> w;
+      if (!read_item(record, pos, b) || !read_item(record, pos, w)) return failed(false);
+      before.push_back(b);
+    }
+    // The checks' entries, by name: a name this store does not define
+    // cannot be refunded here (its state keys and rules are unknown).
+    const std::size_t n = wanted.size();
+    std::array<const entry*, max_checks> es{};
+    std::array<policy_id, max_checks> pids{};
+    {
+      std::lock_guard lock(defs_mu);
+      for (std::size_t i = 0; i < n; ++i) {
+        auto it = ids.find(std::string(wanted[i].name));
+        if (it == ids.end()) return failed(false);
+        pids[i] = it->second;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if ((es[i] = entry_of(pids[i])) == nullptr) return failed(false);
+    // Each check's receipt: the core `admit` on its state before, under the
+    // configuration that decided (the latest whose leaves' tags are the
+    // record's, as a replay finds it); none when no configuration here has
+    // those tags.
+    std::vector<receipt> tickets(n);
+    std::size_t li = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = es[i]->p->leaves().size();
+      if (li + k > tags.size()) return failed(false);
+      const auto& epochs = es[i]->epochs;
+      for (std::size_t e = epochs.size(); e-- > 0;) {
+        const auto& leaves = epochs[e].p->leaves();
+        if (leaves.size() != k) continue;
+        bool same = true;
+        for (std::size_t j = 0; j < k && same; ++j) same = leaves[j].tag_view() == tags[li + j];
+        if (!same) continue;
+        tick latest = detail::i64_min;
+        redis::read_outcome how = redis::read_outcome::current;
+        auto st =
+            redis::read_check(std::span<const redis::epoch>(epochs.data(), e + 1),
+                              std::span<const std::optional<std::string_view>>(before).subspan(li, k), latest, how);
+        if (st) tickets[i] = admit(epochs[e].p->policy(), *st, at, wanted[i].cost).ticket;
+        break;
+      }
+      li += k;
+    }
+    if (li != tags.size()) return failed(false);
+    // The states now, under the current configurations.
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto& lp : es[i]->p->leaves())
+        keys.push_back(es[i]->key_head + std::string(wanted[i].key) + "}" + lp.suffix);
+    std::vector<std::string_view> key_views(keys.begin(), keys.end());
+    std::vector<std::optional<std::string>> values;
+    if (!keys.empty()) {
+      const auto got = read(key_views);
+      if (!got) return failed(true);
+      for (const auto& v : *got) {
+        const auto s = v.as_string();
+        values.push_back(s ? std::optional<std::string>(std::string(*s)) : std::nullopt);
+      }
+    }
+    std::vector<std::optional<std::string_view>> now_values;
+    for (const auto& v : values) now_values.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
+    std::vector<std::optional<std::string>> written(keys.size());  // "" : delete
+    std::vector<std::int64_t> px(keys.size(), 0);
+    std::array<decision, max_checks> figs{};
+    std::array<std::int64_t, max_checks> back{};
+    std::size_t ki = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const redis::plan& p = *es[i]->p;
+      const std::size_t k = p.leaves().size();
+      tick latest = detail::i64_min;
+      redis::read_outcome how = redis::read_outcome::current;
+      std::unique_ptr<bool[]> stale(new bool[k]());
+      auto st =
+          redis::read_check(es[i]->epochs, std::span<const std::optional<std::string_view>>(now_values).subspan(ki, k),
+                            latest, how, std::span<bool>(stale.get(), k));
+      if (!st) {
+        corrupt.fetch_add(1, std::memory_order_relaxed);
+        return failed(false);
+      }
+      const any_state was = *st;
+      back[i] = refund(p.policy(), *st, std::move(tickets[i]), now);
+      if (!(was == *st)) holdable_after_refund(p, *st, std::max(now, latest));
+      if (!(was == *st)) {
+        // Write every leaf the refund changed, and every leaf carried from
+        // an earlier configuration (a key's values share one configuration,
+        // migrate.hpp); a fresh leaf is deleted.
+        std::vector<const any_state*> old_leaves;
+        std::vector<const any_state*> new_leaves;
+        p.leaf_states(was, old_leaves);
+        p.leaf_states(*st, new_leaves);
+        for (std::size_t j = 0; j < k; ++j) {
+          const std::size_t x = ki + j;
+          const bool changed = !(*old_leaves[j] == *new_leaves[j]);
+          if (!changed && !stale[j]) continue;
+          if (*new_leaves[j] == fresh_state(*p.leaves()[j].policy)) {
+            if (now_values[x]) written[x] = std::string();
+            continue;
+          }
+          std::string v;
+          if (!p.encode_leaf(j, *new_leaves[j], std::max(now, latest), v)) {
+            // A state the refund emptied has no value the library writes
+            // (a window's count of 0, a log with no run left in its window):
+            // it decides as a fresh one, so its key goes.
+            if (!emptied(*p.leaves()[j].policy, *new_leaves[j], std::max(now, latest))) return failed(false);
+            if (now_values[x]) written[x] = std::string();
+            continue;
+          }
+          const std::int64_t ticks = p.ticks_to_fresh(j, v);
+          if (ticks >= 0) {
+            if (opt.tick_ns > 0) {
+              const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
+              px[x] =
+                  static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
+            } else {
+              px[x] = opt.unknown_tick_ttl.count();
+            }
+          }
+          written[x] = std::move(v);
+        }
+      }
+      // The figures after the refund: a report's (a decision of cost 1 at
+      // `now`, allowed).
+      any_state zero = *st;
+      any_state one = *st;
+      const decision z = sluice::decide(p.policy(), zero, now, 0);
+      figs[i] = report_answer(z, sluice::decide(p.policy(), one, now, 1));
+      ki += k;
+    }
+    std::vector<std::string> strings;
+    strings.push_back(id_key);
+    strings.push_back(mark_key);
+    for (const auto& k : keys) strings.push_back(k);
+    strings.push_back(record);
+    for (std::size_t x = 0; x < keys.size(); ++x) {
+      strings.push_back(values[x] ? "=" + *values[x] : std::string("-"));
+      strings.push_back(!written[x] ? std::string() : written[x]->empty() ? std::string("-") : *written[x]);
+      strings.push_back(std::to_string(px[x]));
+    }
+    std::vector<std::string_view> views(strings.begin(), strings.end());
+    const auto res = call_one(redis::function_call{fns.refund, 2 + keys.size(), views});
+    const auto* rep = std::get_if<redis::reply>(&res);
+    const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
+    const auto status = arr != nullptr && !arr->empty() ? (*arr)[0].as_integer() : std::nullopt;
+    if (!status) {
+      note(false);
+      return failed(true);
+    }
+    note(true);
+    if (*status == 6) {
+      a.status = refund_status::already_refunded;
+      return a;
+    }
+    if (*status != 1) {
+      carry_conflicts.fetch_add(1, std::memory_order_relaxed);
+      continue;  // something moved: read again
+    }
+    refunds.fetch_add(1, std::memory_order_relaxed);
+    // More permissive now: the deny cache forgets these keys (Keys).
+    if (denials)
+      for (std::size_t i = 0; i < n; ++i) denials->forget(pids[i], wanted[i].key);
+    a.status = refund_status::refunded;
+    a.checks = n;
+    a.d = combine_reports(std::span<const decision>(figs.data(), n));
+    for (std::size_t i = 0; i < std::min(n, per_check.size()); ++i) per_check[i] = figs[i];
+    for (std::size_t i = 0; i < std::min(n, given.size()); ++i) given[i] = back[i];
+    return a;
+  }
+  return failed(false);  // still contended after every attempt: nothing refunded
+}
+
+refund_answer redis_store::refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                                     std::span<std::int64_t> given) {
+  return impl_->refund_by_id(id, now, per_check, given);
+}
+
+}  // namespace sluice
