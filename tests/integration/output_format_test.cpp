@@ -103,7 +103,7 @@ TEST(TraceComments, HashAfterTheFieldsIsNotAComment) {
   const auto r = run_cli({"replay", "--limit", "1/1s", "--algorithm", "fixed-window"}, "0 k 1 # note\n");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "sluice: trace line 1: unexpected '#' after the cost; a line is TIME [KEY [COST [OP]]], OP one of "
-                   "report, id=NAME, release=NAME (a comment is a whole line starting with '#')\n");
+                   "report, id=NAME, refund=NAME, release=NAME (a comment is a whole line starting with '#')\n");
   const auto cost = run_cli({"replay", "--limit", "1/1s", "--algorithm", "fixed-window"}, "0 k #2\n");
   EXPECT_EQ(cost.status, 2);
   EXPECT_EQ(cost.err, "sluice: trace line 1: '#2' is not a cost (a whole number from 1 to 9223372036854775807)\n");

@@ -93,6 +93,26 @@ TEST(ReplayOperations, AReleaseFreesTheNamedDecisionsLeaseOnItsKeyOnce) {
                    "9,12,a,1,not-held,0,1,10\n");
 }
 
+TEST(ReplayOperations, ARefundGivesBackWhatTheNamedDecisionTookOnce) {
+  // Fixed window 2/10 s: r1 and r2 fill it; refunding r1 at 2 (still its
+  // window) gives its unit back — once —; an unknown id gives nothing; a
+  // denial's id (r4) took nothing to give back.
+  const auto r = run_cli({"replay", "--policy", "fixed-window 2/10s"},
+                         "0 a 1 id=r1\n0 a 1 id=r2\n1 a 1\n2 a 1 refund=r1\n2 a 1 refund=r1\n2 a 1 refund=zz\n"
+                         "3 a 1 id=r3\n3 a 1 id=r4\n4 a 1 refund=r4\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(header) +
+                   "1,0,a,1,yes,1,0,10\n"
+                   "2,0,a,1,yes,0,0,10\n"
+                   "3,1,a,1,no,0,9,9\n"
+                   "4,2,a,1,refunded,0,0,8\n"
+                   "5,2,a,1,already-refunded,0,0,8\n"
+                   "6,2,a,1,unknown-id,0,0,8\n"
+                   "7,3,a,1,yes,0,0,7\n"
+                   "8,3,a,1,no,0,7,7\n"
+                   "9,4,a,1,not-refundable,0,6,6\n");
+}
+
 TEST(ReplayOperations, JsonRowsOfOperationsNameTheOperationAndItsOutcome) {
   const auto r = run_cli({"replay", "--policy", "fixed-window 3/10s", "--format", "json"}, "0 a 1\n0 a 1 report\n");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -106,7 +126,7 @@ TEST(ReplayOperations, JsonRowsOfOperationsNameTheOperationAndItsOutcome) {
 TEST(ReplayOperations, AMalformedOperationIsAnErrorNamingItsLine) {
   const std::string long_name(257, 'n');
   const std::string bad_op =
-      "' after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME, release=NAME\n";
+      "' after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME, refund=NAME, release=NAME\n";
   struct row { std::string trace, err; };
   const std::vector<row> rows = {
       {"0 a 1 reprot\n", "sluice: trace line 1: unexpected 'reprot" + bad_op},

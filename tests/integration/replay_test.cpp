@@ -206,7 +206,7 @@ TEST(Replay, EveryErrorIsAClearUsageError) {
        "sluice: trace line 1: '99999999999999999999' is not a cost (a whole number from 1 to 9223372036854775807)\n"},
       {{"--algorithm", "gcra", "--limit", "1/s"}, "1 k 1 extra\n",
        "sluice: trace line 1: unexpected 'extra' after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, "
-       "id=NAME, release=NAME\n"},
+       "id=NAME, refund=NAME, release=NAME\n"},
       {{"--algorithm", "gcra", "--limit", "1/s"}, std::string("1\n\x01\x02\n", 5),
        "sluice: trace line 2: '\\x01\\x02' is not a time in seconds\n"},
       {{"--algorithm", "gcra", "--limit", "1/s"}, "1e3\n", "sluice: trace line 1: '1e3' is not a time in seconds\n"},

@@ -160,8 +160,16 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
         if (store.last_source() != source::store) return std::nullopt;
         return freed > 0 ? "released" : "not-held";
       }
-      case trace_op::refund:
-        break;
+      case trace_op::refund: {
+        // The decision with id NAME refunded, wherever its check was; then
+        // the line's key's figures, as a decision of the line's cost would
+        // read them.
+        const refund_status st = store.refund_at(q.name, q.time);
+        if (store.last_source() != source::store) return std::nullopt;
+        d = store.peek_at(q.key, q.time, q.cost);
+        if (store.last_source() != source::store) return std::nullopt;
+        return name_of(st);
+      }
     }
     return std::nullopt;
   };

@@ -79,6 +79,12 @@ decision single_policy_store::peek_at(std::string_view key, tick now, std::int64
   return d.from == source::store ? own : d.d;
 }
 
+refund_status single_policy_store::refund_at(std::string_view id, tick now) {
+  const refund_answer a = made_.s->refund_at(id, now);
+  last_ = a.status == refund_status::error ? source::error : source::store;
+  return a.status;
+}
+
 std::int64_t single_policy_store::release_at(std::string_view key, std::uint64_t nonce, tick now) {
   const check c{id_, key};
   const release_result r = made_.s->release_at({&c, 1}, nonce, now);

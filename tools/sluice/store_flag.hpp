@@ -18,6 +18,7 @@
 #include "sluice/keyed.hpp"
 #include "sluice/result.hpp"
 #include "sluice/store.hpp"
+#include "sluice/store_refund.hpp"
 #include "sluice/store/memory.hpp"
 
 namespace sluice::cli {
@@ -80,6 +81,11 @@ class single_policy_store {
   /// the units freed (0: not held); `last_source()` says where the answer
   /// came from.
   std::int64_t release_at(std::string_view key, std::uint64_t nonce, tick now);
+
+  /// Refunds the decision with request id `id` (semantics.md, "Refunds"),
+  /// wherever its check was; `last_source()` is `error` when the store
+  /// failed.
+  refund_status refund_at(std::string_view id, tick now);
 
   /// The lease nonce the latest decision took (0: none).
   [[nodiscard]] std::uint64_t last_lease() const noexcept { return lease_; }

@@ -50,14 +50,15 @@ std::string time_problem(std::string_view text) {
   return quote_input(text) + " is not a time in seconds";
 }
 
-/// Reads OP (`report`, `id=NAME`, `release=NAME`) into `r`.
+/// Reads OP (`report`, `id=NAME`, `refund=NAME`, `release=NAME`) into `r`.
 bool parse_op(std::string_view text, request& r) {
   if (text == "report") {
     r.op = trace_op::report;
     return true;
   }
   static constexpr std::pair<std::string_view, trace_op> named[] = {{"id=", trace_op::decide},
-                                                                    {"release=", trace_op::release}};
+                                                                    {"refund=", trace_op::refund},
+                                                                   {"release=", trace_op::release}};
   for (const auto& [prefix, op] : named) {
     if (!text.starts_with(prefix)) continue;
     const std::string_view name = text.substr(prefix.size());
@@ -77,7 +78,7 @@ std::string op_problem(std::string_view text) {
   if (eq != std::string_view::npos && text.size() - eq - 1 > max_trace_name)
     return "the request id of " + quote_input(text) + " is longer than " + std::to_string(max_trace_name) + " bytes";
   return "unexpected " + quote_input(text) +
-         " after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME, release=NAME" +
+         " after the cost; a line is TIME [KEY [COST [OP]]], OP one of report, id=NAME, refund=NAME, release=NAME" +
          (text.front() == '#' ? " (a comment is a whole line starting with '#')" : "");
 }
 

@@ -1,6 +1,6 @@
 // Reading a trace: one request a line, `TIME [KEY [COST [OP]]]`, streamed
 // in blocks so memory does not grow with the trace (docs/traces.md: OP is
-// `report`, `id=NAME` or `release=NAME`, where the reader
+// `report`, `id=NAME`, `refund=NAME` or `release=NAME`, where the reader
 // takes operations at all).
 #pragma once
 
@@ -56,7 +56,7 @@ class trace_reader {
     buf_.resize(block);
   }
 
-  /// Takes operations (a fourth field: report, id=, release=);
+  /// Takes operations (a fourth field: report, id=, refund=, release=);
   /// without this call a fourth field is an error (`sluice compare`).
   void take_operations() noexcept { ops_ = true; }
 
