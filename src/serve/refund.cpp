@@ -1,7 +1,8 @@
 // POST /v1/refund (docs/serve.md, "Refunds"; semantics.md "Refunds"): gives
 // back what the decision with the body's request id took, once
 // (store::refund_at). Authorised as /v1/report is (the decision listener,
-// the bearer token); answered synchronously on the loop, as a report is.
+// the bearer token); on a remote store run on the service's blocking pool
+// (service::offload), never on an event loop.
 #include <nlohmann/json.hpp>
 
 #include <array>

@@ -1,6 +1,8 @@
 // The decision service's request handling (service.hpp).
 #include "service.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -330,7 +332,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
       bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
     } else {
-      release_json(*a, req, res);
+      return offload(req, res, gate, [this, a](const http_request& q, http_response& r) { release_json(*a, q, r); });
     }
   } else if (path == "/v1/refund" && role == listener_role::decision) {
     if (req.method != "POST") {
@@ -340,7 +342,9 @@ bool service::route(const http_request& req, http_response& res, listener_role r
       bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
       res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
     } else {
-      refund_json(a->cfg->client_time, req, res);
+      const bool client_time = a->cfg->client_time;
+      return offload(req, res, gate,
+                     [this, client_time](const http_request& q, http_response& r) { refund_json(client_time, q, r); });
     }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.
@@ -402,6 +406,26 @@ bool service::readyz(std::shared_ptr<const active> a, http_response& res, const 
                        answer(d.from == source::store || d.from == source::deny_cache || d.from == source::replayed);
                        leave();
                      });
+  return true;
+}
+
+bool service::offload(const http_request& req, http_response& res, const std::shared_ptr<answer_gate>& gate,
+                      std::function<void(const http_request&, http_response&)> work) {
+  if (dynamic_cast<memory_store*>(store_.get()) != nullptr) {
+    work(req, res);  // in process: answered at once
+    return false;
+  }
+  std::call_once(blocking_once_, [this] { blocking_ = std::make_unique<boost::asio::thread_pool>(4); });
+  enter();
+  boost::asio::post(*blocking_, [this, q = req, &res, gate, work = std::move(work)] {
+    try {
+      work(q, res);
+    } catch (const std::exception&) {
+      internal_error(res);
+    }
+    gate->complete(metrics_, res);
+    leave();
+  });
   return true;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -184,6 +185,13 @@ class service {
   void admin(std::string_view path, const http_request& req, http_response& res);
   void enter();
   void leave();
+  /// Runs `work` (a store operation with no asynchronous face: a refund, a
+  /// release) so that no event loop waits on a remote store: at once for
+  /// the memory store (returns false: answered), else on the service's
+  /// blocking pool, completing `gate` (returns true). `work` gets its own
+  /// copy of the request.
+  bool offload(const http_request& req, http_response& res, const std::shared_ptr<answer_gate>& gate,
+               std::function<void(const http_request&, http_response&)> work);
 
   std::unique_ptr<store> store_;
   serve::metrics metrics_;
@@ -200,6 +208,10 @@ class service {
   std::mutex purge_mu_;
   std::condition_variable purge_cv_;
   bool stopping_ = false;
+  // The blocking pool (offload): made on first use, for a remote store
+  // only; joined before the store goes (declared after it).
+  std::once_flag blocking_once_;
+  std::unique_ptr<boost::asio::thread_pool> blocking_;
 };
 
 }  // namespace sluice::serve

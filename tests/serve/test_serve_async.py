@@ -133,6 +133,44 @@ class StalledRedis(RedisCase):
         late = (1000 - 5 - 5 - 1) - b["checks"][0]["remaining"]
         self.assertIn(late, range(0, 5 * self.CLIENTS + 1, 5), b)
 
+    def test_refunds_and_releases_hold_up_no_loop(self):
+        """A refund on a stopped Redis waits (three calls, off the loop):
+        /healthz and a stateless decision answer meanwhile; the refund is
+        answered by its deadline (503, nothing refunded), and again once
+        Redis is back (200, given back once)."""
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"api": "fixed-window 5/1h", "open": "always-allow"}, server="threads = 1\n",
+                             command_timeout='"%dms"' % self.TIMEOUT_MS)
+        self.assertEqual(s.decide([("api", "k")], rid="r-1")[0], 200)
+        h = {"Content-Type": "application/json"}
+        conn = s.conn()
+        self.assertEqual(s.request("GET", "/healthz", conn=conn)[0], 200)
+        redis.pause()
+        self.addCleanup(redis.resume)
+        out = {}
+
+        def refund():
+            out["r"] = timed(lambda: s.request("POST", "/v1/refund", json.dumps({"id": "r-1"}), h, conn=conn))
+
+        t = threading.Thread(target=refund)
+        t.start()
+        time.sleep(0.05)
+        (hz, _, _), hz_time = timed(lambda: s.request("GET", "/healthz"))
+        (st, _, b), free_time = timed(lambda: s.decide([("open", "x")]))
+        t.join(30)
+        self.assertEqual(hz, 200)
+        self.assertEqual((st, b["source"]), (200, "store"))
+        self.assertLess(hz_time, self.TIMEOUT_MS / 1000.0 * 0.8, "healthz waited on a refund's stalled calls")
+        self.assertLess(free_time, self.TIMEOUT_MS / 1000.0 * 0.8, "a decision waited on a refund's calls")
+        (rst, _, rbody), took = out["r"]
+        self.assertEqual(rst, 503, rbody)
+        self.assertLess(took, 3 * self.TIMEOUT_MS / 1000.0 + 1.5)
+        redis.resume()
+        self.assertTrue(wait_until(lambda: s.request("POST", "/v1/refund", json.dumps({"id": "r-1"}), h)[0] != 503,
+                                   10))
+        st, _, b = s.decide([("api", "k")])
+        self.assertEqual((st, b["checks"][0]["remaining"]), (200, 4), "the refunded unit is back, once")
+
     def test_readyz_and_metrics_while_stalled(self):
         redis = self.redis()
         s, _ = self.start_on(redis, {"api": "gcra 10/1s"}, server="threads = 1\n",
