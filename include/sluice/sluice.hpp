@@ -3,17 +3,17 @@
 
 #include "sluice/analysis.hpp"            // IWYU pragma: export
 #include "sluice/any.hpp"                 // IWYU pragma: export
+#include "sluice/concurrency.hpp"         // IWYU pragma: export
 #include "sluice/decision.hpp"            // IWYU pragma: export
 #include "sluice/fixed_window.hpp"        // IWYU pragma: export
 #include "sluice/gcra.hpp"                // IWYU pragma: export
 #include "sluice/leaky_queue.hpp"         // IWYU pragma: export
 #include "sluice/leaky_queue_shaper.hpp"  // IWYU pragma: export
+#include "sluice/lease.hpp"               // IWYU pragma: export
 #include "sluice/limiter.hpp"             // IWYU pragma: export
 #include "sluice/live_limiter.hpp"        // IWYU pragma: export
 #include "sluice/policy_expr.hpp"         // IWYU pragma: export
 #include "sluice/quota.hpp"               // IWYU pragma: export
-#include "sluice/concurrency.hpp"         // IWYU pragma: export
-#include "sluice/lease.hpp"               // IWYU pragma: export
 #include "sluice/rate.hpp"                // IWYU pragma: export
 #include "sluice/reconfigure.hpp"         // IWYU pragma: export
 #include "sluice/refund.hpp"              // IWYU pragma: export

@@ -93,7 +93,8 @@ TEST(PolicyFlag, ReplayErrors) {
            "burst=5')\n"},
           {{"--policy", "all(gcra 1/s, bukcet 2/s)"},
            "sluice: --policy: unknown algorithm 'bukcet' at column 15 (choose from fixed-window, sliding-log, "
-           "sliding-counter, sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency, "
+           "sliding-counter, sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, "
+           "concurrency, "
            "all(...), any(...))\n"},
           {{"--policy", "all(token-bucket 10/1s burst=5, fixed-window 1000/1h"},
            "sluice: --policy: expected ')' at column 53\n"},

@@ -49,8 +49,9 @@ TEST(ReplayRedis, OperationsPrintExactlyWhatTheMemoryStorePrints) {
         "all(token-bucket 2/1s burst=2, quota 15)", "any(fixed-window 2/1s, sliding-log 3/2s)"}) {
     const std::string trace = test::random_ops_trace(static_cast<std::uint64_t>(++i), 300);
     const auto memory = run_cli({"replay", "--policy", policy, "--format", "json"}, trace);
-    const auto redis = run_cli({"replay", "--policy", policy, "--format", "json", "--store", url,
-                                "--store-prefix", "ops" + std::to_string(i)}, trace);
+    const auto redis = run_cli(
+        {"replay", "--policy", policy, "--format", "json", "--store", url, "--store-prefix", "ops" + std::to_string(i)},
+        trace);
     ASSERT_EQ(memory.status, 0) << memory.err;
     ASSERT_EQ(redis.status, 0) << policy << ": " << redis.err;
     EXPECT_EQ(redis.out, memory.out) << policy;

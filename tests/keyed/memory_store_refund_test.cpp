@@ -64,7 +64,8 @@ TEST(MemoryStoreRefund, TheIdStaysRememberedARepeatReplaysAndChargesNothing) {
   const store_decision again = with_id(s, {&c, 1}, "r", 2);
   EXPECT_EQ(again.from, source::replayed);
   EXPECT_EQ(again.d, first.d);
-  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 3, .cost = 1, .id = {}}).d.remaining, 2);  // 3 − the peek's 1: not charged again
+  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 3, .cost = 1, .id = {}}).d.remaining,
+            2);  // 3 − the peek's 1: not charged again
   const check other{q, "other"};
   EXPECT_EQ(with_id(s, {&other, 1}, "r", 4).from, source::id_conflict);
 }
@@ -115,7 +116,8 @@ TEST(MemoryStoreRefund, ACheckWhosePolicyWasRedefinedGetsNothingTheOthersAreRefu
   EXPECT_EQ(given[0], 0);  // the receipt carries quota 10's parameters
   EXPECT_EQ(given[1], 2);
   const check just_q{q, "u"};
-  EXPECT_EQ(s.peek_at({.checks = {&just_q, 1}, .now = 3, .cost = 1, .id = {}}).d.remaining, 16);  // 20 − 3 − the peek's 1
+  EXPECT_EQ(s.peek_at({.checks = {&just_q, 1}, .now = 3, .cost = 1, .id = {}}).d.remaining,
+            16);  // 20 − 3 − the peek's 1
   // Defining the same policy again changes nothing: a refund still works.
   const check c{f, "v"};
   ASSERT_TRUE(with_id(s, {&c, 1}, "r2", 3).d.allowed);
@@ -160,7 +162,8 @@ TEST(MemoryStoreRefund, RacingRefundsOfOneIdRefundItExactlyOnce) {
     EXPECT_EQ(refunded.load(), 1);
     EXPECT_EQ(already.load(), 3);
   }
-  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 60, .cost = 1, .id = {}}).d.remaining, 999);  // whole again, less the peek's 1
+  EXPECT_EQ(s.peek_at({.checks = {&c, 1}, .now = 60, .cost = 1, .id = {}}).d.remaining,
+            999);  // whole again, less the peek's 1
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ TEST(PolicyExpr, ErrorsSayWhatAndWhere) {
   const std::vector<error_row> rows = {
       {"all(bukcet 1/s)",
        "policy: unknown algorithm 'bukcet' at column 5 (choose from fixed-window, sliding-log, sliding-counter, "
-       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency, all(...), any(...))"},
+       "sliding-buckets, token-bucket, gcra, leaky-queue, quota, always-allow, always-deny, concurrency, all(...), "
+       "any(...))"},
       {"all(token-bucket 10/1s burst=5, fixed-window 1000/1h", "policy: expected ')' at column 53"},
       {"all(token-bucket 10/1s burst=0)", "policy: burst=0 at column 24: burst must be at least 1 (got 0)"},
       {"token-bucket 10/1s burst=abc", "policy: burst='abc' at column 26: burst must be a whole number"},

@@ -18,8 +18,8 @@
 #include "sluice/keyed.hpp"
 #include "sluice/result.hpp"
 #include "sluice/store.hpp"
-#include "sluice/store_refund.hpp"
 #include "sluice/store/memory.hpp"
+#include "sluice/store_refund.hpp"
 
 namespace sluice::cli {
 

@@ -56,9 +56,8 @@ bool parse_op(std::string_view text, request& r) {
     r.op = trace_op::report;
     return true;
   }
-  static constexpr std::pair<std::string_view, trace_op> named[] = {{"id=", trace_op::decide},
-                                                                    {"refund=", trace_op::refund},
-                                                                   {"release=", trace_op::release}};
+  static constexpr std::pair<std::string_view, trace_op> named[] = {
+      {"id=", trace_op::decide}, {"refund=", trace_op::refund}, {"release=", trace_op::release}};
   for (const auto& [prefix, op] : named) {
     if (!text.starts_with(prefix)) continue;
     const std::string_view name = text.substr(prefix.size());
