@@ -251,6 +251,12 @@ class redis_store final : public store {
   /// its key's slot, so a refund answers `refund_status::error` there.
   refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
                           std::span<std::int64_t> given = {}) override;
+  /// Releases the lease with `nonce` on `checks` (store.hpp; semantics.md
+  /// "Leases in a Redis store"): one atomic FCALL over every leaf key of
+  /// the checks (in a cluster they share a slot, as a decision's). When
+  /// Redis cannot take it (down, timeout, breaker open), nothing is
+  /// released and the answer is `source::error`, counted as a failure.
+  release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "redis/store_impl.hpp"
+#include "sluice/concurrency.hpp"
 
 namespace sluice {
 
@@ -210,6 +211,16 @@ outcome redis_store::impl::replay(const store_request& r, const entry* const* es
     at += k;
   }
   if (at != tags.size()) return outcome::corrupt;
+  // The first decision's lease (its nonce, found in what it wrote): the
+  // repeat answers it again, and the core decides under it.
+  std::uint64_t nonce = 0;
+  at = 0;
+  for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    const redis::plan& p = *es[i]->epochs[epoch_of[i]].p;
+    for (std::size_t j = 0; j < p.leaves().size(); ++j, ++at)
+      if (nonce == 0) nonce = p.issued_nonce(j, before[at], after[at]);
+  }
+  const lease_scope scope(nonce);
   const outcome o = decide_on(r, es, now, epoch_of, before, after, admitted == 1, peek, false, out, per_check, nullptr,
                               nullptr, {}, grows);
   if (o == outcome::ok) out.from = source::replayed;

@@ -14,6 +14,7 @@
 #include "redis/combine.hpp"
 #include "redis/resp.hpp"
 #include "redis/store_impl.hpp"
+#include "sluice/concurrency.hpp"
 #include "sluice/report.hpp"
 
 namespace sluice {
@@ -32,6 +33,21 @@ constexpr int carry_attempts = 4;
 constexpr std::size_t max_pipeline = 256;
 
 thread_local redis::scratch tls_calls;
+
+/// Whether a decision of `r` may take a lease: some check's policy holds a
+/// concurrency part. Such a decision draws its nonce before its call, sends
+/// it to the library and decides with the core under the same nonce
+/// (semantics.md, "Leases in a Redis store").
+bool takes_leases(const store_request& r, const redis::entry* const* es) noexcept {
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    if (es[i]->p->leases()) return true;
+  return false;
+}
+
+/// A nonce for `r` when it may take a lease (not a peek), else 0.
+std::uint64_t nonce_for(const store_request& r, const redis::entry* const* es, bool peek) {
+  return !peek && takes_leases(r, es) ? draw_lease_nonce() : 0;
+}
 
 /// Starts a view in `s.bytes`.
 std::size_t begin_piece(redis::scratch& s) { return s.bytes.size(); }
@@ -175,6 +191,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
       if (!written || !(written.value() == st)) return outcome::mismatch;
       out.d = decision{};
       out.d.allowed = true;
+      out.lease = e.p->leases() ? detail::lease_ctx.nonce : 0;  // a plain concurrency policy: its lease
       out.d.remaining = d.remaining;
       out.d.part = 0;
       out.d.reset_after = std::max<tick>(0, d.reset_after);
@@ -274,7 +291,10 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
     }
     out.d = combine_reports(std::span<const decision>(each.data(), n));
   } else {
+    const std::uint64_t issued = detail::lease_ctx.issued;
     out.d = redis::combine(pols, states, now, std::span<const std::int64_t>(costs.data(), n), per_check);
+    // The lease this admit took: the scope's nonce, when a concurrency part paid.
+    out.lease = !peek && out.d.allowed && detail::lease_ctx.issued > issued ? detail::lease_ctx.nonce : 0;
   }
   if (admitted && out.d.allowed != *admitted) return outcome::mismatch;
   out.from = source::store;
@@ -351,6 +371,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
   store_decision out;
   std::vector<std::optional<std::string>> stale;
   outcome o = outcome::failure;
+  const lease_scope scope(nonce_for(r, es.data(), peek));  // sent, and decided with
   for (int attempt = 0; attempt < carry_attempts; ++attempt) {
     redis::scratch& s = tls_calls;
     clear(s);
@@ -397,6 +418,7 @@ struct async_job {
   std::array<decision, max_checks> mine{};
   redis::scratch s;  // the call's bytes: the client reads them until it answers
   std::int64_t t0 = 0;
+  std::uint64_t nonce = 0;  // of the leases it may take
 };
 
 }  // namespace
@@ -425,7 +447,11 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     return;
   }
   clear(j->s);
-  build(j->r, j->es.data(), peek, 0, j->s);
+  j->nonce = nonce_for(j->r, j->es.data(), peek);
+  {
+    const lease_scope scope(j->nonce);
+    build(j->r, j->es.data(), peek, 0, j->s);
+  }
   seal(j->s);
   j->t0 = remote::circuit_breaker::steady_ns();
   pipelined->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
@@ -438,6 +464,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     std::vector<std::optional<std::string>> stale;
     outcome o = outcome::failure;
     if (const auto* rep = std::get_if<redis::reply>(&res)) {
+      const lease_scope scope(j->nonce);  // the nonce the call sent
       o = judge(j->r, j->es.data(), *rep, j->peek, out, j->per_check, stale, j->grows);
     } else {
       o = redis::outcome_of(std::get<redis::call_error>(res));
@@ -497,6 +524,11 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     }
   }
   std::vector<std::optional<std::string>> stale;
+  // Each request's nonce, kept across rounds (a skipped call is sent again
+  // with the same one).
+  std::vector<std::uint64_t> nonces(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!done[i]) nonces[i] = nonce_for(requests[i], es[i].data(), false);
   // Each round sends the requests not yet decided, in order, at most
   // max_pipeline of them (the deny cache answers most of a batch of mostly
   // denied traffic without a call, so a batch may hold many times that
@@ -509,6 +541,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     const std::int64_t batch = next_batch();
     for (std::size_t i = 0; i < n && s.owner.size() < max_pipeline; ++i) {
       if (done[i]) continue;
+      const lease_scope scope(nonces[i]);
       build(requests[i], es[i].data(), false, batch, s);
       s.owner.push_back(i);
     }
@@ -525,6 +558,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       if (denials && r.checks.size() > 1) pc = std::span(mine.data(), r.checks.size());
       store_decision d;
       outcome o = outcome::failure;
+      const lease_scope scope(nonces[i]);  // the nonce its call sent
       if (c >= results.size()) {
         o = outcome::failure;
       } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {

@@ -2,11 +2,13 @@
 // argument (protocol.hpp). Stored values are read and written in values.cpp.
 #include "redis/protocol.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <type_traits>
 #include <utility>
 
 #include "redis/binary.hpp"
+#include "sluice/concurrency.hpp"
 #include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
@@ -101,9 +103,13 @@ result<leaf_plan> leaf_of(const any_policy& p) {
           lp.letter = 'u';
           bad = below53("quota", pol.units());
         } else if constexpr (std::is_same_v<T, concurrency>) {
-          // Not yet decided by the Redis store (semantics.md, "Leases"):
-          // refused when the policy is defined, never decided inexactly.
-          bad = error{"algorithm", "concurrency is not yet decided by the Redis store (use the memory store)"};
+          // Each call reads and writes the whole value, 40 bytes a lease
+          // (semantics.md, "Leases in a Redis store").
+          lp.letter = 'l';
+          if (pol.units() > max_redis_concurrency)
+            bad =
+                error{"concurrency", "must be at most 65536 for the Redis store, whose value holds every lease (got " +
+                                         std::to_string(pol.units()) + ")"};
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -213,6 +219,8 @@ result<plan> plan::make(const any_policy& p) {
     for (std::size_t k = 0; k < 8; ++k) lp.tag[k + 1] = hex[k];
   }
   out.single_ = out.leaves_.size() == 1 && out.leaves_[0].policy == out.policy_.get();
+  out.leases_ =
+      std::any_of(out.leaves_.begin(), out.leaves_.end(), [](const leaf_plan& lp) { return lp.letter == 'l'; });
   return out;
 }
 
@@ -306,7 +314,16 @@ void plan::append_leaf(std::size_t i, tick now, std::int64_t cost, std::string& 
           put_number(out, pol.units());
           put(out, charge ? most(cost, pol.units()) : can ? cost : 0);
         } else if constexpr (std::is_same_v<T, concurrency>) {
-          // not reached: leaf_of refuses a concurrency part
+          // The nonce is the request's (its lease_scope: semantics.md,
+          // "Leases"); a report charges nothing (mode 2: fits or not).
+          const bool can = cost >= 1 && cost <= pol.units();
+          const std::uint64_t nonce = detail::lease_ctx.nonce;
+          put_number(out, report ? 2 : can ? 1 : 0);
+          put_number(out, pol.units());
+          put_number(out, can ? cost : 0);
+          put_limbs(out, pol.lease_length());
+          put_number(out, static_cast<std::int64_t>(nonce >> 32));
+          put_number(out, static_cast<std::int64_t>(nonce & 0xFFFFFFFFULL));
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -323,7 +340,7 @@ any_state plan::assemble(std::span<any_state> leaf_states) const {
 void plan::leaf_states(const any_state& s, std::vector<const any_state*>& out) const { walk_leaves(*policy_, s, out); }
 
 bool has_tag_shape(std::string_view v) noexcept {
-  if (v.size() < tag_size || std::string_view("gqfcusb").find(v[0]) == std::string_view::npos) return false;
+  if (v.size() < tag_size || std::string_view("gqfcusbl").find(v[0]) == std::string_view::npos) return false;
   for (std::size_t i = 1; i < tag_size; ++i)
     if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
   return true;

@@ -32,6 +32,10 @@
 
 namespace sluice::redis {
 
+/// The most units a concurrency part may hold in the Redis store (its value
+/// holds every lease: semantics.md, "Leases in a Redis store").
+inline constexpr std::int64_t max_redis_concurrency = 65536;
+
 /// The length of a tag: a type letter and 8 hex digits.
 inline constexpr std::size_t tag_size = 9;
 
@@ -39,7 +43,7 @@ inline constexpr std::size_t tag_size = 9;
 /// the constants its arguments are computed from.
 struct leaf_plan {
   const any_policy* policy = nullptr;  ///< the leaf, inside plan::policy
-  char letter = 'g';                   ///< the state's type letter (g, q, f, c, u, s, b)
+  char letter = 'g';                   ///< the state's type letter (g, q, f, c, u, s, b, l)
   char tag[tag_size] = {};             ///< letter + 8 hex digits: CRC-32C of the whole policy and the leaf's index
   std::string suffix;                  ///< appended to the check's key ("" for a plain policy, ":0.1" ...)
   /// The largest cost the leaf admits at once, on a fresh state (its
@@ -70,6 +74,9 @@ class plan {
   /// True for a plain stateful policy: one leaf, no composite around it
   /// (decided by `sluice_v2_one`).
   [[nodiscard]] bool single() const noexcept { return single_; }
+  /// True when some leaf is a concurrency part: its admits take leases, so
+  /// a request on it draws a nonce (semantics.md, "Leases").
+  [[nodiscard]] bool leases() const noexcept { return leases_; }
 
   /// Appends the tree's tokens and every leaf's tag and arguments for a
   /// request of `cost` at `now` (the prefix form of `sluice_v2_decide`);
@@ -106,11 +113,20 @@ class plan {
   /// -1 for never (a quota).
   [[nodiscard]] std::int64_t ticks_to_fresh(std::size_t i, std::string_view value) const;
 
+  /// The nonce of the lease an admit added at concurrency leaf `i`: the one
+  /// held in `after` that `before` does not hold (values as the library
+  /// writes them); 0 when none (not a concurrency leaf, no admit there, a
+  /// value that does not decode). What a replay and a refund by request id
+  /// find the first decision's lease by.
+  [[nodiscard]] std::uint64_t issued_nonce(std::size_t i, std::optional<std::string_view> before,
+                                           std::optional<std::string_view> after) const;
+
  private:
   plan() = default;
   std::shared_ptr<const any_policy> policy_;
   std::vector<leaf_plan> leaves_;
   bool single_ = false;
+  bool leases_ = false;
 };
 
 /// The limbs of a 64-bit value: v = h·2^32 + l, 0 ≤ l < 2^32.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "redis/store_impl.hpp"
+#include "sluice/concurrency.hpp"
 #include "sluice/detail/log_rebuild.hpp"
 #include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
@@ -281,6 +282,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     const tick at = static_cast<tick>(static_cast<std::uint64_t>(th) << 32 | static_cast<std::uint64_t>(tl));
     std::vector<std::string_view> tags;
     std::vector<std::optional<std::string_view>> before;
+    std::vector<std::optional<std::string_view>> wrote;
     while (pos < record.size()) {
       if (record[pos++] != '|' || record.size() - pos < redis::tag_size) return failed(false);
       tags.push_back(std::string_view(record).substr(pos, redis::tag_size));
@@ -289,6 +291,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       std::optional<std::string_view> w;
       if (!read_item(record, pos, b) || !read_item(record, pos, w)) return failed(false);
       before.push_back(b);
+      wrote.push_back(w);
     }
     // The checks' entries, by name: a name this store does not define
     // cannot be refunded here (its state keys and rules are unknown).
@@ -326,6 +329,12 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
         auto st =
             redis::read_check(std::span<const redis::epoch>(epochs.data(), e + 1),
                               std::span<const std::optional<std::string_view>>(before).subspan(li, k), latest, how);
+        // A concurrency part's receipt names the lease the admit took (its
+        // nonce, in what it wrote): refunding it releases that lease.
+        std::uint64_t nonce = 0;
+        for (std::size_t j = 0; j < k && nonce == 0; ++j)
+          nonce = epochs[e].p->issued_nonce(j, before[li + j], wrote[li + j]);
+        const lease_scope scope(nonce);
         if (st) tickets[i] = admit(epochs[e].p->policy(), *st, at, wanted[i].cost).ticket;
         break;
       }

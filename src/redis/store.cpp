@@ -201,6 +201,7 @@ store_decision redis_store::impl::failed(const store_request& r, const entry* co
       lr.checks = std::span<const check>(mine.data(), r.checks.size());
       out = peek ? local->peek_at(lr, per_check) : local->decide_at(lr, per_check, grows);
       out.from = out.from == source::store ? source::fallback : out.from;
+      out.lease = 0;  // a lease of the fallback's could not be released in Redis
       out.at = r.now;
       return out;
     }
@@ -278,13 +279,16 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       out.at = r.now;
       count(out.from == source::replayed ? replayed : from_store, peek);
       if (denials && !peek && !out.d.allowed && out.from == source::store) {
+        // Never a concurrency part's denial: a release, on any process of
+        // a fleet, may end it before its retry_after (semantics.md, "Leases
+        // in a Redis store").
         if (r.checks.size() == 1) {
-          if (out.d.retry_after > 0)
+          if (out.d.retry_after > 0 && !es[0]->p->leases())
             denials->insert(r.checks[0].policy, es[0]->version, r.checks[0].key, cost_of(r, r.checks[0]), r.now,
                             out.d.retry_after);
         } else {
           for (std::size_t i = 0; i < r.checks.size() && i < per_check.size(); ++i)
-            if (!per_check[i].allowed && per_check[i].retry_after > 0)
+            if (!per_check[i].allowed && per_check[i].retry_after > 0 && !es[i]->p->leases())
               denials->insert(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now,
                               per_check[i].retry_after);
         }

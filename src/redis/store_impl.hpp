@@ -47,6 +47,7 @@ struct functions {
   std::string report = std::string(lua_library_name) + "_report";
   std::string refund_read = std::string(lua_library_name) + "_refund_read";  // refund.lua
   std::string refund = std::string(lua_library_name) + "_refund";
+  std::string release = std::string(lua_library_name) + "_release";  // release.lua
 };
 
 /// One configuration of a defined policy, as decisions read it. Immutable
@@ -293,6 +294,14 @@ struct redis_store::impl {
   refund_answer refund_by_id(std::string_view id, tick now, std::span<decision> per_check,
                              std::span<std::int64_t> given);
   std::atomic<std::uint64_t> refunds{0}, refund_failures{0};
+
+  // ---- release.cpp ----
+  /// Releases the lease with `nonce` on `checks` (store.hpp, release_at):
+  /// one `sluice_v2_release` call, checked against the core `release`; a
+  /// key of an earlier configuration carried over and written by a
+  /// compare-and-set.
+  release_result release_lease(std::span<const check> checks, std::uint64_t nonce, tick now);
+  std::atomic<std::uint64_t> releases{0};
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure

@@ -193,7 +193,30 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           latest = std::max(latest, static_cast<tick>(at));
           st = s;
         } else if constexpr (std::is_same_v<T, concurrency>) {
-          return;  // not reached: leaf_of refuses a concurrency part
+          // latest (limbs), then per lease: expiry (limbs), nonce (two
+          // 32-bit halves), units; by expiry, every lease at or after latest.
+          const std::size_t n = (v.size() - tag_size) / 8;
+          if (n < 2 || (n - 2) % 5 != 0) return;
+          std::vector<std::int64_t> f(n);
+          if (!fields(v, n, f.data()) || !limbs_ok(f[0], f[1])) return;
+          concurrency::state s;
+          s.latest = join(f[0], f[1]);
+          s.leases.reserve((n - 2) / 5);
+          for (std::size_t k = 2; k < n; k += 5) {
+            if (!limbs_ok(f[k], f[k + 1]) || !in(f[k + 2], 0, p32 - 1) || !in(f[k + 3], 0, p32 - 1) ||
+                !in(f[k + 4], 1, p53 - 1))
+              return;
+            concurrency::lease l;
+            l.expiry = join(f[k], f[k + 1]);
+            l.nonce = static_cast<std::uint64_t>(f[k + 2]) << 32 | static_cast<std::uint64_t>(f[k + 3]);
+            l.units = f[k + 4];
+            if (l.expiry < s.latest || (!s.leases.empty() && l.expiry < s.leases.back().expiry)) return;
+            s.units += l.units;
+            if (s.units >= p53) return;
+            s.leases.push_back(l);
+          }
+          latest = std::max(latest, s.latest);
+          st = std::move(s);
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -277,7 +300,15 @@ bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& 
           }
           ok = true;
         } else if constexpr (std::is_same_v<T, concurrency>) {
-          return;  // not reached: leaf_of refuses a concurrency part
+          put_limbs(v, st->latest);
+          for (const concurrency::lease& l : st->leases) {
+            if (!holdable({l.units})) return;
+            put_limbs(v, l.expiry);
+            put_number(v, static_cast<std::int64_t>(l.nonce >> 32));
+            put_number(v, static_cast<std::int64_t>(l.nonce & 0xFFFFFFFFULL));
+            put_number(v, l.units);
+          }
+          ok = true;
         } else {
           static_assert(holds_no_leaf_state<T>,
                         "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
@@ -310,6 +341,18 @@ std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
       *lp.policy);
   if (value.size() >= tag_size + 24)
     for (std::size_t k = 0; k < 3; ++k) (void)get_number(value.data() + tag_size + 8 * k, x[k]);
+  if (lp.letter == 'l') {
+    // Fresh once the latest expiry has passed: from latest to the last
+    // lease's expiry, plus one.
+    const std::size_t n = value.size() >= tag_size ? (value.size() - tag_size) / 8 : 0;
+    std::int64_t f[4] = {};
+    if (n < 7 || !get_number(value.data() + tag_size, f[0]) || !get_number(value.data() + tag_size + 8, f[1]) ||
+        !get_number(value.data() + tag_size + 8 * (n - 5), f[2]) ||
+        !get_number(value.data() + tag_size + 8 * (n - 4), f[3]))
+      return 1;
+    const i128 d = static_cast<i128>(join(f[2], f[3])) - join(f[0], f[1]) + 1;
+    return static_cast<std::int64_t>(std::clamp<i128>(d, 1, detail::i64_max));
+  }
   switch (lp.letter) {
     case 'g':
       return x[0] + 1;
@@ -324,6 +367,24 @@ std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
     default:  // 's', 'b'
       return w + 1;
   }
+}
+
+std::uint64_t plan::issued_nonce(std::size_t i, std::optional<std::string_view> before,
+                                 std::optional<std::string_view> after) const {
+  if (leaves_[i].letter != 'l' || !after) return 0;
+  tick ignored = detail::i64_min;
+  const auto a = decode_leaf(i, after, ignored);
+  const auto b = decode_leaf(i, before, ignored);
+  if (!a || !b) return 0;
+  const auto* as = std::get_if<concurrency::state>(&a.value());
+  const auto* bs = std::get_if<concurrency::state>(&b.value());
+  if (as == nullptr || bs == nullptr) return 0;
+  for (const concurrency::lease& l : as->leases) {
+    const bool known = std::any_of(bs->leases.begin(), bs->leases.end(),
+                                   [&](const concurrency::lease& o) { return o.nonce == l.nonce; });
+    if (!known) return l.nonce;
+  }
+  return 0;
 }
 
 }  // namespace sluice::redis

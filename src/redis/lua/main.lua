@@ -1,6 +1,7 @@
 -- The entry points. The library is named sluice_v2_<8 hex digits of its
 -- code's SHA-1> (embed_lua.cmake), written L below, and its functions
--- L_one, L_decide, L_peek and L_cas. Every request's numbers travel in
+-- L_one, L_decide, L_peek and L_cas (L_report below; L_release in
+-- release.lua, L_refund* in refund.lua). Every request's numbers travel in
 -- ARGV[1], a binary string of little-endian doubles (common.lua).
 --
 -- FCALL L_one 1 state-key  blob
@@ -60,10 +61,10 @@
 -- (0: never); a quota never.
 local leaves = {
   [103] = gcra_leaf, [113] = leaky_leaf, [102] = fixed_leaf, [99] = counter_leaf,
-  [117] = quota_leaf, [115] = log_leaf, [98] = buckets_leaf,
+  [117] = quota_leaf, [115] = log_leaf, [98] = buckets_leaf, [108] = concurrency_leaf,
 }
 -- Bytes of each leaf's arguments after its tag.
-local arg_bytes = {[103] = 64, [113] = 80, [102] = 56, [99] = 56, [117] = 24, [115] = 32, [98] = 64}
+local arg_bytes = {[103] = 64, [113] = 80, [102] = 56, [99] = 56, [117] = 24, [115] = 32, [98] = 64, [108] = 56}
 
 local halted = 0 -- the batch whose pipeline stopped at a status 3
 
