@@ -1,0 +1,238 @@
+// Leases in the Redis store (semantics.md, "Leases in a Redis store"): the
+// conformance suite's lease traces (tests/conformance/lease_traces.hpp)
+// through a real Redis — one call at a time, through the asynchronous face
+// (decide_async on the pipelined client) and pipelined (decide_many_at) —
+// compared with the core (allowed, lease taken, units freed per check) and,
+// field for field, with the memory store; and what a lease meets besides:
+// reports (charge nothing), refunds by request id (release), repeats of an
+// id (the same lease), redefinitions (leases carried over), corrupt
+// values, the bound on N, and a release being one FCALL.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis/client.hpp"
+#include "redis/lease_run.hpp"
+#include "redis/store_support.hpp"
+#include "sluice/policy_expr.hpp"
+#include "sluice/store/memory.hpp"
+
+namespace sluice::redis_test {
+namespace {
+
+void run_face(face f, std::uint64_t seeds) {
+  redis_store_options o;
+  if (f == face::async) o.pipelined_client = true;
+  auto rs = open_patient_store(o);
+  ASSERT_TRUE(rs);
+  memory_store_options mo;
+  mo.keyed.auto_purge = false;
+  mo.max_policies = 1200;
+  memory_store mem(mo);
+  std::size_t admits = 0, freed = 0;
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    const lease_trace t = conformance::make_lease_trace(seed);
+    const std::string prefix = "t" + std::to_string(seed) + ":";
+    const auto core = conformance::reference_answers(t);
+    const auto m = run_trace(mem, t, prefix, face::one_call);
+    const auto got = run_trace(*rs, t, prefix, f, rs.get());
+    ASSERT_EQ(judge(t, got, m, core), "") << "seed " << seed;
+    for (std::size_t i = 0; i < core.size(); ++i) {
+      admits += !t.steps[i].release && core[i].leased;
+      for (auto u : core[i].freed) freed += u > 0;
+    }
+  }
+  EXPECT_GT(admits, 300U);
+  EXPECT_GT(freed, 100U);
+  const auto s = rs->redis_stats();
+  EXPECT_EQ(s.mismatches, 0U);
+  EXPECT_EQ(s.carried, 0U);  // every decision and release by the library itself
+  EXPECT_EQ(rs->stats().store_failures, 0U);
+  std::printf("lease traces (%s): %llu seeds, %zu leases taken, %zu releases that freed units, all agree\n",
+              f == face::one_call ? "one call at a time"
+              : f == face::async  ? "asynchronous face"
+                                  : "pipelined",
+              static_cast<unsigned long long>(seeds), admits, freed);
+}
+
+TEST(RedisLeases, TracesOneCallAtATimeAsTheCoreAndTheMemoryStore) { run_face(face::one_call, 300); }
+TEST(RedisLeases, TracesThroughTheAsynchronousFace) { run_face(face::async, 150); }
+TEST(RedisLeases, TracesPipelined) { run_face(face::pipelined, 150); }
+
+/// A plain lease-holding store and its memory twin, each with policy `p` as "p".
+struct pair_of_stores {
+  std::unique_ptr<redis_store> rs = open_store();
+  memory_store mem;
+  policy_id rid = 0, mid = 0;
+  explicit pair_of_stores(const std::string& p) {
+    rid = rs->define("p", parse_policy(p).value()).value();
+    mid = mem.define("p", parse_policy(p).value()).value();
+  }
+};
+
+TEST(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
+  pair_of_stores s("all(gcra 10/1s burst=50, concurrency 2 lease=100ns)");
+  const check rc{s.rid, "k", 0};
+  const check mc{s.mid, "k", 0};
+  ASSERT_TRUE(s.rs->decide_at(one_check(rc, 0)).d.allowed);
+  ASSERT_TRUE(s.mem.decide_at(one_check(mc, 0)).d.allowed);
+  // Reports of 1 and of 3 (past N): the GCRA part is charged, the
+  // concurrency part not (no lease): the next acquire still fits.
+  for (const std::int64_t c : {1, 3}) {
+    const store_decision a = s.rs->report_at(one_check(rc, 10, c));
+    const store_decision b = s.mem.report_at(one_check(mc, 10, c));
+    EXPECT_EQ(a.from, source::store);
+    EXPECT_EQ(a.lease, 0U);
+    EXPECT_EQ(show(a.d), show(b.d)) << "cost " << c;
+  }
+  const store_decision a = s.rs->decide_at(one_check(rc, 20));
+  const store_decision b = s.mem.decide_at(one_check(mc, 20));
+  EXPECT_EQ(show(a.d), show(b.d));
+  EXPECT_NE(a.lease, 0U);
+}
+
+TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
+  redis_store_options o;
+  auto rs = open_store(o);
+  ASSERT_TRUE(rs);
+  const policy_id p = rs->define("p", parse_policy("concurrency 1 lease=1000ns").value()).value();
+  const check c{p, "k", 0};
+  const store_decision first = rs->decide_at(one_check(c, 0, 1, "id-1"));
+  ASSERT_TRUE(first.d.allowed);
+  ASSERT_NE(first.lease, 0U);
+  const store_decision again = rs->decide_at(one_check(c, 5, 1, "id-1"));
+  EXPECT_EQ(again.from, source::replayed);
+  EXPECT_EQ(again.lease, first.lease);
+  EXPECT_EQ(show(again.d), show(first.d));
+  EXPECT_FALSE(rs->decide_at(one_check(c, 10)).d.allowed);  // held
+  // The refund of the admit releases its lease (semantics.md, "Leases").
+  std::int64_t given[1] = {};
+  const refund_answer a = rs->refund_at("id-1", 20, {}, given);
+  EXPECT_EQ(a.status, refund_status::refunded);
+  EXPECT_EQ(given[0], 1);
+  const release_result gone = rs->release_at(std::span<const check>(&c, 1), first.lease, 21);
+  EXPECT_EQ(gone.from, source::store);
+  EXPECT_EQ(gone.units, 0);  // already given back
+  const store_decision next = rs->decide_at(one_check(c, 30));
+  EXPECT_TRUE(next.d.allowed);
+  EXPECT_NE(next.lease, first.lease);
+  EXPECT_EQ(rs->redis_stats().mismatches, 0U);
+}
+
+TEST(RedisLeases, ARedefinitionCarriesTheLeasesOverAndAReleaseCarriesThem) {
+  auto rs = open_store();
+  ASSERT_TRUE(rs);
+  memory_store mem;
+  const any_policy three = parse_policy("concurrency 3 lease=1000ns").value();
+  const any_policy one = parse_policy("concurrency 1 lease=50ns").value();
+  const policy_id rp = rs->define("p", three).value();
+  const policy_id mp = mem.define("p", three).value();
+  const check rc{rp, "k", 0};
+  const check mc{mp, "k", 0};
+  std::uint64_t rl[2] = {};
+  std::uint64_t ml[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    rl[i] = rs->decide_at(one_check(rc, i)).lease;
+    ml[i] = mem.decide_at(one_check(mc, i)).lease;
+    ASSERT_NE(rl[i], 0U);
+  }
+  // To N = 1 (and another D): the two leases (expiring at 1000 and 1001)
+  // carried over as they are, so nothing is admitted.
+  const auto redefined = rs->define("p", one);
+  ASSERT_TRUE(redefined.ok()) << redefined.err().what();
+  ASSERT_TRUE(mem.define_at("p", one, 2).ok());
+  EXPECT_EQ(show(rs->decide_at(one_check(rc, 3)).d), show(mem.decide_at(one_check(mc, 3)).d));
+  // A release on the earlier configuration's value: carried, then released.
+  const release_result a = rs->release_at(std::span<const check>(&rc, 1), rl[0], 4);
+  const release_result b = mem.release_at(std::span<const check>(&mc, 1), ml[0], 4);
+  EXPECT_EQ(a.from, source::store);
+  EXPECT_EQ(a.units, 1);
+  EXPECT_EQ(a.units, b.units);
+  EXPECT_EQ(show(rs->decide_at(one_check(rc, 5)).d), show(mem.decide_at(one_check(mc, 5)).d));
+  EXPECT_EQ(rs->release_at(std::span<const check>(&rc, 1), rl[1], 6).units, 1);
+  EXPECT_EQ(mem.release_at(std::span<const check>(&mc, 1), ml[1], 6).units, 1);
+  const store_decision x = rs->decide_at(one_check(rc, 7));
+  const store_decision y = mem.decide_at(one_check(mc, 7));
+  EXPECT_TRUE(x.d.allowed);
+  EXPECT_EQ(show(x.d), show(y.d));
+  EXPECT_GE(rs->redis_stats().carried, 1U);
+  EXPECT_EQ(rs->redis_stats().mismatches, 0U);
+}
+
+TEST(RedisLeases, NPastTheBoundIsRefusedNamingConcurrency) {
+  auto rs = open_store();
+  ASSERT_TRUE(rs);
+  EXPECT_TRUE(rs->define("ok", parse_policy("concurrency 65536").value()).ok());
+  const auto r = rs->define("big", parse_policy("concurrency 65537").value());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().field, "concurrency");
+  const auto in = rs->define("nested", parse_policy("all(gcra 5/1s, concurrency 100000)").value());
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.err().field, "concurrency");
+}
+
+TEST(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
+  auto rs = open_store();
+  ASSERT_TRUE(rs);
+  const policy_id p = rs->define("p", parse_policy("all(gcra 100/1s, concurrency 2)").value()).value();
+  const check c{p, "k", 0};
+  const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
+  ASSERT_NE(lease, 0U);
+  const auto calls = [&] {
+    const std::optional<store_figures> f = rs->figures();
+    std::uint64_t n = 0;
+    if (f)
+      for (const std::uint64_t b : f->latency_buckets) n += b;
+    return n;
+  };
+  const std::uint64_t before = calls();
+  const release_result r = rs->release_at(std::span<const check>(&c, 1), lease, 1);
+  EXPECT_EQ(calls() - before, 1U);  // one FCALL
+  EXPECT_EQ(r.from, source::store);
+  EXPECT_EQ(r.units, 1);
+  EXPECT_EQ(r.per_check[0], 1);
+  // Released, never issued, another key's: nothing held, nothing changes.
+  EXPECT_EQ(rs->release_at(std::span<const check>(&c, 1), lease, 2).units, 0);
+  EXPECT_EQ(rs->release_at(std::span<const check>(&c, 1), 12345, 2).units, 0);
+  const check other{p, "other", 0};
+  EXPECT_EQ(rs->release_at(std::span<const check>(&other, 1), lease, 2).units, 0);
+  // A bad request: no checks, an unknown policy.
+  EXPECT_EQ(rs->release_at({}, lease, 2).from, source::error);
+  const check unknown{p + 100, "k", 0};
+  EXPECT_EQ(rs->release_at(std::span<const check>(&unknown, 1), lease, 2).from, source::error);
+}
+
+TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
+  redis_store_options o;
+  o.prefix = fresh_prefix("corrupt");
+  auto rs = open_store(o);
+  ASSERT_TRUE(rs);
+  const policy_id p = rs->define("p", parse_policy("concurrency 2").value()).value();
+  const check c{p, "k", 0};
+  const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
+  ASSERT_NE(lease, 0U);
+  redis::client_options co;
+  co.where = redis::parse_url(shared_server().url()).value();
+  co.command_timeout = std::chrono::seconds(2);
+  redis::client cli(co);
+  const auto get = [&](const std::string& key) {
+    const auto r = cli.call({"GET", key});
+    const auto* rep = std::get_if<redis::reply>(&r);
+    return rep != nullptr && rep->as_string() ? std::string(*rep->as_string()) : std::string();
+  };
+  const std::string key = o.prefix + "s:p:{k}";
+  std::string bad = get(key);
+  ASSERT_EQ(bad.size(), 9U + 2 * 8 + 5 * 8) << "the tag, latest, one lease";
+  bad.resize(bad.size() - 8);  // a lease cut short
+  (void)cli.call({"SET", key, bad});
+  EXPECT_EQ(rs->release_at(std::span<const check>(&c, 1), lease, 1).from, source::error);
+  EXPECT_EQ(rs->decide_at(one_check(c, 2)).from, source::error);
+  EXPECT_EQ(get(key), bad);  // untouched
+}
+
+}  // namespace
+}  // namespace sluice::redis_test
