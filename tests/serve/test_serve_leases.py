@@ -5,7 +5,16 @@ admits at most N in flight, each admit answering its lease id; POST
 not ids are a 400 naming `lease`, ids held nowhere a 404 naming `lease`; an
 id forged for another key releases nothing; /v1/authorize hands the id to
 nginx in `Sluice-Lease`; RateLimit-Policy says qu="concurrent-requests".
+
+The same on a real Redis (LeasesOnRedis), and a fleet (LeaseFleetOnRedis):
+4 processes on one redis-server hold one concurrency limit — never more
+than N held, counted by the clients and read from the store's value; a
+lease taken on one process is released through another; a holder that
+never releases blocks nobody past its lease.
 """
+import random
+import struct
+import threading
 import json
 import os
 import sys
@@ -13,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import ServeCase, base_config, metric  # noqa: E402
+from serve_support import RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
 
 SECOND = 10**9
 
@@ -152,6 +161,171 @@ class Leases(ServeCase):
         st, b = self.release(s, {"lease": lease})
         self.assertEqual(st, 200)
         self.assertEqual(b["checks"][0]["key"], "n")
+
+
+def redis_section(redis, prefix):
+    # A loaded machine's slow call must not turn into a failure mode's answer:
+    # these tests assert on leases, not on latency.
+    return '\n[store]\nurl = "%s"\nkey_prefix = "%s"\ncommand_timeout = "2s"\n' % (redis.url, prefix)
+
+
+def fresh_prefix():
+    return "sluice:lease:%08x:" % random.getrandbits(32)
+
+
+class LeasesOnRedis(Leases):
+    """Every test above, on a real Redis store."""
+
+    def server(self, rules=""):
+        r = RedisServer()
+        self.addCleanup(r.stop)
+        s, _ = self.start_config(base_config(self.POLICIES, rules) + redis_section(r, fresh_prefix()))
+        return s
+
+
+def held_in_value(v):
+    """The units of the leases in a concurrency value (semantics.md, "Leases
+    in a Redis store"): its tag, latest, then per lease 5 doubles."""
+    if v is None:
+        return 0
+    assert v[:1] == b"l" and (len(v) - 25) % 40 == 0, v
+    return sum(int(struct.unpack_from("<d", v, 25 + 40 * k + 32)[0]) for k in range((len(v) - 25) // 40))
+
+
+class LeaseFleetOnRedis(ServeCase):
+    N = 5
+
+    def fleet(self):
+        r = RedisServer()
+        self.addCleanup(r.stop)
+        prefix = fresh_prefix()
+        text = base_config({"jobs": "concurrency %d lease=30s" % self.N, "short": "concurrency 2 lease=1s",
+                            "both": "all(gcra 1000/1s burst=1000, concurrency 2 lease=30s)"},
+                           server="threads = 1\nclient_time = true\n")
+        path = write_config(text + redis_section(r, prefix))
+        self.addCleanup(os.unlink, path)
+        return r, prefix, [self.start("--config", path) for _ in range(4)]
+
+    def release(self, s, lease, conn=None):
+        st, _, data = s.request("POST", "/v1/release", json.dumps({"lease": lease}),
+                                {"Content-Type": "application/json"}, conn=conn)
+        return st, json.loads(data)
+
+    def test_never_more_than_n_held_across_the_fleet(self):
+        redis, prefix, servers = self.fleet()
+        key = prefix + "s:jobs:{k}"
+        lock = threading.Lock()
+        seen = {"held": 0, "most": 0, "admits": 0, "denials": 0, "releases": 0, "crossed": 0, "bad": []}
+        stop = threading.Event()
+        store_most = [0]
+
+        def watch():  # the store's own count, read while the clients run
+            while not stop.is_set():
+                store_most[0] = max(store_most[0], held_in_value(redis.command("GET", key)))
+                time.sleep(0.002)
+
+        def client(i):
+            rng = random.Random(i)
+            conns = [s.conn() for s in servers]
+            deadline = time.time() + 40
+            for _ in range(60):
+                if time.time() > deadline:
+                    break
+                a = rng.randrange(len(servers))
+                st, _, b = servers[a].decide([("jobs", "k")], conn=conns[a])
+                if st != 200:
+                    with lock:
+                        seen["denials"] += 1
+                        if st != 429 or b.get("source") not in ("store", "deny-cache"):
+                            seen["bad"].append((st, b))
+                    continue
+                with lock:
+                    seen["admits"] += 1
+                    seen["held"] += 1  # after the admit: never more than Redis holds
+                    seen["most"] = max(seen["most"], seen["held"])
+                time.sleep(rng.random() * 0.004)  # the work
+                with lock:
+                    seen["held"] -= 1  # before the release: never less than Redis holds
+                r = (a + 1 + rng.randrange(len(servers) - 1)) % len(servers)  # another process
+                st, body = self.release(servers[r], b["lease"], conn=conns[r])
+                with lock:
+                    seen["releases"] += 1
+                    seen["crossed"] += r != a
+                    if st != 200 or body["released"] != 1:
+                        seen["bad"].append((st, body))
+            for c in conns:
+                c.close()
+
+        w = threading.Thread(target=watch)
+        w.start()
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        stop.set()
+        w.join(10)
+        failures = "".join(line + "\n" for s in servers for line in s.metrics().splitlines()
+                           if line.startswith(("sluice_store_call_failures_total", "sluice_store_errors_total")))
+        self.assertEqual(seen["bad"], [], failures)
+        self.assertLessEqual(seen["most"], self.N)
+        self.assertLessEqual(store_most[0], self.N)
+        self.assertEqual(seen["most"], self.N, "the limit was reached")
+        self.assertGreater(seen["denials"], 0, "some acquires met a full limit")
+        self.assertEqual(seen["releases"], seen["admits"])
+        self.assertEqual(seen["crossed"], seen["releases"])  # every release through another process
+        print("\nfleet: %d admits, %d denials, %d releases (all through another process), at most %d held "
+              "(clients), %d (store)" % (seen["admits"], seen["denials"], seen["releases"], seen["most"],
+                                         store_most[0]), file=sys.stderr)
+        # All released: the store holds nothing, and N admits fit again.
+        self.assertEqual(held_in_value(redis.command("GET", key)), 0)
+        leases = []
+        for k in range(self.N):
+            st, _, b = servers[k % 4].decide([("jobs", "k")])
+            self.assertEqual(st, 200)
+            leases.append(b["lease"])
+        self.assertEqual(servers[3].decide([("jobs", "k")])[0], 429)
+        self.assertEqual(held_in_value(redis.command("GET", key)), self.N)
+        for k, lease in enumerate(leases):
+            self.assertEqual(self.release(servers[(k + 2) % 4], lease)[0], 200)
+
+    def test_a_killed_holders_leases_expire_on_time(self):
+        _, _, servers = self.fleet()
+        t0 = time.time_ns()  # explicit instants (client_time): no sleep on the wall clock
+        for s in servers[:2]:  # two holders that never release
+            st, _, b = s.decide([("short", "crash")], now=t0)
+            self.assertEqual(st, 200)
+            self.assertIn("lease", b)
+        st, _, b = servers[2].decide([("short", "crash")], now=t0 + 10**9 - 1)
+        self.assertEqual(st, 429)  # one tick before the expiry: still held
+        self.assertEqual(b["retry_after_ns"], 1)
+        self.assertEqual(b["source"], "store")
+        st, _, b = servers[3].decide([("short", "crash")], cost=2, now=t0 + 10**9)
+        self.assertEqual(st, 200)  # at the expiry: both free, on every process
+        self.assertEqual(b["remaining"], 0)
+
+    def test_a_lease_of_one_composite_released_elsewhere_and_bad_ids(self):
+        redis, prefix, servers = self.fleet()
+        st, _, b = servers[0].decide([("both", "c")])
+        self.assertEqual(st, 200)
+        lease = b["lease"]
+        st, _, _ = servers[1].decide([("both", "c")])
+        self.assertEqual(st, 200)
+        self.assertEqual(servers[2].decide([("both", "c")])[0], 429)  # the concurrency part is full
+        before = redis.command("GET", prefix + "s:both:{c}:1")
+        # Never issued (a nonce nobody was handed), on every process: 404 naming lease, nothing changes.
+        parts = lease.split(".")
+        never = ".".join(["l1", "%016x" % ((int(parts[1], 16) ^ 0x5a5a) or 1)] + parts[2:])
+        for s in servers:
+            st, body = self.release(s, never)
+            self.assertEqual((st, body["error"]["field"]), (404, "lease"))
+        self.assertEqual(redis.command("GET", prefix + "s:both:{c}:1"), before)
+        st, body = self.release(servers[3], lease)
+        self.assertEqual((st, body["released"]), (200, 1))
+        self.assertEqual(self.release(servers[2], lease)[0], 404)  # released once
+        self.assertEqual(servers[1].decide([("both", "c")])[0], 200)
+        m = servers[3].metrics()
+        self.assertEqual(metric(m, 'sluice_lease_releases_total{result="released"}'), 1)
 
 
 if __name__ == "__main__":
