@@ -89,10 +89,17 @@ TEST(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
     EXPECT_EQ(a.lease, 0U);
     EXPECT_EQ(show(a.d), show(b.d)) << "cost " << c;
   }
+  // A peek reads as the memory store's, and takes no lease.
+  for (const std::int64_t c : {1, 2}) {
+    const store_decision pa = s.rs->peek_at(one_check(rc, 15, c));
+    EXPECT_EQ(pa.lease, 0U);
+    EXPECT_EQ(show(pa.d), show(s.mem.peek_at(one_check(mc, 15, c)).d)) << "cost " << c;
+  }
   const store_decision a = s.rs->decide_at(one_check(rc, 20));
   const store_decision b = s.mem.decide_at(one_check(mc, 20));
   EXPECT_EQ(show(a.d), show(b.d));
   EXPECT_NE(a.lease, 0U);
+  EXPECT_EQ(show(s.rs->peek_at(one_check(rc, 21)).d), show(s.mem.peek_at(one_check(mc, 21)).d));  // full now
 }
 
 TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
@@ -109,11 +116,25 @@ TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
   EXPECT_EQ(again.lease, first.lease);
   EXPECT_EQ(show(again.d), show(first.d));
   EXPECT_FALSE(rs->decide_at(one_check(c, 10)).d.allowed);  // held
-  // The refund of the admit releases its lease (semantics.md, "Leases").
+  // The refund of the admit releases its lease (semantics.md, "Leases"),
+  // with the memory store's figures.
+  memory_store mem;
+  const policy_id mp = mem.define("p", parse_policy("concurrency 1 lease=1000ns").value()).value();
+  const check mc{mp, "k", 0};
+  ASSERT_TRUE(mem.decide_at(one_check(mc, 0, 1, "id-1")).d.allowed);
   std::int64_t given[1] = {};
-  const refund_answer a = rs->refund_at("id-1", 20, {}, given);
+  decision figs[1] = {};
+  const refund_answer a = rs->refund_at("id-1", 20, figs, given);
   EXPECT_EQ(a.status, refund_status::refunded);
   EXPECT_EQ(given[0], 1);
+  std::int64_t mgiven[1] = {};
+  decision mfigs[1] = {};
+  const refund_answer b = mem.refund_at("id-1", 20, mfigs, mgiven);
+  EXPECT_EQ(b.status, refund_status::refunded);
+  EXPECT_EQ(mgiven[0], 1);
+  EXPECT_EQ(show(a.d), show(b.d));
+  EXPECT_EQ(show(figs[0]), show(mfigs[0]));
+  EXPECT_EQ(rs->refund_at("id-1", 21).status, refund_status::already_refunded);
   const release_result gone = rs->release_at(std::span<const check>(&c, 1), first.lease, 21);
   EXPECT_EQ(gone.from, source::store);
   EXPECT_EQ(gone.units, 0);  // already given back
