@@ -112,6 +112,12 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
     }
     if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
     if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
+    print ""
+    print "leases (one acquire = one FCALL, one release = one FCALL; an acquire+release pair against one GCRA decision):"
+    a = "redis-store-concurrency-1key-acquire-release-P1"; b = "redis-store-gcra-1key-allow-P1"
+    if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f (2 calls per op vs 1)\n", a, b, ops[a] / ops[b]
+    a = "redis-store-concurrency-100kkeys-acquire-P1"; b = "redis-store-gcra-100kkeys-allow-P1"
+    if (ops[a] && ops[b]) printf "  %-36s / %-32s = %.2f\n", a, b, ops[a] / ops[b]
     split("1 16 64 256 1024", depths, " ")
     for (j = 1; j <= 5; j++) {
       a = "redis-denycache-90pct-deny-P" depths[j]

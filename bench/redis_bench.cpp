@@ -28,6 +28,7 @@
 #include "sluice/remote/deny_cache.hpp"
 #if __has_include("sluice/redis.hpp")
 #include "sluice/gcra.hpp"
+#include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"
 #endif
 
@@ -287,6 +288,75 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
       row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(total));
     }
     print(row);
+  }
+  // Leases (semantics.md, "Leases in a Redis store"): a concurrency policy's
+  // acquire (decide_at: one FCALL) and its release (release_at: one FCALL),
+  // beside the GCRA rows of the same run. The FCALLs are counted by Redis
+  // itself (INFO commandstats), so "a release is one call" is measured, not
+  // assumed.
+  {
+    client_options co;
+    co.where = parse_url(url_text).value();
+    co.command_timeout = std::chrono::milliseconds(2000);
+    client stats_client(co);
+    const auto fcalls = [&]() -> std::uint64_t {
+      auto r = stats_client.call({"INFO", "commandstats"});
+      const auto* rep = std::get_if<reply>(&r);
+      const auto text = rep != nullptr ? rep->as_string() : std::nullopt;
+      if (!text) die("INFO commandstats failed");
+      const auto at = text->find("cmdstat_fcall:calls=");
+      if (at == std::string_view::npos) return 0;
+      return std::strtoull(std::string(text->substr(at + 20, 24)).c_str(), nullptr, 10);
+    };
+    const sluice::any_policy conc = sluice::parse_policy("concurrency 5 lease=30s").value();
+    const sluice::any_policy both = sluice::parse_policy("all(gcra 1/1ns burst=1099511627776, concurrency 5)").value();
+    struct lease_sc {
+      std::string name;
+      const sluice::any_policy* p;
+      const std::vector<std::string>* keys;
+      bool release;
+    };
+    const std::vector<lease_sc> lscs = {
+        {"redis-store-concurrency-100kkeys-acquire-P1", &conc, &many_keys, false},
+        {"redis-store-concurrency-1key-acquire-release-P1", &conc, &one_key, true},
+        {"redis-store-gcra+concurrency-1key-acquire-release-P1", &both, &one_key, true},
+    };
+    for (const auto& s : lscs) {
+      if (!wanted(s.name)) continue;
+      result_row row{s.name,
+                     std::string("sluice::redis_store, ") +
+                         (s.p == &conc ? "concurrency 5" : "all(gcra, concurrency 5)") + ", 1 thread, " +
+                         (s.release ? "per op: decide_at (admit, one FCALL) then release_at (one FCALL) on 1 key"
+                                    : "per op: decide_at (admit, one FCALL) on a new key of 100k (one lease each)"),
+                     {}};
+      double calls_per_op = 0;
+      for (int r = 0; r < runs; ++r) {
+        flush();
+        auto st = make_store(false);
+        const auto pol = st->define("lease", *s.p);
+        if (!pol) die("define: " + pol.err().what());
+        const std::uint64_t ops = std::min<std::uint64_t>(scaled(10000), s.keys->size());
+        const std::uint64_t f0 = fcalls();
+        const auto t0 = steady::now();
+        for (std::uint64_t i = 0; i < ops; ++i) {
+          const check c{pol.value(), (*s.keys)[i % s.keys->size()]};
+          const store_decision d = st->decide_at(store_request{std::span(&c, 1), 1000, 1, {}});
+          if (d.from != sluice::source::store || !d.d.allowed || d.lease == 0)
+            die(s.name + ": an acquire was not admitted");
+          if (s.release) {
+            const sluice::release_result rr = st->release_at(std::span(&c, 1), d.lease, 1000);
+            if (rr.from != sluice::source::store || rr.units != 1) die(s.name + ": a release freed nothing");
+          }
+        }
+        const double secs = seconds_since(t0);
+        calls_per_op = static_cast<double>(fcalls() - f0) / static_cast<double>(ops);
+        row.ns_per_op.push_back(secs * 1e9 / static_cast<double>(ops));
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; FCALLs per op (INFO commandstats): %.3f", calls_per_op);
+      row.note += buf;
+      print(row);
+    }
   }
   // The store's own deny cache on 90%-denied traffic, 1 thread (as
   // redis-denycache-90pct-*): batches of `depth` requests (decide_many_at),
