@@ -255,5 +255,32 @@ TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
   EXPECT_EQ(get(key), bad);  // untouched
 }
 
+TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
+  // Two processes of a fleet, each with its deny cache: a release through
+  // one must let the other admit at once, not after the cached retry_after.
+  redis_store_options o;
+  o.prefix = fresh_prefix("fleet");
+  o.deny_cache = true;
+  auto a = open_store(o);
+  auto b = open_store(o);
+  ASSERT_TRUE(a && b);
+  const any_policy p = parse_policy("concurrency 1 lease=1000000ns").value();
+  const check ca{a->define("p", p).value(), "k", 0};
+  const check cb{b->define("p", p).value(), "k", 0};
+  const store_decision first = a->decide_at(one_check(ca, 0));
+  ASSERT_TRUE(first.d.allowed);
+  for (tick t = 1; t <= 3; ++t) {
+    const store_decision d = a->decide_at(one_check(ca, t));
+    EXPECT_FALSE(d.d.allowed);
+    EXPECT_EQ(d.from, source::store);  // never the deny cache
+    EXPECT_EQ(d.d.retry_after, 1000000 - t);
+  }
+  EXPECT_EQ(b->release_at(std::span<const check>(&cb, 1), first.lease, 4).units, 1);
+  const store_decision next = a->decide_at(one_check(ca, 5));
+  EXPECT_TRUE(next.d.allowed);
+  EXPECT_EQ(next.from, source::store);
+  EXPECT_EQ(a->stats().deny_cache_hits, 0U);
+}
+
 }  // namespace
 }  // namespace sluice::redis_test
