@@ -282,5 +282,37 @@ TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
   EXPECT_EQ(a->stats().deny_cache_hits, 0U);
 }
 
+TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeepsItsTtl) {
+  redis_store_options o;
+  o.prefix = fresh_prefix("ttl");
+  auto rs = open_store(o);  // ticks of 1 ns
+  ASSERT_TRUE(rs);
+  const policy_id p = rs->define("p", parse_policy("concurrency 3 lease=5s").value()).value();
+  const check c{p, "k", 0};
+  const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
+  ASSERT_NE(lease, 0U);
+  redis::client_options co;
+  co.where = redis::parse_url(shared_server().url()).value();
+  co.command_timeout = std::chrono::seconds(2);
+  redis::client cli(co);
+  const auto pttl = [&] {
+    const auto r = cli.call({"PTTL", o.prefix + "s:p:{k}"});
+    const auto* rep = std::get_if<redis::reply>(&r);
+    return rep != nullptr && rep->as_integer() ? *rep->as_integer() : -100;
+  };
+  const std::int64_t grace = o.grace.count();
+  const std::int64_t first = pttl();
+  EXPECT_GT(first, 5000 + grace - 2000);  // 5 s of lease and the grace, less a loaded machine's delay
+  EXPECT_LE(first, 5000 + grace + 3);
+  // A later lease (expiring at 7 s) lengthens it; a release keeps it.
+  ASSERT_NE(rs->decide_at(one_check(c, 2'000'000'000)).lease, 0U);
+  const std::int64_t second = pttl();
+  EXPECT_GT(second, 7000 + grace - 2000);
+  ASSERT_EQ(rs->release_at(std::span<const check>(&c, 1), lease, 2'000'000'001).units, 1);
+  const std::int64_t after = pttl();
+  EXPECT_GT(after, second - 2000);
+  EXPECT_LE(after, second);
+}
+
 }  // namespace
 }  // namespace sluice::redis_test
