@@ -60,6 +60,27 @@ TEST(ReplayRedis, OperationsPrintExactlyWhatTheMemoryStorePrints) {
   }
 }
 
+TEST(ReplayRedis, LeasesPrintExactlyWhatTheMemoryStorePrints) {
+  // Concurrency parts decided in Redis: acquires, releases (once, of none,
+  // on another key), a repeated id, a refund (a release) and a report.
+  testing::redis_server srv;
+  const std::string trace =
+      "0 a 1 id=j1\n0 a 1 id=j2\n1 a 1\n2 a 1 release=j1\n2 a 1 release=j1\n3 b 1 release=j2\n3 a 1\n12 a 1\n"
+      "12 a 1 release=nobody\n0 a 1 id=j1\n14 a 2 refund=j2\n14 a 1 report\n";
+  int i = 0;
+  for (const char* policy : {"concurrency 2 lease=10s", "all(gcra 5/1s burst=3, concurrency 2 lease=10s)",
+                             "any(concurrency 1 lease=5s, quota 3)"}) {
+    const auto memory = run_cli({"replay", "--policy", policy}, trace);
+    const auto redis = run_cli(
+        {"replay", "--policy", policy, "--store", srv.url(), "--store-prefix", "l" + std::to_string(++i)}, trace);
+    ASSERT_EQ(memory.status, 0) << memory.err;
+    ASSERT_EQ(redis.status, 0) << policy << ": " << redis.err;
+    EXPECT_EQ(redis.out, memory.out) << policy;
+    for (const char* outcome : {",released,", ",not-held,", ",replayed-yes,", ",refunded,", ",reported,"})
+      EXPECT_NE(memory.out.find(outcome), std::string::npos) << policy << ": no " << outcome;
+  }
+}
+
 TEST(ReplayRedis, KeysGoUnderTheGivenPrefix) {
   testing::redis_server srv;
   const auto r =
