@@ -44,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,6 +94,8 @@ struct async_stats {
 using call_handler = std::function<void(call_result)>;
 using batch_handler = std::function<void(batch_result)>;
 using each_handler = std::function<void(std::vector<call_result>)>;
+/// Receives a count of keys, or nullopt when it could not be had.
+using count_handler = std::function<void(std::optional<std::uint64_t>)>;
 /// Receives the replies no caller asked for (pub/sub messages).
 using push_handler = std::function<void(reply)>;
 
@@ -108,6 +111,8 @@ class async_backend {
   /// Functions of the library, pipelined; each call gets its reply (an
   /// error reply is a reply of kind `error`) or the error that kept it from one.
   virtual void async_fcall_each(std::span<const function_call> calls, each_handler done) = 0;
+  /// The number of keys (DBSIZE; a cluster sums its primaries').
+  virtual void async_count_keys(count_handler done);
   /// Fails every pending call (`io`) and refuses new ones; for an orderly end.
   virtual void close() = 0;
 };
@@ -132,6 +137,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// an element of kind `error`) or the error that broke the batch.
   void async_pipeline(std::span<const std::vector<std::string_view>> commands, batch_handler done);
   void async_fcall_each(std::span<const function_call> calls, each_handler done) override;
+  /// As async_fcall_each, each FCALL after an `ASKING` (a Redis Cluster's
+  /// ASK redirection: the node serves the call for a slot it is importing).
+  void async_fcall_each_asking(std::span<const function_call> calls, each_handler done);
   /// One function; an error reply is `call_error::server`.
   void async_fcall(const function_call& fc, call_handler done);
   void close() override;
@@ -171,6 +179,7 @@ class async_client final : public async_backend, public std::enable_shared_from_
  private:
   async_client(boost::asio::any_io_executor ex, async_client_options options);
   void submit(std::unique_ptr<op> o);
+  void start_fcalls(std::span<const function_call> calls, each_handler done, bool asking);
   /// Commands already in RESP, answered by `replies` replies.
   void submit_formatted(std::string bytes, std::size_t replies, batch_handler done);
   void run_round(std::shared_ptr<fcall_job> j);

@@ -49,6 +49,7 @@ struct async_client::fcall_job {
   std::string sha;
   bool script = false;
   bool loaded = false;
+  bool asking = false;  // each FCALL after an ASKING (whose +OK is dropped)
   int round = 0;
   batch_handler done;
 };

@@ -117,7 +117,8 @@ struct redis_store::impl {
   // One server (`single_server` is then the same object), or a cluster (`cluster`).
   std::unique_ptr<redis::backend> cli;
   redis::client* single_server = nullptr;
-  // One server (or a Sentinel master) through the asynchronous client.
+  // One server, a Sentinel master or a cluster through the asynchronous
+  // client; `cluster` is then its async backend when it is a cluster.
   redis::sync_client* pipelined = nullptr;
   redis::cluster_client* cluster = nullptr;
   redis::functions fns;
