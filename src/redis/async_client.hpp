@@ -23,9 +23,9 @@
 //   (5 ms doubling to 100 ms) during which calls fail at once. A broken
 //   connection fails the calls written to it (maybe applied); calls not yet
 //   written go out on a new connection. TCP_NODELAY and keepalive are on.
-// - The FUNCTION library: `async_fcall_each` runs FCALLs with the same path
-//   as client.cpp (FUNCTION LOAD REPLACE when missing, EVALSHA when
-//   FUNCTION is refused, SCRIPT LOAD on NOSCRIPT, one retry each).
+// - The FUNCTION library: `async_fcall_each` runs FCALLs (FUNCTION LOAD
+//   REPLACE when missing, EVALSHA when FUNCTION is refused, SCRIPT LOAD on
+//   NOSCRIPT, one retry each; docs/redis-client.md).
 //
 // Threads: every member may be called from any thread. Completion handlers
 // run on the client's strand (of the executor it was made with) and must
@@ -69,7 +69,8 @@ struct async_client_options {
   std::chrono::milliseconds stall_timeout{0};
   /// TCP keepalive (idle 15 s, then probes every 5 s, 3 of them).
   bool keepalive = true;
-  /// Backoff after a failed connect, as in client_options.
+  /// First pause after a failed connect, doubled per failure up to
+  /// reconnect_backoff_max; during it calls fail at once (nothing sleeps).
   std::chrono::milliseconds reconnect_backoff{5};
   std::chrono::milliseconds reconnect_backoff_max{100};
   /// The TLS context for rediss:// (make_tls_context); made from

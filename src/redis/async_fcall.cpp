@@ -1,8 +1,7 @@
-// async_client's FUNCTION library path, the same as client.cpp's
-// (send_round/receive_fcalls) in continuation form: FCALL; on "Function not
-// found" FUNCTION LOAD REPLACE and the missing calls again, once; when
-// FUNCTION/FCALL is refused, EVALSHA of the script form from then on, with
-// SCRIPT LOAD on NOSCRIPT.
+// async_client's FUNCTION library path, in continuation form: FCALL; on
+// "Function not found" FUNCTION LOAD REPLACE and the missing calls again,
+// once; when FUNCTION/FCALL is refused, EVALSHA of the script form from then
+// on, with SCRIPT LOAD on NOSCRIPT.
 #include <utility>
 
 #include "redis/async_impl.hpp"

@@ -227,10 +227,9 @@ struct cluster_client::impl {
       bo.cool_down = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.breaker_cool_down).count();
       n->breaker = std::make_unique<remote::circuit_breaker>(bo);
     }
-    {
-      std::lock_guard lib_lock(lib_mu);
-      if (!lib_name.empty()) (void)n->cli->set_library(lib_name, lib_code);  // checked by set_library
-    }
+    // Under lib_mu until it is listed: a set_library meanwhile reaches it.
+    std::lock_guard lib_lock(lib_mu);
+    if (!lib_name.empty()) (void)n->cli->set_library(lib_name, lib_code);  // checked by set_library
     std::unique_lock lock(nodes_mu);
     n->index = static_cast<std::uint16_t>(nodes.size());
     by_address.emplace(key, nodes.size());
@@ -538,11 +537,9 @@ result<std::shared_ptr<cluster_client>> cluster_client::create(asio::any_io_exec
 
 result<bool> cluster_client::set_library(std::string name, std::string code) {
   if (auto ok = check_library(name, code); !ok) return ok;
-  {
-    std::lock_guard lock(impl_->lib_mu);
-    impl_->lib_name = name;
-    impl_->lib_code = code;
-  }
+  std::lock_guard lib_lock(impl_->lib_mu);
+  impl_->lib_name = name;
+  impl_->lib_code = code;
   std::shared_lock lock(impl_->nodes_mu);
   for (const auto& n : impl_->nodes)
     if (auto ok = n->cli->set_library(name, code); !ok) return ok;

@@ -110,13 +110,7 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
   // The password's other sources (a file, the environment) hold for every
   // client: rediss:// ignored them before.
   if (auto e = apply_password(where.value(), options.password)) return *e;
-  if (where.value().tls.on || options.pipelined_client) return open_async_backend(options, std::move(where).value());
-  client_options co;
-  co.where = std::move(where).value();
-  co.connect_timeout = options.connect_timeout;
-  co.command_timeout = options.command_timeout;
-  co.pool_size = options.pool_size;
-  return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
+  return open_async_backend(options, std::move(where).value());
 }
 
 }  // namespace sluice::redis

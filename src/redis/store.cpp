@@ -23,7 +23,6 @@ namespace sluice {
 redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b)
     : opt(std::move(o)),
       cli(std::move(b)),
-      single_server(dynamic_cast<redis::client*>(cli.get())),
       pipelined(dynamic_cast<redis::sync_client*>(cli.get())),
       cluster(pipelined != nullptr ? dynamic_cast<redis::cluster_client*>(&pipelined->async()) : nullptr),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
@@ -111,8 +110,8 @@ store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool
 }
 
 std::optional<tick> redis_store::impl::server_now() {
-  if (single_server == nullptr && pipelined == nullptr) return std::nullopt;  // open() refuses it in a cluster
-  const auto res = single_server != nullptr ? single_server->call({"TIME"}) : pipelined->call({"TIME"});
+  if (pipelined == nullptr || cluster != nullptr) return std::nullopt;  // open() refuses it in a cluster
+  const auto res = pipelined->call({"TIME"});
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   if (arr == nullptr || arr->size() != 2) return std::nullopt;
@@ -384,9 +383,7 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
                ? u.socket_path
                : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
   };
-  if (p->single_server != nullptr) {
-    p->node = node_of(p->single_server->options().where);
-  } else if (p->pipelined != nullptr && p->cluster == nullptr) {
+  if (p->pipelined != nullptr && p->cluster == nullptr) {
     if (auto u = redis::parse_url(p->opt.url)) {
       p->node = node_of(*u);
     } else {
