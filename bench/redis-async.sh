@@ -56,8 +56,8 @@ taskset -c 0 "$bench_bin" "redis://127.0.0.1:$port" "rediss://127.0.0.1:$tls_por
 awk -F'\t' '$1 == "RESULT" { r[$3] = $5 } END {
   print "ratios (calls/s, same server, same run):"
   printf "  async-inflight50 / redis-benchmark c50    %.2f\n", r["async-inflight50"] / r["gcra-c50-P1"]
-  printf "  async-inflight50 / sync-c1 (old client)   %.2f\n", r["async-inflight50"] / r["sync-c1"]
-  printf "  async-inflight50 / sync-t2 (old client)   %.2f\n", r["async-inflight50"] / r["sync-t2"]
+  printf "  async-inflight50 / sync-c1 (sync face)     %.2f\n", r["async-inflight50"] / r["sync-c1"]
+  printf "  async-inflight50 / sync-t2 (sync face)     %.2f\n", r["async-inflight50"] / r["sync-t2"]
   printf "  async-face-t8 / sync-t2                   %.2f\n", r["async-face-t8"] / r["sync-t2"]
   printf "  sync-c1 / redis-benchmark c1              %.2f\n", r["sync-c1"] / r["gcra-c1-P1"]
   printf "  TLS / plaintext (async, 50 in flight)     %.2f\n", r["async-tls-inflight50"] / r["async-inflight50"]

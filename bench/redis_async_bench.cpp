@@ -1,13 +1,13 @@
-// The asynchronous client's pipelined throughput against the synchronous
-// one, on the research's exact GCRA script (EVALSHA, 1 key, allowed), and
+// The asynchronous client's pipelined throughput against its synchronous
+// face, on the research's exact GCRA script (EVALSHA, 1 key, allowed), and
 // TLS against plaintext. bench/redis-async.sh runs it beside redis-benchmark
 // on the same server and prints the ratios.
 //
 //   redis_async_bench PLAIN_URL TLS_URL SHA [SECONDS_PER_RUN] [RUNS]
 //
 // Rows (RESULT lines as bench/redis_bench prints them: ns per call, calls/s):
-//   sync-c1        client (hiredis, synchronous), 1 thread, one call at a time
-//   sync-t2        client, 2 threads, one call at a time each
+//   sync-c1        sync_client (the synchronous face), 1 thread, one call at a time
+//   sync-t2        sync_client, 2 threads, one call at a time each
 //   async-inflight50      async_client, one connection, 50 calls in flight
 //                         (each answer sends the next), one loop thread
 //   async-face-t8  sync_client (the backend face), 8 threads calling at once
@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "redis/async_client.hpp"
-#include "redis/client.hpp"
 #include "redis/sync_client.hpp"
 #include "summary.hpp"
 
@@ -141,17 +140,12 @@ int main(int argc, char** argv) {
   const int runs = argc > 5 ? std::atoi(argv[5]) : 3;
   const auto argvs = command();
 
-  client_options co;
-  co.where = parse_url(plain).value();
-  co.command_timeout = std::chrono::seconds(5);
-  client sync(co);
-  auto one_sync = [&] { return std::holds_alternative<reply>(sync.call(argvs)); };
-
   async_client_options ao;
-  ao.where = co.where;
+  ao.where = parse_url(plain).value();
   ao.command_timeout = std::chrono::seconds(5);
   auto face = sync_client::open(ao).value();
   auto one_face = [&] { return std::holds_alternative<reply>(face->call(argvs)); };
+  auto one_sync = one_face;
 
   std::vector<double> s1, s2, a50, f8, t50;
   for (int r = 0; r < runs; ++r) {  // interleaved, so a noisy moment spreads over every row
@@ -161,8 +155,8 @@ int main(int argc, char** argv) {
     f8.push_back(threaded(8, secs, one_face));
     t50.push_back(inflight(tls, 50, secs));
   }
-  report("sync-c1", s1, "client (hiredis sync), 1 thread, 1 call at a time");
-  report("sync-t2", s2, "client (hiredis sync), 2 threads, 1 call at a time each");
+  report("sync-c1", s1, "sync_client (synchronous face of async_client), 1 thread, 1 call at a time");
+  report("sync-t2", s2, "sync_client, 2 threads, 1 call at a time each, 1 connection");
   report("async-inflight50", a50, "async_client, 1 connection, 50 calls in flight, 1 loop thread");
   report("async-face-t8", f8, "sync_client (backend face of async_client), 8 threads at once, 1 connection");
   report("async-tls-inflight50", t50, "async_client over rediss://, 1 connection, 50 calls in flight");

@@ -1,5 +1,5 @@
 // The Redis benchmark of sluice::redis: decisions per second through the
-// client layer (hiredis 0.14, one connection per thread, pipelining) running
+// client layer (the asynchronous client's synchronous face, one pipelined connection) running
 // the research's exact GCRA script (research/redis-lab/gcra.lua) by EVALSHA,
 // and the exact deny cache on 90%-denied traffic. Prints the peers' RESULT
 // lines (shared/peers/README.md, "Output contract"); bench/redis.sh runs it
@@ -19,12 +19,17 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <initializer_list>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "redis/client.hpp"
+#include "redis/async_client.hpp"
+#include "redis/sync_client.hpp"
 #include "sluice/remote/deny_cache.hpp"
 #if __has_include("sluice/redis.hpp")
 #include "sluice/gcra.hpp"
@@ -92,6 +97,30 @@ bool decode_allowed(const reply& r, std::int64_t* retry = nullptr) {
 struct outcome {
   std::uint64_t ops = 0;
   std::uint64_t allowed = 0;
+};
+
+// The client layer as the store uses it: the synchronous face of the
+// asynchronous client (one connection), with a pipeline of commands.
+class client {
+ public:
+  explicit client(async_client_options o) {
+    auto c = sync_client::open(std::move(o));
+    if (!c) die(c.err().what());
+    c_ = std::move(c).value();
+  }
+  call_result call(std::span<const std::string_view> argv) { return c_->call(argv); }
+  call_result call(std::initializer_list<std::string_view> argv) { return c_->call(argv); }
+  batch_result pipeline(std::span<const std::vector<std::string_view>> commands) {
+    std::promise<batch_result> p;
+    auto f = p.get_future();
+    dynamic_cast<async_client&>(c_->async()).async_pipeline(commands, [&p](batch_result r) {
+      p.set_value(std::move(r));
+    });
+    return f.get();
+  }
+
+ private:
+  std::unique_ptr<sync_client> c_;
 };
 
 // Runs `ops` decisions on `keys` distinct keys (cycling), `depth` per pipeline.
@@ -295,7 +324,7 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
   // itself (INFO commandstats), so "a release is one call" is measured, not
   // assumed.
   {
-    client_options co;
+    async_client_options co;
     co.where = parse_url(url_text).value();
     co.command_timeout = std::chrono::milliseconds(2000);
     client stats_client(co);
@@ -466,7 +495,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "redis_bench: --url: %s\n", where.err().what().c_str());
     return 2;
   }
-  client_options opts;
+  async_client_options opts;
   opts.where = where.value();
   opts.command_timeout = std::chrono::milliseconds(2000);
   opts.connect_timeout = std::chrono::milliseconds(1000);

@@ -62,11 +62,9 @@ struct redis_store_options {
   /// user, if any, logs in with it). A URL that gives one too is an error
   /// ("password"): a secret is given in one place. Never printed.
   std::string password;
-  /// The client of a single server (redis://, unix://): false, a pool of
-  /// synchronous connections (one per calling thread); true, the
-  /// asynchronous client, one connection on which the calls of every
-  /// thread are pipelined (docs/redis-client.md). rediss:// and
-  /// redis+sentinel:// always use the asynchronous client.
+  /// Ignored (kept for source compatibility): every URL uses the
+  /// asynchronous client, one connection per server on which the calls of
+  /// every thread are pipelined (docs/redis-client.md).
   bool pipelined_client = false;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
@@ -75,7 +73,8 @@ struct redis_store_options {
   /// Bound on each call; a call past it is a store failure (it may still
   /// have been applied: use request ids to retry without paying twice).
   std::chrono::milliseconds command_timeout{100};
-  /// Connections: 0 = one per calling thread; N = a pool of N.
+  /// Ignored (kept for source compatibility): one pipelined connection
+  /// per server (per node of a cluster).
   std::size_t pool_size = 0;
   /// The length of a tick in nanoseconds, for the keys' expiry (PX): 1 for
   /// the default clock (the realtime clock in ns). 0: ticks of unknown
@@ -225,17 +224,16 @@ class redis_store final : public store {
                            std::span<std::optional<tick>> grows_after = {}) override;
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
   store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
-  /// Without waiting, on the asynchronous client (rediss://, Sentinel,
-  /// `pipelined_client`): the call is pipelined with every other caller's
-  /// and `done` runs on the client's I/O thread when its reply comes or its
-  /// deadline passes; a decision that needs more calls (a carry-over,
-  /// server-clock mode's TIME) is made on a thread of the store's. With the
-  /// pooled client or a cluster, as `decide_at` (the caller waits).
+  /// Without waiting, on the asynchronous client (every URL; a cluster:
+  /// its node's connection): the call is pipelined with every other
+  /// caller's and `done` runs on the client's I/O thread when its reply
+  /// comes or its deadline passes; a decision that needs more calls (a
+  /// carry-over, server-clock mode's TIME) is made on a thread of the
+  /// store's.
   void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
                     decided done) override;
   void peek_async(const store_request& r, decided done) override;
-  /// On the pipelined client, a report's call waits on nothing (see
-  /// decide_async); otherwise as `report_at`.
+  /// A report's call waits on nothing (see decide_async).
   void report_async(const store_request& r, std::span<decision> per_check, decided done) override;
   /// DBSIZE without waiting, as decide_async.
   void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;

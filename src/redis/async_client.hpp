@@ -23,9 +23,9 @@
 //   (5 ms doubling to 100 ms) during which calls fail at once. A broken
 //   connection fails the calls written to it (maybe applied); calls not yet
 //   written go out on a new connection. TCP_NODELAY and keepalive are on.
-// - The FUNCTION library: `async_fcall_each` runs FCALLs with the same path
-//   as client.cpp (FUNCTION LOAD REPLACE when missing, EVALSHA when
-//   FUNCTION is refused, SCRIPT LOAD on NOSCRIPT, one retry each).
+// - The FUNCTION library: `async_fcall_each` runs FCALLs (FUNCTION LOAD
+//   REPLACE when missing, EVALSHA when FUNCTION is refused, SCRIPT LOAD on
+//   NOSCRIPT, one retry each; docs/redis-client.md).
 //
 // Threads: every member may be called from any thread. Completion handlers
 // run on the client's strand (of the executor it was made with) and must
@@ -44,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,7 +69,8 @@ struct async_client_options {
   std::chrono::milliseconds stall_timeout{0};
   /// TCP keepalive (idle 15 s, then probes every 5 s, 3 of them).
   bool keepalive = true;
-  /// Backoff after a failed connect, as in client_options.
+  /// First pause after a failed connect, doubled per failure up to
+  /// reconnect_backoff_max; during it calls fail at once (nothing sleeps).
   std::chrono::milliseconds reconnect_backoff{5};
   std::chrono::milliseconds reconnect_backoff_max{100};
   /// The TLS context for rediss:// (make_tls_context); made from
@@ -93,6 +95,8 @@ struct async_stats {
 using call_handler = std::function<void(call_result)>;
 using batch_handler = std::function<void(batch_result)>;
 using each_handler = std::function<void(std::vector<call_result>)>;
+/// Receives a count of keys, or nullopt when it could not be had.
+using count_handler = std::function<void(std::optional<std::uint64_t>)>;
 /// Receives the replies no caller asked for (pub/sub messages).
 using push_handler = std::function<void(reply)>;
 
@@ -108,6 +112,8 @@ class async_backend {
   /// Functions of the library, pipelined; each call gets its reply (an
   /// error reply is a reply of kind `error`) or the error that kept it from one.
   virtual void async_fcall_each(std::span<const function_call> calls, each_handler done) = 0;
+  /// The number of keys (DBSIZE; a cluster sums its primaries').
+  virtual void async_count_keys(count_handler done);
   /// Fails every pending call (`io`) and refuses new ones; for an orderly end.
   virtual void close() = 0;
 };
@@ -132,6 +138,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// an element of kind `error`) or the error that broke the batch.
   void async_pipeline(std::span<const std::vector<std::string_view>> commands, batch_handler done);
   void async_fcall_each(std::span<const function_call> calls, each_handler done) override;
+  /// As async_fcall_each, each FCALL after an `ASKING` (a Redis Cluster's
+  /// ASK redirection: the node serves the call for a slot it is importing).
+  void async_fcall_each_asking(std::span<const function_call> calls, each_handler done);
   /// One function; an error reply is `call_error::server`.
   void async_fcall(const function_call& fc, call_handler done);
   void close() override;
@@ -171,6 +180,7 @@ class async_client final : public async_backend, public std::enable_shared_from_
  private:
   async_client(boost::asio::any_io_executor ex, async_client_options options);
   void submit(std::unique_ptr<op> o);
+  void start_fcalls(std::span<const function_call> calls, each_handler done, bool asking);
   /// Commands already in RESP, answered by `replies` replies.
   void submit_formatted(std::string bytes, std::size_t replies, batch_handler done);
   void run_round(std::shared_ptr<fcall_job> j);

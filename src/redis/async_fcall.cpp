@@ -1,14 +1,18 @@
-// async_client's FUNCTION library path, the same as client.cpp's
-// (send_round/receive_fcalls) in continuation form: FCALL; on "Function not
-// found" FUNCTION LOAD REPLACE and the missing calls again, once; when
-// FUNCTION/FCALL is refused, EVALSHA of the script form from then on, with
-// SCRIPT LOAD on NOSCRIPT.
+// async_client's FUNCTION library path, in continuation form: FCALL; on
+// "Function not found" FUNCTION LOAD REPLACE and the missing calls again,
+// once; when FUNCTION/FCALL is refused, EVALSHA of the script form from then
+// on, with SCRIPT LOAD on NOSCRIPT.
 #include <utility>
 
 #include "redis/async_impl.hpp"
 #include "redis/resp.hpp"
 
 namespace sluice::redis {
+namespace {
+
+constexpr std::string_view asking_cmd[] = {"ASKING"};
+
+}  // namespace
 
 result<bool> async_client::set_library(std::string name, std::string code) {
   if (auto ok = check_library(name, code); !ok) return ok;
@@ -36,6 +40,14 @@ void async_client::async_fcall(const function_call& fc, call_handler done) {
 }
 
 void async_client::async_fcall_each(std::span<const function_call> calls, each_handler done) {
+  start_fcalls(calls, std::move(done), false);
+}
+
+void async_client::async_fcall_each_asking(std::span<const function_call> calls, each_handler done) {
+  start_fcalls(calls, std::move(done), true);
+}
+
+void async_client::start_fcalls(std::span<const function_call> calls, each_handler done, bool asking) {
   const std::size_t n = calls.size();
   auto fail_all = [&](call_error e) {
     std::vector<call_result> out;
@@ -57,6 +69,7 @@ void async_client::async_fcall_each(std::span<const function_call> calls, each_h
   j->pending.reserve(n);
   for (std::size_t i = 0; i < n; ++i) j->pending.push_back(i);
   j->lib = std::move(lib);
+  j->asking = asking;
   j->done = [n, h = std::move(done)](batch_result r) {
     std::vector<call_result> out;
     out.reserve(n);
@@ -88,6 +101,7 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
     const auto& c = j->calls[i];
     const std::string num_keys = std::to_string(c.num_keys);
     cmd.clear();
+    if (j->asking) format_command(bytes, std::span<const std::string_view>(asking_cmd));
     const auto keys = std::span(c.keys_then_args).subspan(0, c.num_keys);
     const auto args = std::span(c.keys_then_args).subspan(c.num_keys);
     if (j->script) {
@@ -101,13 +115,18 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
     }
     format_command(bytes, cmd);
   }
-  submit_formatted(std::move(bytes), j->pending.size(),
+  submit_formatted(std::move(bytes), j->pending.size() * (j->asking ? 2 : 1),
                    [self = shared_from_this(), j](batch_result r) { self->on_round(j, std::move(r)); });
 }
 
 void async_client::on_round(std::shared_ptr<fcall_job> j, batch_result r) {
   if (auto* e = std::get_if<call_error>(&r)) return j->done(std::move(*e));
   auto& replies = std::get<std::vector<reply>>(r);
+  if (j->asking) {
+    // Each call's reply follows the +OK of its ASKING.
+    for (std::size_t k = 0; k < j->pending.size(); ++k) replies[k] = std::move(replies[2 * k + 1]);
+    replies.resize(j->pending.size());
+  }
   std::vector<std::size_t> again;
   bool need_load = false;
   bool refused = false;

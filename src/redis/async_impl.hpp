@@ -25,7 +25,7 @@ struct async_client::op {
   bool internal = false;  // the login of a new connection
 };
 
-/// The FUNCTION library, as client.cpp keeps it.
+/// The FUNCTION library: its code, its script form and that form's SHA1.
 struct async_client::library {
   std::string name;
   std::string code;    // the FUNCTION library
@@ -49,6 +49,7 @@ struct async_client::fcall_job {
   std::string sha;
   bool script = false;
   bool loaded = false;
+  bool asking = false;  // each FCALL after an ASKING (whose +OK is dropped)
   int round = 0;
   batch_handler done;
 };

@@ -1,22 +1,29 @@
-// A Redis Cluster client for the Redis store (private to sluice::redis): a
-// small router over one `client` (with its pool) per node, because Debian
-// has no C or C++ cluster client (research/redis-design.md §5).
+// A Redis Cluster client for the Redis store (private to sluice::redis): an
+// asynchronous router (an `async_backend`, like sentinel.hpp's) over one
+// pipelined `async_client` per node, because Debian has no C or C++ cluster
+// client (research/redis-design.md §5). The store drives it through
+// `sync_client` (its synchronous face) and, on the service's asynchronous
+// path, directly: no call ever blocks a thread, so a hung node stalls no
+// event loop, only the calls routed to it.
 //
 // - The slot map comes from `CLUSTER SLOTS`, asked of the nodes that serve
 //   slots, then of the seeds, then of any other known node; a key's slot is
 //   the CRC16 of its hash tag (slots.hpp). Every call's keys must share one
 //   slot (the store makes sure of it).
+// - Per-node pipelines: each node has one connection; calls to it made at
+//   the same time are written together (async_client.hpp), and the calls of
+//   one batch that go to one node are one pipeline.
 // - `MOVED slot host:port`: that slot's owner is updated, a refresh of the
 //   whole map is scheduled, and the call is sent again to the new owner.
 //   `ASK slot host:port`: the call is sent to that node once, after
 //   `ASKING`, on the same connection; the map is unchanged. At most
 //   `max_redirects` per call.
 // - `TRYAGAIN` (a slot's keys are split by a migration) and `CLUSTERDOWN`:
-//   sent again after a short pause, until the command timeout has passed
-//   since the call began; then the call fails.
+//   sent again after a short pause (a timer, no thread waits), until the
+//   command timeout has passed since the call began; then the call fails.
 // - A node that refuses the connection (or cannot be reached before the
 //   connect timeout): nothing was sent, so the map is refreshed and the call
-//   sent again, within the same bound.
+//   sent again after the pause, within the same bound.
 // - A timeout or a broken connection after a call was written: the call may
 //   have run (and charged). It fails, and is never sent again.
 // - A batch is split per node; every node's pipeline is written before any
@@ -30,29 +37,33 @@
 //   reply, or an error reply other than a redirection, TRYAGAIN or the
 //   library's own (`sluice: ...`, about a key, not the node); CLUSTERDOWN
 //   counts as one.
-// - Refreshes are rate-limited (`refresh_interval`) and done by one thread
-//   at a time, in line with a call (no background thread).
+// - Refreshes are rate-limited (`refresh_interval`), one at a time. A call
+//   waits for one only when it cannot be routed without it: no map yet, or
+//   it is to be sent again after a refused node, CLUSTERDOWN or a slot
+//   without a known owner; otherwise the refresh runs beside the calls.
 // - The FUNCTION library is set on every node's client, which loads it
 //   whenever that node says it is missing (a node that joined later).
 //
-// Thread safety: every member may be called from any number of threads.
+// Threads: every member may be called from any thread; the routing runs on
+// a strand of the executor given to `create`, and each node's client on a
+// strand of that strand.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "redis/async_client.hpp"
 #include "redis/client.hpp"
 #include "redis/figures.hpp"
 #include "redis/slots.hpp"
@@ -78,11 +89,13 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// its keys Redis hashes, and split one request's keys over several slots.
 [[nodiscard]] std::optional<error> cluster_name_error(std::string_view field, std::string_view text);
 
-/// The backend of a store's options: for a `redis+cluster://` URL a
-/// `cluster_client` (refusing a `prefix` that holds a brace) with a circuit
-/// breaker per node (`breaker_failures`, `breaker_cool_down`), else a
-/// `client` (`redis://`, `unix://`; the store keeps its one breaker).
-/// Nothing is connected yet. Errors name the URL's part.
+/// The backend of a store's options, through the asynchronous client
+/// (sync_client over an async backend on its own I/O thread): for a
+/// `redis+cluster://` URL a `cluster_client` (refusing a `prefix` that holds
+/// a brace) with a circuit breaker per node (`breaker_failures`,
+/// `breaker_cool_down`); for `redis+sentinel://` a sentinel_client; else
+/// an `async_client` (`redis://`, `rediss://`, `unix://`; the store keeps
+/// its one breaker). Nothing is connected yet. Errors name the URL's part.
 result<std::unique_ptr<backend>> open_backend(const redis_store_options& options);
 
 /// How a `cluster_client` finds the cluster and how long it waits.
@@ -90,10 +103,9 @@ struct cluster_options {
   /// Where the slot map is asked for first; their user and password log in
   /// to every node.
   std::vector<url> seeds;
-  /// Per node, as in client_options.
+  /// Per node, as in async_client_options.
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{100};
-  std::size_t pool_size = 0;
   bool keepalive = true;
   /// The least time between two reads of the slot map.
   std::chrono::milliseconds refresh_interval{100};
@@ -129,11 +141,12 @@ struct cluster_stats {
   std::uint64_t breakers_open = 0;     ///< nodes whose breaker is open or half-open now
 };
 
-/// The router: a `backend` over every primary of a Redis Cluster.
-class cluster_client final : public backend {
+/// The router: an `async_backend` over every primary of a Redis Cluster.
+class cluster_client final : public async_backend, public std::enable_shared_from_this<cluster_client> {
  public:
-  /// Connects lazily: the first call reads the slot map.
-  explicit cluster_client(cluster_options options);
+  /// Makes the router on a strand of `ex`. Connects lazily: the first call
+  /// reads the slot map. Errors: no seed.
+  static result<std::shared_ptr<cluster_client>> create(boost::asio::any_io_executor ex, cluster_options options);
   ~cluster_client() override;
   cluster_client(const cluster_client&) = delete;
   cluster_client& operator=(const cluster_client&) = delete;
@@ -141,22 +154,29 @@ class cluster_client final : public backend {
   /// Sets the library on every node's client, now and for nodes met later.
   result<bool> set_library(std::string name, std::string code) override;
 
-  /// Runs one function on the primary of its keys' slot (the slot of its
-  /// first key; a call without keys goes to any primary).
-  call_result fcall(const function_call& fc) override;
+  /// One command without key routing: sent to the primary of the lowest
+  /// slot with a known owner (the store sends none; `async_count_keys` asks
+  /// every primary).
+  void async_call(std::span<const std::string_view> argv, call_handler done) override;
 
-  /// Runs the calls, each on the primary of its slot: one pipeline per
+  /// Runs the calls, each on the primary of its keys' slot (the slot of its
+  /// first key; a call without keys goes to any primary): one pipeline per
   /// node, all written before any is read. Calls sent again (redirections,
   /// TRYAGAIN) keep their order among themselves.
-  std::vector<call_result> fcall_each(std::span<const function_call> calls) override;
+  void async_fcall_each(std::span<const function_call> calls, each_handler done) override;
 
   /// The sum of DBSIZE over the primaries of the slot map; nullopt when one
   /// of them does not answer, when one's circuit breaker is open (then
-  /// nothing is sent), or when no map has been read.
-  std::optional<std::uint64_t> count_keys() override;
+  /// nothing is sent), or when no map could be read.
+  void async_count_keys(count_handler done) override;
 
-  /// Reads the slot map now (rate limit aside); false when no node answered.
-  bool refresh();
+  /// Fails every pending call (`io`), closes every node's connection and
+  /// refuses new calls.
+  void close() override;
+
+  /// Reads the slot map now (rate limit aside); `done(false)` when no node
+  /// answered.
+  void async_refresh(std::function<void(bool)> done);
 
   /// "host:port" of the primary that serves `slot` in the current map; empty
   /// when no node is known to.
@@ -167,45 +187,17 @@ class cluster_client final : public backend {
 
   /// Sets `cluster_options::on_breaker_change`; before the first call only.
   void set_on_breaker_change(
-      std::function<void(const std::string& node, bool healthy, std::optional<failure_reason> why)> f) {
-    options_.on_breaker_change = std::move(f);
-  }
+      std::function<void(const std::string& node, bool healthy, std::optional<failure_reason> why)> f);
 
   /// Every known node's address and the state of its breaker (none: no
   /// breakers).
   [[nodiscard]] std::vector<std::pair<std::string, remote::circuit_breaker::state>> breaker_states() const;
 
+  struct impl;
+
  private:
-  struct node;
-  struct job;
-  node* node_at(std::string_view address, std::string_view fallback_host);
-  node* owner(int slot) const;
-  void maybe_refresh(bool force);
-  bool refresh_locked();  // requires refresh_mu_
-  bool refresh_from(node& n, std::string& why);
-  void route(std::span<const function_call> calls, std::vector<job>& jobs, std::vector<call_result>& out);
-  /// Tells `n`'s breaker how one call of a pipeline went. `success_told`
-  /// (false at the pipeline's start) makes a run of successes one report.
-  void record(node& n, bool failed, bool& success_told, std::optional<failure_reason> why = std::nullopt) const;
-
-  cluster_options options_;
-
-  mutable std::shared_mutex nodes_mu_;
-  std::vector<std::unique_ptr<node>> nodes_;                    // append-only; requires nodes_mu_
-  std::unordered_map<std::string, std::size_t> by_address_;     // requires nodes_mu_
-  std::array<std::atomic<std::uint16_t>, slot_count> owner_{};  // node index + 1; 0: unknown
-
-  std::mutex lib_mu_;
-  std::string lib_name_, lib_code_;  // requires lib_mu_
-
-  std::mutex refresh_mu_;  // one refresh at a time
-  std::atomic<bool> refresh_wanted_{true};
-  std::atomic<std::int64_t> last_refresh_ns_{0};
-  std::mutex why_mu_;
-  std::string refresh_error_;  // why the last refresh failed; requires why_mu_
-
-  std::atomic<std::uint64_t> moved_{0}, asked_{0}, tryagain_{0}, clusterdown_{0}, refused_{0}, refreshes_{0},
-      refresh_failures_{0}, breaker_rejected_{0};
+  cluster_client(boost::asio::any_io_executor ex, cluster_options options);
+  std::unique_ptr<impl> impl_;
 };
 
 }  // namespace sluice::redis

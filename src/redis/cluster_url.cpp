@@ -84,11 +84,6 @@ std::optional<error> apply_password(url& u, const std::string& password) {
 }
 
 result<std::unique_ptr<backend>> open_backend(const redis_store_options& options) {
-  auto timeouts = [&](auto& co) {
-    co.connect_timeout = options.connect_timeout;
-    co.command_timeout = options.command_timeout;
-    co.pool_size = options.pool_size;
-  };
   if (is_cluster_url(options.url)) {
     auto seeds = parse_cluster_url(options.url);
     if (!seeds) return seeds.err();
@@ -97,10 +92,17 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
     co.seeds = std::move(seeds).value();
     for (auto& seed : co.seeds)
       if (auto e = apply_password(seed, options.password)) return *e;
-    timeouts(co);
+    co.connect_timeout = options.connect_timeout;
+    co.command_timeout = options.command_timeout;
     co.breaker_failures = options.breaker_failures;
     co.breaker_cool_down = options.breaker_cool_down;
-    return std::unique_ptr<backend>(std::make_unique<cluster_client>(std::move(co)));
+    auto c = sync_client::open([co](boost::asio::any_io_executor ex) -> result<std::shared_ptr<async_backend>> {
+      auto made = cluster_client::create(std::move(ex), co);
+      if (!made) return made.err();
+      return std::shared_ptr<async_backend>(std::move(made).value());
+    });
+    if (!c) return c.err();
+    return std::unique_ptr<backend>(std::move(c).value());
   }
   if (is_sentinel_url(options.url)) return open_sentinel_backend(options);
   auto where = parse_url(options.url);
@@ -108,11 +110,7 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
   // The password's other sources (a file, the environment) hold for every
   // client: rediss:// ignored them before.
   if (auto e = apply_password(where.value(), options.password)) return *e;
-  if (where.value().tls.on || options.pipelined_client) return open_async_backend(options, std::move(where).value());
-  client_options co;
-  co.where = std::move(where).value();
-  timeouts(co);
-  return std::unique_ptr<backend>(std::make_unique<client>(std::move(co)));
+  return open_async_backend(options, std::move(where).value());
 }
 
 }  // namespace sluice::redis

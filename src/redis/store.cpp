@@ -23,9 +23,8 @@ namespace sluice {
 redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b)
     : opt(std::move(o)),
       cli(std::move(b)),
-      single_server(dynamic_cast<redis::client*>(cli.get())),
       pipelined(dynamic_cast<redis::sync_client*>(cli.get())),
-      cluster(dynamic_cast<redis::cluster_client*>(cli.get())),
+      cluster(pipelined != nullptr ? dynamic_cast<redis::cluster_client*>(&pipelined->async()) : nullptr),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
   // In a cluster each node has its own breaker, in the router
@@ -111,8 +110,8 @@ store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool
 }
 
 std::optional<tick> redis_store::impl::server_now() {
-  if (single_server == nullptr && pipelined == nullptr) return std::nullopt;  // open() refuses it in a cluster
-  const auto res = single_server != nullptr ? single_server->call({"TIME"}) : pipelined->call({"TIME"});
+  if (pipelined == nullptr || cluster != nullptr) return std::nullopt;  // open() refuses it in a cluster
+  const auto res = pipelined->call({"TIME"});
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   if (arr == nullptr || arr->size() != 2) return std::nullopt;
@@ -388,9 +387,7 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
                ? u.socket_path
                : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
   };
-  if (p->single_server != nullptr) {
-    p->node = node_of(p->single_server->options().where);
-  } else if (p->pipelined != nullptr) {
+  if (p->pipelined != nullptr && p->cluster == nullptr) {
     if (auto u = redis::parse_url(p->opt.url)) {
       p->node = node_of(*u);
     } else {
@@ -501,14 +498,8 @@ void redis_store::peek_async(const store_request& r, decided done) {
 void redis_store::count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) {
   if (impl_->pipelined == nullptr) return done(count_keys());
   impl_->enter();
-  static constexpr std::string_view dbsize[] = {"DBSIZE"};
-  impl_->pipelined->async().async_call(dbsize, [this, h = std::move(done)](const redis::call_result& res) {
-    const auto* rep = std::get_if<redis::reply>(&res);
-    if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) {
-      h(std::nullopt);
-    } else {
-      h(static_cast<std::uint64_t>(*rep->as_integer()));
-    }
+  impl_->pipelined->async().async_count_keys([this, h = std::move(done)](std::optional<std::uint64_t> n) {
+    h(n);
     impl_->leave();
   });
 }

@@ -115,10 +115,10 @@ struct redis_store::impl {
   static constexpr std::size_t max_chunks = 64;  // 65,536 policies
 
   redis_store_options opt;
-  // One server (`single_server` is then the same object), or a cluster (`cluster`).
+  // The backend: one server, a Sentinel master or a cluster.
   std::unique_ptr<redis::backend> cli;
-  redis::client* single_server = nullptr;
-  // One server (or a Sentinel master) through the asynchronous client.
+  // One server, a Sentinel master or a cluster through the asynchronous
+  // client; `cluster` is then its async backend when it is a cluster.
   redis::sync_client* pipelined = nullptr;
   redis::cluster_client* cluster = nullptr;
   redis::functions fns;

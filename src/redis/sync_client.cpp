@@ -78,10 +78,19 @@ call_result sync_client::fcall(const function_call& fc) {
 }
 
 std::optional<std::uint64_t> sync_client::count_keys() {
-  const auto res = call({"DBSIZE"});
-  const auto* rep = std::get_if<reply>(&res);
-  if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(*rep->as_integer());
+  std::promise<std::optional<std::uint64_t>> p;
+  auto f = p.get_future();
+  backend_->async_count_keys([&p](std::optional<std::uint64_t> n) { p.set_value(n); });
+  return f.get();
+}
+
+void async_backend::async_count_keys(count_handler done) {
+  static constexpr std::string_view dbsize[] = {"DBSIZE"};
+  async_call(dbsize, [h = std::move(done)](const call_result& res) {
+    const auto* rep = std::get_if<reply>(&res);
+    if (rep == nullptr || !rep->as_integer() || *rep->as_integer() < 0) return h(std::nullopt);
+    h(static_cast<std::uint64_t>(*rep->as_integer()));
+  });
 }
 
 void warn_if_unverified(const url& where) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli_support.hpp"
-#include "redis/client.hpp"
+#include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice {
@@ -86,9 +86,9 @@ TEST(ReplayRedis, KeysGoUnderTheGivenPrefix) {
   const auto r =
       run_cli({"replay", "--policy", "gcra 1/1s", "--store", srv.url(), "--store-prefix", "mine:"}, "0 a\n0 b\n");
   ASSERT_EQ(r.status, 0) << r.err;
-  redis::client_options co;
+  redis::async_client_options co;
   co.where = redis::parse_url(srv.url()).value();
-  redis::client c(co);
+  redis::test_client c(co);
   const auto keys = c.call({"KEYS", "*"});
   const auto* rep = std::get_if<redis::reply>(&keys);
   ASSERT_TRUE(rep && rep->as_array());

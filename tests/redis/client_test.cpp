@@ -1,6 +1,7 @@
-// client against a real redis-server: call, pipeline, AUTH/ACL, SELECT,
-// unix sockets, threads, the FUNCTION library and its EVALSHA fallback.
-#include "redis/client.hpp"
+// The client against a real redis-server (through test_client: the
+// asynchronous client's synchronous face): call, pipeline, AUTH/ACL,
+// SELECT, unix sockets, threads.
+#include "redis/test_client.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,10 +18,10 @@ namespace {
 using testing::redis_server;
 using testing::redis_server_options;
 
-client_options options_for(const std::string& text) {
+async_client_options options_for(const std::string& text) {
   auto u = parse_url(text);
   EXPECT_TRUE(u.ok()) << (u.ok() ? "" : u.err().what());
-  client_options o;
+  async_client_options o;
   o.where = u.value();
   return o;
 }
@@ -38,7 +39,7 @@ TEST(RedisServer, StartsAnswersAndStopsByPid) {
   redis_server srv;
   ASSERT_GT(srv.port(), 0);
   ASSERT_TRUE(srv.running());
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   EXPECT_EQ(ok(c.call({"PING"})).as_status(), "PONG");
   const pid_t pid = srv.pid();
   srv.kill9();
@@ -56,7 +57,7 @@ TEST(RedisServer, TwoServersGetDifferentPorts) {
 
 TEST(Client, CallDecodesEveryReplyType) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   EXPECT_EQ(ok(c.call({"SET", "k", "v"})).as_status(), "OK");
   EXPECT_EQ(ok(c.call({"GET", "k"})).as_string(), "v");
   EXPECT_TRUE(ok(c.call({"GET", "missing"})).is_nil());
@@ -75,7 +76,7 @@ TEST(Client, CallDecodesEveryReplyType) {
 
 TEST(Client, BinarySafeArguments) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   const std::string key("a\0b\r\nc", 6);
   const std::string value("\0\xff\r\n", 4);
   EXPECT_EQ(ok(c.call({"SET", key, value})).as_status(), "OK");
@@ -84,7 +85,7 @@ TEST(Client, BinarySafeArguments) {
 
 TEST(Client, ErrorReplyIsServerError) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   ok(c.call({"SET", "k", "v"}));
   auto r = c.call({"INCR", "k"});
   ASSERT_TRUE(std::holds_alternative<call_error>(r));
@@ -97,7 +98,7 @@ TEST(Client, ErrorReplyIsServerError) {
 
 TEST(Client, PipelineKeepsOrderAndPerCommandErrors) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   std::vector<std::vector<std::string_view>> cmds;
   for (int i = 0; i < 100; ++i) cmds.push_back({"INCR", "p"});
   cmds.push_back({"HSET", "p", "f", "v"});  // WRONGTYPE: an element, not a batch failure
@@ -117,7 +118,7 @@ TEST(Client, PipelineKeepsOrderAndPerCommandErrors) {
 
 TEST(Client, EmptyCommandsAreRefusedWithoutSending) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   auto r = c.call(std::span<const std::string_view>{});
   ASSERT_TRUE(std::holds_alternative<call_error>(r));
   EXPECT_EQ(std::get<call_error>(r).kind, call_error::protocol);
@@ -130,10 +131,10 @@ TEST(Client, EmptyCommandsAreRefusedWithoutSending) {
 
 TEST(Client, PasswordAuth) {
   redis_server srv({.password = "p@ss word"});
-  client good(options_for("redis://:p%40ss%20word@127.0.0.1:" + std::to_string(srv.port())));
+  test_client good(options_for("redis://:p%40ss%20word@127.0.0.1:" + std::to_string(srv.port())));
   EXPECT_EQ(ok(good.call({"PING"})).as_status(), "PONG");
 
-  client none(options_for(srv.url()));
+  test_client none(options_for(srv.url()));
   auto r = none.call({"GET", "k"});
   ASSERT_TRUE(std::holds_alternative<call_error>(r));
   EXPECT_EQ(std::get<call_error>(r).kind, call_error::auth) << std::get<call_error>(r).what();
@@ -141,7 +142,7 @@ TEST(Client, PasswordAuth) {
 
 TEST(Client, AclUserAuth) {
   redis_server srv({.acl_users = {"app on >apppw ~app:* +@all"}});
-  client c(options_for("redis://app:apppw@127.0.0.1:" + std::to_string(srv.port())));
+  test_client c(options_for("redis://app:apppw@127.0.0.1:" + std::to_string(srv.port())));
   EXPECT_EQ(ok(c.call({"SET", "app:x", "1"})).as_status(), "OK");
   auto denied = c.call({"SET", "other", "1"});
   ASSERT_TRUE(std::holds_alternative<call_error>(denied));
@@ -151,8 +152,8 @@ TEST(Client, AclUserAuth) {
 
 TEST(Client, SelectsTheDatabase) {
   redis_server srv;
-  client db3(options_for(srv.url() + "/3"));
-  client db0(options_for(srv.url()));
+  test_client db3(options_for(srv.url() + "/3"));
+  test_client db0(options_for(srv.url()));
   ok(db3.call({"SET", "k", "three"}));
   EXPECT_TRUE(ok(db0.call({"GET", "k"})).is_nil());
   EXPECT_EQ(ok(db3.call({"GET", "k"})).as_string(), "three");
@@ -161,7 +162,7 @@ TEST(Client, SelectsTheDatabase) {
 
 TEST(Client, ADatabaseTheServerLacksIsAClearError) {
   redis_server srv;
-  client c(options_for(srv.url() + "/99"));
+  test_client c(options_for(srv.url() + "/99"));
   auto r = c.call({"PING"});
   ASSERT_TRUE(std::holds_alternative<call_error>(r));
   const auto& e = std::get<call_error>(r);
@@ -172,15 +173,15 @@ TEST(Client, ADatabaseTheServerLacksIsAClearError) {
 
 TEST(Client, UnixSocket) {
   redis_server srv({.unix_socket = true});
-  client c(options_for(srv.unix_url() + "?db=2"));
+  test_client c(options_for(srv.unix_url() + "?db=2"));
   ok(c.call({"SET", "k", "v"}));
-  client tcp(options_for(srv.url() + "/2"));
+  test_client tcp(options_for(srv.url() + "/2"));
   EXPECT_EQ(ok(tcp.call({"GET", "k"})).as_string(), "v");
 }
 
 TEST(Client, ThreadsShareOneClient) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   constexpr int threads = 4;
   constexpr int per_thread = 500;
   std::atomic<int> failures{0};
@@ -196,22 +197,6 @@ TEST(Client, ThreadsShareOneClient) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(ok(c.call({"GET", "shared"})).as_string(), std::to_string(threads * per_thread));
   EXPECT_LE(c.stats().connects, static_cast<std::uint64_t>(threads));
-}
-
-TEST(Client, BoundedPoolSharesConnections) {
-  redis_server srv;
-  auto o = options_for(srv.url());
-  o.pool_size = 1;
-  o.command_timeout = std::chrono::milliseconds(2000);
-  client c(o);
-  std::vector<std::thread> ts;
-  for (int t = 0; t < 3; ++t)
-    ts.emplace_back([&] {
-      for (int i = 0; i < 200; ++i) EXPECT_TRUE(std::holds_alternative<reply>(c.call({"INCR", "n"})));
-    });
-  for (auto& t : ts) t.join();
-  EXPECT_EQ(ok(c.call({"GET", "n"})).as_string(), "600");
-  EXPECT_EQ(c.stats().connects, 1u);
 }
 
 }  // namespace

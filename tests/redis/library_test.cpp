@@ -1,4 +1,4 @@
-// The FUNCTION library path of client::fcall: loaded when missing (fresh
+// The FUNCTION library path of the client's fcall (test_client.hpp): loaded when missing (fresh
 // server, FUNCTION FLUSH, restart without persistence), and run through
 // EVALSHA where FUNCTION is refused (an ACL user without +function).
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/client.hpp"
+#include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis {
@@ -24,13 +24,13 @@ redis.register_function{function_name = 'echo', callback = function(keys, args) 
 redis.register_function('fail', function(keys, args) return redis.error_reply('sluice: corrupt state') end)
 )";
 
-client_options options_for(const std::string& text) {
-  client_options o;
+async_client_options options_for(const std::string& text) {
+  async_client_options o;
   o.where = parse_url(text).value();
   return o;
 }
 
-std::int64_t incr(client& c, std::string_view key, std::string_view by) {
+std::int64_t incr(test_client& c, std::string_view key, std::string_view by) {
   const std::string_view argv[] = {key, by};
   auto r = c.fcall({"incr_by", 1, argv});
   if (auto* e = std::get_if<call_error>(&r)) {
@@ -41,7 +41,7 @@ std::int64_t incr(client& c, std::string_view key, std::string_view by) {
 }
 
 TEST(Library, RejectsCodeThatNamesAnotherLibrary) {
-  client c(options_for("redis://127.0.0.1:1"));
+  test_client c(options_for("redis://127.0.0.1:1"));
   auto r = c.set_library("sluice_v2", std::string(test_library));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.err().field, "library");
@@ -51,7 +51,7 @@ TEST(Library, RejectsCodeThatNamesAnotherLibrary) {
 
 TEST(Library, LoadsItselfOnAFreshServerAndAfterFunctionFlush) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   ASSERT_TRUE(c.set_library("sluice_test_v1", std::string(test_library)).ok());
   EXPECT_EQ(incr(c, "k", "5"), 5);
   EXPECT_EQ(c.stats().library_loads, 1u);
@@ -71,7 +71,7 @@ TEST(Library, LoadsItselfOnAFreshServerAndAfterFunctionFlush) {
 
 TEST(Library, ArgumentsAndErrorsPassThrough) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   ASSERT_TRUE(c.set_library("sluice_test_v1", std::string(test_library)).ok());
   const std::string_view args[] = {"a", std::string_view("\0b", 2), "-9007199254740991"};
   auto r = c.fcall({"echo", 0, args});
@@ -90,7 +90,7 @@ TEST(Library, ArgumentsAndErrorsPassThrough) {
 
 TEST(Library, PipelinedCallsReloadOnceAndKeepOrder) {
   redis_server srv;
-  client c(options_for(srv.url()));
+  test_client c(options_for(srv.url()));
   ASSERT_TRUE(c.set_library("sluice_test_v1", std::string(test_library)).ok());
   std::vector<std::string> keys;
   for (int i = 0; i < 16; ++i) keys.push_back("pk" + std::to_string(i % 4));
@@ -115,7 +115,7 @@ TEST(Library, FallsBackToEvalshaWhenFunctionIsRefused) {
   redis_server srv({.acl_users = {"nofn on >pw ~* +@all -function", "nofcall on >pw ~* +@all -function -fcall"}});
   for (const char* user : {"nofn", "nofcall"}) {
     SCOPED_TRACE(user);
-    client c(options_for(std::string("redis://") + user + ":pw@127.0.0.1:" + std::to_string(srv.port())));
+    test_client c(options_for(std::string("redis://") + user + ":pw@127.0.0.1:" + std::to_string(srv.port())));
     ASSERT_TRUE(c.set_library("sluice_test_v1", std::string(test_library)).ok());
     const std::string key = std::string("ev:") + user;
     EXPECT_EQ(incr(c, key, "5"), 5);
@@ -123,7 +123,7 @@ TEST(Library, FallsBackToEvalshaWhenFunctionIsRefused) {
     EXPECT_EQ(incr(c, key, "1"), 6);
     EXPECT_EQ(c.stats().script_loads, 1u);
     // The script cache is emptied (as by a restart or failover): NOSCRIPT -> SCRIPT LOAD -> retry.
-    client admin(options_for(srv.url()));
+    test_client admin(options_for(srv.url()));
     ASSERT_TRUE(std::holds_alternative<reply>(admin.call({"SCRIPT", "FLUSH"})));
     EXPECT_EQ(incr(c, key, "1"), 7);
     EXPECT_EQ(c.stats().script_loads, 2u);

@@ -1,7 +1,7 @@
 // Redis behind Sentinel (sentinel.hpp): one master, one replica and three
 // redis-sentinel processes on free 127.0.0.1 ports, stopped by PID. The URL
 // form; discovery (past a dead sentinel, an unknown name refused); and
-// `SENTINEL FAILOVER` while calls run: the client follows, every call
+// `SENTINEL FAILOVER` while calls run: the test_client follows, every call
 // completes (a reply or a counted error), later calls reach the new master.
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "redis/client.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/sync_client.hpp"
+#include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis {
@@ -66,12 +66,12 @@ struct deployment {
                            "sentinel down-after-milliseconds mymaster 1000", "sentinel failover-timeout mymaster 5000"},
           .sentinel = true}));
     // Ready when the first sentinel knows the replica and the replica is in sync.
-    client_options co;
+    async_client_options co;
     co.where = parse_url(sentinels[0]->url()).value();
     co.command_timeout = 1000ms;
-    client s(co);
+    test_client s(co);
     co.where = parse_url(replica.url()).value();
-    client r(co);
+    test_client r(co);
     const auto until = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < until) {
       auto reps = s.call({"SENTINEL", "replicas", "mymaster"});
@@ -158,9 +158,9 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
       ++errors[std::string(call_error::name(e.kind)) + (e.maybe_applied ? " (maybe applied)" : "")];
     }
     if (!failover_sent && ok == 300) {
-      client_options co;
+      async_client_options co;
       co.where = parse_url(d.sentinels[1]->url()).value();
-      client admin(co);
+      test_client admin(co);
       auto f = admin.call({"SENTINEL", "FAILOVER", "mymaster"});
       ASSERT_TRUE(std::holds_alternative<reply>(f)) << std::get<call_error>(f).what();
       failover_sent = true;
@@ -186,9 +186,9 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
   EXPECT_GE(after_switch, 500) << "the client did not follow within 30 s";
   EXPECT_GE(st.switches, 1u);
   // Later calls go to the new master: its own count is the client's.
-  client_options co;
+  async_client_options co;
   co.where = parse_url(d.replica.url()).value();
-  client direct(co);
+  test_client direct(co);
   auto role = direct.call({"ROLE"});
   ASSERT_TRUE(std::holds_alternative<reply>(role));
   EXPECT_EQ(std::get<reply>(role).elements.at(0).str, "master");

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "redis/binary.hpp"
-#include "redis/client.hpp"
 #include "redis/store_support.hpp"
+#include "redis/test_client.hpp"
 #include "redis/trace_gen.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/snapshot.hpp"
@@ -19,26 +19,26 @@
 namespace sluice::redis_test {
 namespace {
 
-redis::client raw_client() {
-  redis::client_options co;
+redis::test_client raw_client() {
+  redis::async_client_options co;
   co.where = redis::parse_url(shared_server().url()).value();
   co.command_timeout = std::chrono::seconds(2);
-  return redis::client(co);
+  return redis::test_client(co);
 }
 
-std::int64_t pttl(redis::client& c, const std::string& key) {
+std::int64_t pttl(redis::test_client& c, const std::string& key) {
   const auto r = c.call({"PTTL", key});
   const auto* rep = std::get_if<redis::reply>(&r);
   return rep && rep->as_integer() ? *rep->as_integer() : -100;
 }
 
-std::string get(redis::client& c, const std::string& key) {
+std::string get(redis::test_client& c, const std::string& key) {
   const auto r = c.call({"GET", key});
   const auto* rep = std::get_if<redis::reply>(&r);
   return rep && rep->as_string() ? std::string(*rep->as_string()) : std::string("(nil)");
 }
 
-void set(redis::client& c, const std::string& key, const std::string& v) { (void)c.call({"SET", key, v}); }
+void set(redis::test_client& c, const std::string& key, const std::string& v) { (void)c.call({"SET", key, v}); }
 
 // ---- exact ranges ----
 

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis/client.hpp"
 #include "redis/store_support.hpp"
+#include "redis/test_client.hpp"
 
 namespace sluice::redis_test {
 namespace {
@@ -38,11 +38,11 @@ std::unique_ptr<redis_store> open(const redis_store_options& o) {
   return s ? std::move(s).value() : nullptr;
 }
 
-redis::client raw(const testing::redis_server& srv) {
-  redis::client_options co;
+redis::test_client raw(const testing::redis_server& srv) {
+  redis::async_client_options co;
   co.where = redis::parse_url(srv.url()).value();
   co.command_timeout = std::chrono::seconds(2);
-  return redis::client(co);
+  return redis::test_client(co);
 }
 
 /// Decides on `ch` until `stop`, counting answers by source.

@@ -18,6 +18,7 @@
 #include "redis/client.hpp"
 #include "redis/lease_run.hpp"
 #include "redis/store_support.hpp"
+#include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
@@ -236,10 +237,10 @@ TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
   const check c{p, "k", 0};
   const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
   ASSERT_NE(lease, 0U);
-  redis::client_options co;
+  redis::async_client_options co;
   co.where = redis::parse_url(shared_server().url()).value();
   co.command_timeout = std::chrono::seconds(2);
-  redis::client cli(co);
+  redis::test_client cli(co);
   const auto get = [&](const std::string& key) {
     const auto r = cli.call({"GET", key});
     const auto* rep = std::get_if<redis::reply>(&r);
@@ -291,10 +292,10 @@ TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeep
   const check c{p, "k", 0};
   const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
   ASSERT_NE(lease, 0U);
-  redis::client_options co;
+  redis::async_client_options co;
   co.where = redis::parse_url(shared_server().url()).value();
   co.command_timeout = std::chrono::seconds(2);
-  redis::client cli(co);
+  redis::test_client cli(co);
   const auto pttl = [&] {
     const auto r = cli.call({"PTTL", o.prefix + "s:p:{k}"});
     const auto* rep = std::get_if<redis::reply>(&r);

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "redis/client.hpp"
 #include "redis/store_support.hpp"
+#include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
@@ -58,9 +58,9 @@ answer ask(store& s, const std::map<std::string, policy_id>& ids,
 }
 
 std::map<std::string, std::int64_t> fcalls(const testing::redis_server& srv) {
-  redis::client_options co;
+  redis::async_client_options co;
   co.where = redis::parse_url(srv.url()).value();
-  redis::client c(co);
+  redis::test_client c(co);
   const auto info = c.call({"INFO", "commandstats"});
   std::map<std::string, std::int64_t> out;
   const std::string text(std::get<redis::reply>(info).as_string().value_or(""));

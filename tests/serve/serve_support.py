@@ -454,6 +454,27 @@ class RedisCluster:
     def url(self):
         return "redis+cluster://" + ",".join("127.0.0.1:%d" % p for p in self.ports)
 
+    def owner_port(self, key):
+        """The port of the primary that serves `key`'s hash slot now."""
+        slot = int(self.run_cli("-p", str(self.ports[0]), "cluster", "keyslot", key).strip())
+        for line in self.run_cli("-p", str(self.ports[0]), "cluster", "nodes").splitlines():
+            f = line.split()
+            if "master" not in f[2]:
+                continue
+            for r in f[8:]:
+                lo, _, hi = r.partition("-")
+                if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
+                    return int(f[1].split("@")[0].split(":")[1])
+        raise AssertionError("no primary serves slot %d" % slot)
+
+    def signal(self, port, sig):
+        """Sends `sig` (SIGSTOP, SIGCONT) to the node on `port`, by its PID."""
+        for proc, p in zip(self.procs, self.ports):
+            if p == port:
+                os.kill(proc.pid, sig)
+                return
+        raise AssertionError("no node on port %d" % port)
+
     def stop(self):
         for proc in self.procs:
             if proc.poll() is None:

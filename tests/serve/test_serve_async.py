@@ -7,13 +7,14 @@ stopped by PID; every wait is bounded.
 """
 import json
 import os
+import signal
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import metric, wait_until  # noqa: E402
+from serve_support import RedisCluster, metric, wait_until  # noqa: E402
 from test_serve_redis import RedisCase  # noqa: E402
 
 
@@ -21,6 +22,80 @@ def timed(fn):
     t0 = time.monotonic()
     out = fn()
     return out, time.monotonic() - t0
+
+
+class StalledClusterNode(RedisCase):
+    """One primary of a real Redis Cluster stopped (SIGSTOP) with many
+    clients waiting, on one event loop: the requests on its keys are each
+    answered by the failure mode at their own deadline, all together; the
+    requests on the other primaries' keys are answered by the store at once,
+    without waiting for the stopped one."""
+
+    PER_NODE = 8
+    TIMEOUT_MS = 300
+
+    def test_a_stopped_primary_holds_only_its_own_requests(self):
+        # No replicas: the stopped primary is not failed over during the test
+        # (it lasts well under the cluster's node timeout of 1 s). Every
+        # request's call is sent before the first deadline passes, so each
+        # waits for its own (the node's breaker opens only after them).
+        cluster = RedisCluster(primaries=3, replicas=0)
+        self.addCleanup(cluster.stop)
+        s, _ = self.start_on(cluster, {"api": "gcra 1000/1s"}, server="threads = 1\n",
+                             command_timeout='"%dms"' % self.TIMEOUT_MS, on_failure='"fail-closed"')
+        victim = cluster.owner_port("k0")
+        keys, on_victim = [], []
+        for i in range(400):
+            k = "k%d" % i
+            here = cluster.owner_port(k) == victim
+            if sum(1 for v in on_victim if v == here) < (self.PER_NODE if here else 2 * self.PER_NODE):
+                keys.append(k)
+                on_victim.append(here)
+            if len(keys) == 3 * self.PER_NODE:
+                break
+        self.assertEqual(len(keys), 3 * self.PER_NODE)
+        for k in keys:  # every node connected, the library loaded
+            self.assertEqual(s.decide([("api", k)])[2]["source"], "store", k)
+        conns = [s.conn() for _ in keys]
+        for c in conns:
+            self.assertEqual(s.request("GET", "/healthz", conn=c)[0], 200)
+        cluster.signal(victim, signal.SIGSTOP)
+        self.addCleanup(cluster.signal, victim, signal.SIGCONT)
+        results = [None] * len(keys)
+        start = threading.Barrier(len(keys) + 1)
+
+        def client(i):
+            start.wait()
+            t0 = time.monotonic()
+            st, _, b = s.decide([("api", keys[i])], conn=conns[i])
+            results[i] = (st, b["source"], time.monotonic() - t0)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(keys))]
+        for t in threads:
+            t.start()
+        start.wait()
+        for t in threads:
+            t.join(30)
+        cluster.signal(victim, signal.SIGCONT)
+        for i, r in enumerate(results):
+            self.assertIsNotNone(r, i)
+        stopped = [r for r, v in zip(results, on_victim) if v]
+        others = [r for r, v in zip(results, on_victim) if not v]
+        for r in stopped:
+            self.assertEqual(r[:2], (429, "fail-closed"), results)
+        for r in others:
+            self.assertEqual(r[:2], (200, "store"), results)
+        # The stopped node's requests: each at its deadline, all together
+        # (one after another would take PER_NODE × the timeout); the
+        # others' before that deadline.
+        self.assertGreaterEqual(min(r[2] for r in stopped), self.TIMEOUT_MS / 1000.0 * 0.9)
+        self.assertLess(max(r[2] for r in stopped), self.TIMEOUT_MS / 1000.0 + 1.0, stopped)
+        self.assertLess(max(r[2] for r in others), self.TIMEOUT_MS / 1000.0 * 0.9, others)
+        print("stopped primary: its %d requests answered in %.0f-%.0f ms (deadline %d ms), the other %d in at most "
+              "%.0f ms" % (len(stopped), 1000 * min(r[2] for r in stopped), 1000 * max(r[2] for r in stopped),
+                           self.TIMEOUT_MS, len(others), 1000 * max(r[2] for r in others)), file=sys.stderr)
+        victim_key = keys[on_victim.index(True)]
+        self.assertTrue(wait_until(lambda: s.decide([("api", victim_key)])[2]["source"] == "store", 10))
 
 
 class StalledRedis(RedisCase):

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "redis/client.hpp"
 #include "redis/slots.hpp"
 #include "redis/store_support.hpp"
+#include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"
 #include "support/redis_cluster.hpp"
@@ -37,11 +37,11 @@ inline std::unique_ptr<redis_store> open_cluster_store(redis_store_options o = {
 }
 
 /// A plain (single-node) client on node `i` of `cluster`.
-inline std::unique_ptr<redis::client> node_client(testing::redis_cluster& cluster, std::size_t i) {
-  redis::client_options co;
+inline std::unique_ptr<redis::test_client> node_client(testing::redis_cluster& cluster, std::size_t i) {
+  redis::async_client_options co;
   co.where = redis::parse_url("redis://" + cluster.address(i)).value();
   co.command_timeout = std::chrono::seconds(5);
-  return std::make_unique<redis::client>(co);
+  return std::make_unique<redis::test_client>(co);
 }
 
 /// The policy of an expression (docs/policy-expressions.md).
