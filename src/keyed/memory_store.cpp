@@ -807,6 +807,7 @@ bool with_overrides(memory_store& m, policy_id id, bool closed, std::optional<st
   if (e == nullptr) return false;
   std::lock_guard r(e->redefine);
   if (!closed) {
+    im.settle(*e);
     fn(e->overrides, *e->owned);
     return true;
   }
@@ -987,6 +988,25 @@ void memory_store::for_each_policy(const std::function<void(std::string_view, ke
     std::lock_guard r(e->redefine);
     impl_->settle(*e);
     fn(e->name, *e->owned);
+  }
+}
+
+void memory_store::for_each_policy_with_overrides(
+    const std::function<void(std::string_view, keyed_limiter&, std::span<const override_state>)>& fn) {
+  std::vector<policy_entry*> es;
+  {
+    std::lock_guard lock(impl_->define_mu);
+    for (const auto& e : impl_->entries) es.push_back(e.get());
+  }
+  std::vector<override_state> os;
+  for (policy_entry* e : es) {
+    std::lock_guard r(e->redefine);
+    impl_->settle(*e);
+    os.clear();
+    for (const auto& [key, states] : e->overrides.map)
+      os.push_back({key, states->policy(), states->state_of(key).value_or(fresh_state(states->policy()))});
+    std::sort(os.begin(), os.end(), [](const override_state& a, const override_state& b) { return a.key < b.key; });
+    fn(e->name, *e->owned, os);
   }
 }
 

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "sluice/keyed.hpp"
+#include "sluice/snapshot.hpp"
 #include "sluice/store.hpp"
 
 namespace sluice {
@@ -84,13 +85,6 @@ struct memory_store_options {
   /// the Redis store); otherwise a manual clock that must outlive the store
   /// (tests, simulations).
   const manual_clock* clock = nullptr;
-};
-
-/// One override with its key's state, as a snapshot saves it.
-struct override_state {
-  std::string key;
-  any_policy policy;  ///< the override
-  any_state state;    ///< the key's state under it (fresh when it holds none)
 };
 
 /// The in-process store; see the overview.
@@ -212,6 +206,11 @@ class memory_store final : public store {
   /// cannot continue the policy's states (or a state not of its type),
   /// "overrides" past the bound.
   result<std::size_t> restore_overrides(policy_id id, const std::vector<override_state>& overrides);
+
+  /// As for_each_policy, with each policy's overrides and their keys'
+  /// states read under the same lock (a snapshot saves both at once).
+  void for_each_policy_with_overrides(const std::function<void(std::string_view name, keyed_limiter& states,
+                                                               std::span<const override_state> overrides)>& fn);
 
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;
