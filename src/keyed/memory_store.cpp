@@ -553,18 +553,40 @@ struct memory_store::impl {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst) && e->overrides.count.load(std::memory_order_acquire) != 0)
             [[unlikely]] {
-          // Some key of this policy has an override: each request on the key's own store.
+          // Some key of this policy has an override: the keys without one
+          // still go as one keyed batch; an overridden key's requests, each
+          // on its own store (a key's requests all go one way, in order).
+          std::uint32_t plain_idx[chunk];
+          std::size_t np = 0;
           for (std::size_t j = 0; j < m; ++j) {
             const check& c = r[j].checks[0];
-            const decision d = resolve(*e, c.key)->internals().acquire(c.key, cost_of(r[j], c), r[j].now);
-            if (d.part == keyed_refused) [[unlikely]] {
-              o[j] = full(r[j].checks, r[j].cost, r[j].now, {});
-              ++refused;
-              continue;
+            if (keyed_limiter* ok = e->overrides.find(c.key); ok != nullptr) {
+              o[j] = {ok->internals().acquire(c.key, cost_of(r[j], c), r[j].now), source::store};
+              o[j].d.part = 0;
+            } else {
+              plain_idx[np++] = static_cast<std::uint32_t>(j);
             }
-            o[j] = {d, source::store};
-            o[j].d.part = 0;
           }
+          if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
+            for (std::size_t j = 0; j < np; ++j) (void)resolve(*e, r[plain_idx[j]].checks[0].key);
+          e->current.load(std::memory_order_acquire)
+              ->internals()
+              .acquire_many(
+                  np,
+                  [r, &plain_idx](std::size_t j) {
+                    const store_request& q = r[plain_idx[j]];
+                    return keyed_request{q.checks[0].key, q.now, cost_of(q, q.checks[0])};
+                  },
+                  [&](std::size_t j, const decision& d) {
+                    const std::size_t k = plain_idx[j];
+                    if (d.part == keyed_refused) [[unlikely]] {
+                      o[k] = full(r[k].checks, r[k].cost, r[k].now, {});
+                      ++refused;
+                      return;
+                    }
+                    o[k] = {d, source::store};
+                    o[k].d.part = 0;
+                  });
           add(g.slot(), counter::from_store, m - refused);
           done = true;
         } else if (!e->closed.load(std::memory_order_seq_cst)) {
