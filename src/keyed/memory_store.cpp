@@ -558,9 +558,12 @@ struct memory_store::impl {
           // on its own store (a key's requests all go one way, in order).
           std::uint32_t plain_idx[chunk];
           std::size_t np = 0;
+          constexpr std::size_t ahead = 16;  // the filter reads each key's bytes: fetched this far ahead
+          for (std::size_t j = 0; j < std::min(ahead, m); ++j) __builtin_prefetch(r[j].checks[0].key.data());
           for (std::size_t j = 0; j < m; ++j) {
+            if (j + ahead < m) __builtin_prefetch(r[j + ahead].checks[0].key.data());
             const check& c = r[j].checks[0];
-            if (keyed_limiter* ok = e->overrides.find(c.key); ok != nullptr) {
+            if (keyed_limiter* ok = e->overrides.find_held(c.key); ok != nullptr) [[unlikely]] {
               o[j] = {ok->internals().acquire(c.key, cost_of(r[j], c), r[j].now), source::store};
               o[j].d.part = 0;
             } else {

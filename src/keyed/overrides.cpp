@@ -109,6 +109,7 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
       out = override_change::replaced;
     } else {
       t.map.emplace(std::string(key), std::move(next));
+      t.refilter();
       t.count.fetch_add(1, std::memory_order_release);
       total.fetch_add(1);
       out = override_change::created;
@@ -138,6 +139,7 @@ result<bool> memory_store::delete_override_at(policy_id policy, std::string_view
     }
     gone = std::move(it->second);
     t.map.erase(it);
+    t.refilter();
     t.count.fetch_sub(1, std::memory_order_release);
     total.fetch_sub(1);
     out = true;
@@ -216,6 +218,7 @@ result<std::size_t> memory_store::restore_overrides(policy_id id, const std::vec
     total.fetch_sub(t.map.size());
     total.fetch_add(next.size());
     t.map = std::move(next);
+    t.refilter();
     t.count.store(t.map.size(), std::memory_order_release);
     out = t.map.size();
   });

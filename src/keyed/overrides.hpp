@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -32,11 +33,38 @@ struct override_table {
   /// flight on it (after a grace period), under its redefinition lock; read
   /// in a store read section with the gate open, or under that lock.
   std::unordered_map<std::string, std::unique_ptr<keyed_limiter>, string_hash, std::equal_to<>> map;
+  /// A filter of the keys in `map` (a bit per `slot_of`), changed with it:
+  /// a key whose bit is clear has no override, found without hashing it.
+  std::uint64_t filter[64] = {};
+
+  /// The filter's bit of `key`: its length and three of its bytes, a few
+  /// instructions (no pass over the key).
+  static std::size_t slot_of(std::string_view key) noexcept {
+    const std::size_t n = key.size();
+    if (n == 0) return 0;
+    const auto b = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(key[i])); };
+    return (n * 7 + b(0) + b(n / 2) * 31 + b(n - 1) * 131) & 4095;
+  }
+  /// Sets the filter from `map`.
+  void refilter() noexcept {
+    for (auto& w : filter) w = 0;
+    for (const auto& kv : map) {
+      const std::size_t s = slot_of(kv.first);
+      filter[s >> 6] |= std::uint64_t{1} << (s & 63);
+    }
+  }
 
   /// The keyed store of `key`'s override, or null.
   [[nodiscard]] keyed_limiter* find(std::string_view key) const {
     if (count.load(std::memory_order_acquire) == 0) [[likely]]
       return nullptr;
+    return find_held(key);
+  }
+
+  /// As `find`, for a caller that has seen `count` above 0.
+  [[nodiscard]] keyed_limiter* find_held(std::string_view key) const {
+    const std::size_t s = slot_of(key);
+    if ((filter[s >> 6] >> (s & 63) & 1U) == 0) return nullptr;
     const auto it = map.find(key);
     return it == map.end() ? nullptr : it->second.get();
   }

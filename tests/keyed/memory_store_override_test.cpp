@@ -240,6 +240,41 @@ TEST(MemoryStoreOverride, ABatchAndAMultiCheckRequestUseTheOverride) {
   EXPECT_EQ(one(st, q, "two", 0, 98).allowed, true);
 }
 
+TEST(MemoryStoreOverride, ManyOverridesEachFoundAndNoOtherKeyTouched) {
+  // The lookup's filter (overrides.hpp) may pass a key without an
+  // override, never miss one that has one, after sets and deletes alike.
+  memory_store st(opts());
+  const policy_id p = st.define_at("api", expr("quota 1"), 0).value();
+  const auto key = [](int i) { return "k" + std::to_string(i); };
+  for (int i = 0; i < 600; i += 2) ASSERT_TRUE(st.set_override_at(p, key(i), expr("quota 2"), 0));
+  for (int i = 0; i < 600; i += 3)
+    if (i % 2 == 0) {
+      ASSERT_TRUE(st.delete_override_at(p, key(i), 0).value());
+    }
+  for (int i = 0; i < 600; ++i) {
+    const bool has = i % 2 == 0 && i % 3 != 0;
+    EXPECT_EQ(st.override_of(p, key(i)).value().has_value(), has) << i;
+    int admitted = 0;
+    while (admitted < 5 && one(st, p, key(i), 0).allowed) ++admitted;
+    EXPECT_EQ(admitted, has ? 2 : 1) << i;
+  }
+  // A batch sees the same.
+  std::vector<check> cs;
+  for (int i = 600; i < 700; ++i) cs.push_back(check{p, "", 1});
+  std::vector<std::string> ks;
+  for (int i = 600; i < 700; ++i) ks.push_back(key(i));
+  for (std::size_t i = 0; i < cs.size(); ++i) cs[i].key = ks[i];
+  for (int i = 600; i < 700; i += 5) ASSERT_TRUE(st.set_override_at(p, key(i), expr("quota 2"), 0));
+  for (int round = 0; round < 2; ++round) {
+    std::vector<store_request> rs;
+    for (const auto& c : cs) rs.push_back(store_request{std::span<const check>(&c, 1), 0, 1, {}});
+    std::vector<store_decision> out(rs.size());
+    st.decide_many_at(rs, out);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      EXPECT_EQ(out[i].d.allowed, round == 0 || i % 5 == 0) << "round " << round << " key " << ks[i];
+  }
+}
+
 TEST(MemoryStoreOverride, RacingDecisionsLoseNoAdmitAndSeeNoFreshState) {
   // A quota never refills: whatever the order of the changes and the
   // decisions, the key admits exactly its last override's N in all.
