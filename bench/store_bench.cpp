@@ -9,7 +9,8 @@
 // lines after Google Benchmark's report, and the ratios.
 //
 //   store_bench                 RUNS=5 repetitions
-// Env: RUNS, KEYS (default 1000000), BATCH (requests per batch, default 64).
+// Env: RUNS, KEYS (default 1000000), BATCH (requests per batch, default 64),
+// OVERRIDES (held in the overrides-1M rows' second store, default 100).
 #include <benchmark/benchmark.h>
 #include <time.h>
 
@@ -81,6 +82,38 @@ struct fixture {
 
 fixture& fix() {
   static fixture f;
+  return f;
+}
+
+/// Overrides (semantics.md, "Overrides"): a second memory store with the
+/// same 1M keys and states, whose policy also holds OVERRIDES overrides
+/// (default 100) on keys of their own ("vip:N"), none of the 1M. What the
+/// 1M keys pay for them is this store against the fixture's, which holds
+/// none, both in one run.
+struct override_fixture {
+  std::unique_ptr<sluice::memory_store> store;
+  sluice::policy_id id = 0;
+  std::size_t overrides = env_size("OVERRIDES", 100);
+
+  override_fixture() {
+    const fixture& f = fix();
+    sluice::memory_store_options o;
+    o.keyed = {.auto_purge = false, .hash_seed = 7};
+    store = std::make_unique<sluice::memory_store>(o);
+    id = store->define("bench", sluice::gcra::make({100, 1'000'000'000}, 10).value()).value();
+    const sluice::tick t = sluice::steady_clock::now();
+    for (const auto& k : f.keys) {
+      const sluice::check c{id, k};
+      benchmark::DoNotOptimize(store->decide_at({.checks = {&c, 1}, .now = t, .cost = 1, .id = {}}));
+    }
+    const sluice::any_policy vip = sluice::gcra::make({1000, 1'000'000'000}, 100).value();
+    for (std::size_t i = 0; i < overrides; ++i)
+      if (!store->set_override_at(id, "vip:" + std::to_string(i), vip, t)) std::abort();
+  }
+};
+
+override_fixture& fix_ov() {
+  static override_fixture f;
   return f;
 }
 
@@ -176,6 +209,51 @@ void Store1M(benchmark::State& st) {
   }
 }
 
+/// Keys without an override, in a store whose policy holds none and in one
+/// whose policy holds `OVERRIDES` (on other keys): one check (decide_at)
+/// and batches (decide_many_at), paired as above.
+void Overrides1M(benchmark::State& st) {
+  fixture& f = fix();
+  override_fixture& g = fix_ov();
+  sluice::store* stores[2] = {f.store.get(), g.store.get()};
+  const sluice::policy_id ids[2] = {f.id, g.id};
+  for (auto _ : st) {
+    const auto w0 = clk::now();
+    sluice::tick at = sluice::steady_clock::now();
+    std::int64_t allowed = 0;
+    const auto [na, oa] = paired([&](int side, const std::string* const* ks, std::size_t m) {
+      sluice::store& s = *stores[side];
+      for (std::size_t j = 0; j < m; ++j) {
+        const sluice::check c{ids[side], *ks[j]};
+        allowed += s.decide_at({.checks = {&c, 1}, .now = at += 10, .cost = 1, .id = {}}).d.allowed ? 1 : 0;
+      }
+    });
+    std::vector<sluice::check> cs(batch);
+    std::vector<sluice::store_request> sr(batch);
+    std::vector<sluice::store_decision> sd(batch);
+    const auto [nm, om] = paired([&](int side, const std::string* const* ks, std::size_t m) {
+      sluice::store& s = *stores[side];
+      for (std::size_t b = 0; b < m; b += batch) {
+        const std::size_t n = std::min(batch, m - b);
+        for (std::size_t j = 0; j < n; ++j) {
+          cs[j] = {ids[side], *ks[b + j]};
+          sr[j] = {.checks = {&cs[j], 1}, .now = at += 10, .cost = 1, .id = {}};
+        }
+        s.decide_many_at(std::span(sr.data(), n), sd);
+        for (std::size_t j = 0; j < n; ++j) allowed += sd[j].d.allowed ? 1 : 0;
+      }
+    });
+    benchmark::DoNotOptimize(allowed);
+    st.counters["none_at_ns"] = na;
+    st.counters["held_at_ns"] = oa;
+    st.counters["none_many_ns"] = nm;
+    st.counters["held_many_ns"] = om;
+    const double total = std::chrono::duration<double>(clk::now() - w0).count();
+    st.counters["wall_s"] = total;
+    st.SetIterationTime(total);
+  }
+}
+
 /// Collects each repetition's counters by benchmark name.
 class collector : public benchmark::ConsoleReporter {
  public:
@@ -199,6 +277,7 @@ void emit(const std::string& scenario, const stats3& s, const std::string& note)
 }  // namespace
 
 BENCHMARK(Store1M)->Name("store-1M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(Overrides1M)->Name("overrides-1M")->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
   std::string reps = "--benchmark_repetitions=" + std::to_string(env_size("RUNS", 5));
@@ -209,6 +288,23 @@ int main(int argc, char** argv) {
   collector rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
   benchmark::Shutdown();
+  if (const auto ov = rep.runs.find("overrides-1M"); ov != rep.runs.end()) {
+    const auto& r = ov->second;
+    std::printf(
+        "# keys without an override: a store whose policy holds none vs one holding %zu (on other keys), keys=%zu, "
+        "same run; ns = thread CPU time per decision\n",
+        fix_ov().overrides, n_keys);
+    emit("store-1M-no-overrides", summarize(field(r, "none_at_ns")), "memory_store::decide_at, no override held");
+    emit("store-1M-overrides-held", summarize(field(r, "held_at_ns")), "the same, overrides held on other keys");
+    emit("store-1M-no-overrides-batch", summarize(field(r, "none_many_ns")), "decide_many_at, no override held");
+    emit("store-1M-overrides-held-batch", summarize(field(r, "held_many_ns")),
+         "the same, overrides held on other keys");
+    const auto ratio = [&](const char* a, const char* b) {
+      return summarize(field(r, a)).median / summarize(field(r, b)).median;
+    };
+    std::printf("# overrides held / none: one check %.3f, batch %.3f (target: <= 1.03)\n",
+                ratio("held_at_ns", "none_at_ns"), ratio("held_many_ns", "none_many_ns"));
+  }
   const auto it = rep.runs.find("store-1M");
   if (it == rep.runs.end()) return 0;
   const auto& r = it->second;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,8 +34,16 @@
 
 namespace sluice {
 
-/// The snapshot format version this sluice writes (it also reads 1).
-inline constexpr std::uint32_t snapshot_version = 2;
+/// The snapshot format version this sluice writes (it also reads 1 and 2).
+inline constexpr std::uint32_t snapshot_version = 3;
+
+/// One override (semantics.md, "Overrides") with its key's state, as a
+/// snapshot (version 3) keeps it beside the policy's states.
+struct override_state {
+  std::string key;
+  any_policy policy;  ///< the override
+  any_state state;    ///< the key's state under it (fresh when it holds none)
+};
 
 /// What a snapshot's header and trailer say.
 struct snapshot_info {
@@ -68,6 +77,9 @@ class snapshot {
   /// windows is refused unless `at == taken_at` (its clock counted from
   /// boot; the message says so).
   [[nodiscard]] result<std::vector<std::pair<std::string, any_state>>> states_at(tick at) const;
+  /// The file's overrides (none before version 3), each key's state placed
+  /// as `states_at` places the states, in the file's order.
+  [[nodiscard]] result<std::vector<override_state>> overrides_at(tick at) const;
 
   /// The checked bytes and their index (src/keyed/snapshot.cpp); not part of the API.
   struct data;
@@ -91,13 +103,18 @@ class snapshot {
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
                                     std::int64_t wall_ns);
 
+/// As above, with the policy's overrides and their keys' states (a memory
+/// store's: memory_store::for_each_policy_with_overrides).
+result<snapshot_info> save_snapshot(const keyed_limiter& store, std::span<const override_state> overrides,
+                                    const std::string& path, tick taken_at, std::int64_t wall_ns);
+
 /// As above at the store's own clock's now (`keyed_limiter::now`) and the
 /// Unix clock's now.
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path);
 
 /// Reads and checks `path` for a store of `policy`. Errors (field
 /// "snapshot"): "'f' is not a sluice snapshot", "'f' is a snapshot of format
-/// version N; this sluice reads versions 1 to 2", "'f' is truncated", "'f' is
+/// version N; this sluice reads versions 1 to 3", "'f' is truncated", "'f' is
 /// corrupt (checksum mismatch)", "'f' is corrupt (...)", "'f' was saved for
 /// another limiter: ... (this one: ...)", "cannot read 'f': <reason>".
 result<snapshot> read_snapshot(const std::string& path, const any_policy& policy);

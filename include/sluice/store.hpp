@@ -210,6 +210,27 @@ struct store_figures {
   std::vector<std::pair<std::string, std::string_view>> breakers;
 };
 
+/// One override (semantics.md, "Overrides"): a key of a policy and the
+/// limit it has instead of the configured one.
+struct key_override {
+  std::string key;    ///< the key's bytes
+  any_policy policy;  ///< its own limit
+};
+
+/// A page of a policy's overrides, in byte order of their keys.
+struct override_page {
+  std::vector<key_override> overrides;
+  /// When more follow: the last key of this page (list again after it).
+  std::optional<std::string> next;
+};
+
+/// What setting an override did.
+enum class override_change : std::uint8_t {
+  created,    ///< the key had none
+  replaced,   ///< the key had another: its state carried from that one
+  unchanged,  ///< the key had this very override: nothing changed
+};
+
 /// The interface every store implements.
 class store {
  public:
@@ -349,6 +370,43 @@ class store {
   /// The asynchronous face of `count_keys`: `done` gets its answer once,
   /// now or from a thread of the store's. The default runs `count_keys`.
   virtual void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) { done(count_keys()); }
+
+  /// Gives `key` of `policy` its own limit `limit` at `now` (semantics.md,
+  /// "Overrides"): the key's state is carried into it with `reconfigure`
+  /// in one atomic step with the switch. Errors (nothing changed): "policy"
+  /// for an unknown id or a limit that cannot continue the configured
+  /// policy's states, "overrides" past the store's bound, "store" when the
+  /// store cannot do it (the default: it keeps no overrides; a remote
+  /// store that failed).
+  virtual result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
+                                                  tick now) {
+    (void)policy, (void)key, (void)limit, (void)now;
+    return error{"store", "this store keeps no overrides"};
+  }
+
+  /// Removes `key`'s override of `policy` at `now`, carrying its state back
+  /// into the configured policy; false when it had none.
+  virtual result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) {
+    (void)policy, (void)key, (void)now;
+    return error{"store", "this store keeps no overrides"};
+  }
+
+  /// `key`'s override of `policy`, if it has one.
+  virtual result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) {
+    (void)policy, (void)key;
+    return error{"store", "this store keeps no overrides"};
+  }
+
+  /// Up to `limit` overrides of `policy` whose keys come after `after` in
+  /// byte order (empty: from the first).
+  virtual result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) {
+    (void)policy, (void)after, (void)limit;
+    return error{"store", "this store keeps no overrides"};
+  }
+
+  /// How many overrides the store holds over every policy; nullopt when it
+  /// cannot tell without a call (or keeps none).
+  [[nodiscard]] virtual std::optional<std::uint64_t> override_count() const { return std::nullopt; }
 
   /// The store's counts.
   [[nodiscard]] virtual store_stats stats() const = 0;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "keyed_impl.hpp"
+#include "overrides.hpp"
 #include "reclaim.hpp"
 #include "release.hpp"
 #include "sluice/detail/request_identity.hpp"
@@ -74,6 +75,7 @@ struct policy_entry {
   std::vector<std::unique_ptr<keyed_limiter>> frozen;  // what `pending` names; under `redefine`
   std::unique_ptr<carry_chain> chain;                  // what `pending` points at; under `redefine`
   bool debt = false;  // a redefinition shrank a burst: a state may hold a debt the compact cell cannot
+  keyed_detail::override_table overrides;  // keys with a limit of their own (overrides.cpp)
 };
 
 /// Whether carrying a state of `from` over to `to` may leave a debt (tokens
@@ -188,7 +190,8 @@ struct memory_store::impl {
   std::condition_variable gate_cv;
   counter_stripe stripes[owned_stripes + 1];
   id_stripe ids[id_stripes];
-  std::atomic<bool> leases{false};  // some policy has a concurrency part: decisions draw nonces
+  std::atomic<bool> leases{false};        // some policy has a concurrency part: decisions draw nonces
+  std::atomic<std::size_t> overrides{0};  // over every policy (max_overrides)
 
   // The carrier: a thread that carries over, a slice at a time, the states
   // redefinitions left behind (started by the first redefinition).
@@ -324,6 +327,10 @@ struct memory_store::impl {
   /// first if a redefinition left it behind. Requires a store read section
   /// and the gate open.
   static keyed_limiter* resolve(policy_entry& e, std::string_view key) {
+    // An overridden key's state lives under its override, never in the
+    // configured policy's stores (overrides.cpp moved it there).
+    if (keyed_limiter* o = e.overrides.find(key); o != nullptr) [[unlikely]]
+      return o;
     keyed_limiter* k = e.current.load(std::memory_order_acquire);
     if (const carry_chain* ch = e.pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
       carry_key(*ch, *k, key);
@@ -544,7 +551,48 @@ struct memory_store::impl {
       std::size_t refused = 0;
       {
         store_guard g;
-        if (!e->closed.load(std::memory_order_seq_cst)) {
+        if (!e->closed.load(std::memory_order_seq_cst) && e->overrides.count.load(std::memory_order_acquire) != 0)
+            [[unlikely]] {
+          // Some key of this policy has an override: the keys without one
+          // still go as one keyed batch; an overridden key's requests, each
+          // on its own store (a key's requests all go one way, in order).
+          std::uint32_t plain_idx[chunk];
+          std::size_t np = 0;
+          constexpr std::size_t ahead = 16;  // the filter reads each key's bytes: fetched this far ahead
+          for (std::size_t j = 0; j < std::min(ahead, m); ++j) __builtin_prefetch(r[j].checks[0].key.data());
+          for (std::size_t j = 0; j < m; ++j) {
+            if (j + ahead < m) __builtin_prefetch(r[j + ahead].checks[0].key.data());
+            const check& c = r[j].checks[0];
+            if (keyed_limiter* ok = e->overrides.find_held(c.key); ok != nullptr) [[unlikely]] {
+              o[j] = {ok->internals().acquire(c.key, cost_of(r[j], c), r[j].now), source::store};
+              o[j].d.part = 0;
+            } else {
+              plain_idx[np++] = static_cast<std::uint32_t>(j);
+            }
+          }
+          if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
+            for (std::size_t j = 0; j < np; ++j) (void)resolve(*e, r[plain_idx[j]].checks[0].key);
+          e->current.load(std::memory_order_acquire)
+              ->internals()
+              .acquire_many(
+                  np,
+                  [r, &plain_idx](std::size_t j) {
+                    const store_request& q = r[plain_idx[j]];
+                    return keyed_request{q.checks[0].key, q.now, cost_of(q, q.checks[0])};
+                  },
+                  [&](std::size_t j, const decision& d) {
+                    const std::size_t k = plain_idx[j];
+                    if (d.part == keyed_refused) [[unlikely]] {
+                      o[k] = full(r[k].checks, r[k].cost, r[k].now, {});
+                      ++refused;
+                      return;
+                    }
+                    o[k] = {d, source::store};
+                    o[k].d.part = 0;
+                  });
+          add(g.slot(), counter::from_store, m - refused);
+          done = true;
+        } else if (!e->closed.load(std::memory_order_seq_cst)) {
           if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
             for (std::size_t j = 0; j < m; ++j) (void)resolve(*e, r[j].checks[0].key);
           e->current.load(std::memory_order_acquire)
@@ -776,6 +824,42 @@ bool with_current(memory_store& m, policy_id id, std::string_view key, const std
     im.wait_open(*e);
   }
 }
+
+bool with_overrides(memory_store& m, policy_id id, bool closed, std::optional<std::string_view> key,
+                    const std::function<void(override_table&, keyed_limiter&)>& fn) {
+  memory_store::impl& im = m.internals();
+  policy_entry* e = im.entry_of(id);
+  if (e == nullptr) return false;
+  std::lock_guard r(e->redefine);
+  if (!closed) {
+    im.settle(*e);
+    fn(e->overrides, *e->owned);
+    return true;
+  }
+  e->closed.store(true, std::memory_order_seq_cst);
+  synchronize(domain::store);  // decisions in flight on this policy end
+  struct reopen {
+    memory_store::impl& im;
+    policy_entry& e;
+    ~reopen() {
+      {
+        std::lock_guard g(im.gate_mu);
+        e.closed.store(false, std::memory_order_release);
+      }
+      im.gate_cv.notify_all();
+    }
+  } const open_again{im, *e};
+  // The key's state moves now: first out of any earlier configuration.
+  if (const carry_chain* ch = e->pending.load(std::memory_order_acquire);
+      ch != nullptr && key && !e->overrides.find(*key))
+    carry_key(*ch, *e->owned, *key);
+  fn(e->overrides, *e->owned);
+  return true;
+}
+
+std::atomic<std::size_t>& override_total(memory_store& m) noexcept { return m.internals().overrides; }
+
+const memory_store_options& options_of(memory_store& m) noexcept { return m.internals().opt; }
 }  // namespace keyed_detail
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,
@@ -857,6 +941,7 @@ store_stats memory_store::stats() const {
     std::lock_guard r(e->redefine);
     out.keys += e->owned->stats().keys;
     for (const auto& f : e->frozen) out.keys += f->stats().keys;  // not carried over yet
+    for (const auto& o : e->overrides.map) out.keys += o.second->stats().keys;
   }
   return out;
 }
@@ -905,6 +990,7 @@ std::size_t memory_store::purge(tick now) {
     std::lock_guard r(e->redefine);
     im.settle(*e);  // a state not carried over yet is purged as its carried state
     dropped += e->owned->purge(now, 1024);
+    for (auto& o : e->overrides.map) dropped += o.second->purge(now, 1024);
   }
   for (id_stripe& s : im.ids) {
     std::lock_guard lock(s.mu);
@@ -927,6 +1013,25 @@ void memory_store::for_each_policy(const std::function<void(std::string_view, ke
     std::lock_guard r(e->redefine);
     impl_->settle(*e);
     fn(e->name, *e->owned);
+  }
+}
+
+void memory_store::for_each_policy_with_overrides(
+    const std::function<void(std::string_view, keyed_limiter&, std::span<const override_state>)>& fn) {
+  std::vector<policy_entry*> es;
+  {
+    std::lock_guard lock(impl_->define_mu);
+    for (const auto& e : impl_->entries) es.push_back(e.get());
+  }
+  std::vector<override_state> os;
+  for (policy_entry* e : es) {
+    std::lock_guard r(e->redefine);
+    impl_->settle(*e);
+    os.clear();
+    for (const auto& [key, states] : e->overrides.map)
+      os.push_back({key, states->policy(), states->state_of(key).value_or(fresh_state(states->policy()))});
+    std::sort(os.begin(), os.end(), [](const override_state& a, const override_state& b) { return a.key < b.key; });
+    fn(e->name, *e->owned, os);
   }
 }
 

@@ -72,8 +72,8 @@ class snap_out {
 
 /// Writes a whole snapshot of `store` through `sink`: header, one record per
 /// key, trailer. Returns false as soon as the sink fails.
-bool stream_snapshot(const keyed_limiter& store, tick taken_at, std::int64_t wall_ns,
-                     const std::function<bool(std::string_view)>& sink, snapshot_info& info) {
+bool stream_snapshot(const keyed_limiter& store, std::span<const override_state> overrides, tick taken_at,
+                     std::int64_t wall_ns, const std::function<bool(std::string_view)>& sink, snapshot_info& info) {
   const any_policy& policy = store.policy();
   snap_out out(sink);
   std::string chunk;
@@ -86,6 +86,18 @@ bool stream_snapshot(const keyed_limiter& store, tick taken_at, std::int64_t wal
   const std::string pol = encode_policy(policy);
   w.u32(static_cast<std::uint32_t>(pol.size()));
   w.bytes(pol);
+  // Version 3: the overrides, each with its key's state under it.
+  w.u32(static_cast<std::uint32_t>(overrides.size()));
+  for (const override_state& o : overrides) {
+    const std::string op = encode_policy(o.policy);
+    const std::string os = encode_state(o.policy, o.state, taken_at);
+    w.u32(static_cast<std::uint32_t>(o.key.size()));
+    w.bytes(o.key);
+    w.u32(static_cast<std::uint32_t>(op.size()));
+    w.bytes(op);
+    w.u32(static_cast<std::uint32_t>(os.size()));
+    w.bytes(os);
+  }
   out.append(chunk);
   std::uint64_t keys = 0;
   std::string state;
@@ -157,6 +169,12 @@ struct snapshot::data {
   std::string name;  // the file, for messages
   std::string file;
   std::vector<std::pair<std::string_view, std::string_view>> entries;  // key, state bytes (into `file`)
+  struct override_entry {
+    std::string_view key;
+    any_policy policy;
+    std::string_view state;  // bytes into `file`
+  };
+  std::vector<override_entry> overrides;  // version 3
 };
 
 snapshot::snapshot(std::unique_ptr<data> d) noexcept : d_(std::move(d)) {}
@@ -185,12 +203,28 @@ result<std::vector<std::pair<std::string, any_state>>> snapshot::states_at(tick 
   return out;
 }
 
+result<std::vector<override_state>> snapshot::overrides_at(tick at) const {
+  std::vector<override_state> out;
+  out.reserve(d_->overrides.size());
+  for (const auto& o : d_->overrides) {
+    auto st = decode_state(o.policy, o.state, at);
+    if (!st) return snap_error("an override's state does not decode at this moment: " + st.err().message);
+    out.push_back({std::string(o.key), o.policy, std::move(st).value()});
+  }
+  return out;
+}
+
 result<snapshot_info> save_snapshot(const keyed_limiter& store, const std::string& path, tick taken_at,
                                     std::int64_t wall_ns) {
+  return save_snapshot(store, {}, path, taken_at, wall_ns);
+}
+
+result<snapshot_info> save_snapshot(const keyed_limiter& store, std::span<const override_state> overrides,
+                                    const std::string& path, tick taken_at, std::int64_t wall_ns) {
   // New snapshots are private (0600, then the umask): keys name clients.
   snapshot_info info;
   auto written = write_file_atomically(
-      path, [&](const byte_sink& sink) { return stream_snapshot(store, taken_at, wall_ns, sink, info); },
+      path, [&](const byte_sink& sink) { return stream_snapshot(store, overrides, taken_at, wall_ns, sink, info); },
       atomic_write_options{.new_file_mode = 0600});
   if (!written) return snap_error(written.err().message);
   return info;
@@ -204,7 +238,7 @@ std::string snapshot_bytes(const keyed_limiter& store, tick taken_at, std::int64
   std::string out;
   snapshot_info info;
   stream_snapshot(
-      store, taken_at, wall_ns,
+      store, {}, taken_at, wall_ns,
       [&out](std::string_view b) {
         out.append(b);
         return true;
@@ -237,13 +271,13 @@ result<snapshot> read_snapshot(const std::string& path, const any_policy& policy
 
 result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, const std::string& name) {
   const std::string q = quoted(name);
-  auto d = std::make_unique<snapshot::data>(snapshot::data{{}, policy, name, std::move(bytes), {}});
+  auto d = std::make_unique<snapshot::data>(snapshot::data{{}, policy, name, std::move(bytes), {}, {}});
   const std::string& file = d->file;
   if (file.size() < 8 || std::memcmp(file.data(), magic, 8) != 0) return snap_error(q + " is not a sluice snapshot");
   codec::reader head(std::string_view(file).substr(8));
   const std::uint32_t version = head.u32();
   if (!head.ok()) return snap_error(q + " is truncated");
-  if (version != 1 && version != snapshot_version)
+  if (version < 1 || version > snapshot_version)
     return snap_error(q + " is a snapshot of format version " + std::to_string(version) +
                       "; this sluice reads versions 1 to " + std::to_string(snapshot_version));
   if (file.size() < fixed_header + trailer) return snap_error(q + " is truncated");
@@ -272,6 +306,23 @@ result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, con
     return snap_error(q + " was saved for another limiter: " + describe_policy(*saved) +
                       " (this one: " + describe_policy(policy) + ")");
   }
+  std::unordered_set<std::string_view> overridden;
+  if (version >= 3) {
+    const std::uint32_t n = r.u32();
+    if (!r.ok()) return snap_error(q + " is corrupt (bad header)");
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::string_view key = r.bytes(r.u32());
+      const std::string_view op = r.bytes(r.u32());
+      const std::string_view os = r.bytes(r.u32());
+      if (!r.ok()) return snap_error(q + " is corrupt (an override runs past the end)");
+      auto p = decode_policy(op);
+      if (!p) return snap_error(q + " is corrupt (an override's policy: " + p.err().what() + ")");
+      auto st = decode_state(*p, os, taken);
+      if (!st) return snap_error(q + " is corrupt (an override's state: " + st.err().message + ")");
+      if (!overridden.insert(key).second) return snap_error(q + " is corrupt (an override's key appears twice)");
+      d->overrides.push_back({key, std::move(p).value(), os});
+    }
+  }
   std::unordered_set<std::string_view> seen;
   seen.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(keys, file.size() / 9 + 1)));
   d->entries.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(keys, file.size() / 9 + 1)));
@@ -284,6 +335,7 @@ result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, con
     auto st = decode_state(policy, sbytes, taken);
     if (!st) return snap_error(q + " is corrupt (the state of a key: " + st.err().message + ")");
     if (!seen.insert(key).second) return snap_error(q + " is corrupt (a key appears twice)");
+    if (overridden.count(key) != 0) return snap_error(q + " is corrupt (an overridden key has a state of the policy)");
     d->entries.emplace_back(key, sbytes);
   }
   if (d->entries.size() != keys) return snap_error(q + " is corrupt (the count of keys differs)");

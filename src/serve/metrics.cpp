@@ -118,7 +118,7 @@ void render_figures(std::string& out, const store_figures& f) {
 }  // namespace
 
 std::string metrics::render(const store_stats& store, std::optional<std::uint64_t> keys, const store_figures* figures,
-                            std::optional<memory_figures> memory) const {
+                            std::optional<memory_figures> memory, std::optional<std::uint64_t> overrides) const {
   std::string out;
   out.reserve(4096);
   const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -225,6 +225,14 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   out += "sluice_lease_releases_total{result=\"released\"} " + std::to_string(r(leases_released)) + "\n";
   out += "sluice_lease_releases_total{result=\"not_held\"} " + std::to_string(r(leases_not_held)) + "\n";
   out += "sluice_lease_releases_total{result=\"failed\"} " + std::to_string(r(release_failures)) + "\n";
+  if (overrides) {
+    family(out, "sluice_overrides", "gauge", "Keys with a limit of their own (semantics.md, \"Overrides\").");
+    sample(out, "sluice_overrides", *overrides);
+  }
+  family(out, "sluice_override_changes_total", "counter", "Overrides changed through the admin API, by operation.");
+  out += "sluice_override_changes_total{op=\"create\"} " + std::to_string(r(overrides_created)) + "\n";
+  out += "sluice_override_changes_total{op=\"replace\"} " + std::to_string(r(overrides_replaced)) + "\n";
+  out += "sluice_override_changes_total{op=\"delete\"} " + std::to_string(r(overrides_deleted)) + "\n";
   return out;
 }
 

@@ -85,16 +85,23 @@ class metrics {
   std::atomic<std::uint64_t> leases_released{0};
   std::atomic<std::uint64_t> leases_not_held{0};
   std::atomic<std::uint64_t> release_failures{0};
+  /// Overrides changed through the admin API (semantics.md, "Overrides"),
+  /// by operation: created, replaced, deleted.
+  std::atomic<std::uint64_t> overrides_created{0};
+  std::atomic<std::uint64_t> overrides_replaced{0};
+  std::atomic<std::uint64_t> overrides_deleted{0};
 
   /// The exposition: every family with HELP and TYPE, `store` giving the
   /// store's own counts (errors, fallbacks, deny-cache hits, clock skew) and
   /// `keys` the keys it holds (left out when it cannot tell).
   /// `figures`, when given, adds the remote store's call latency, failures
   /// by reason and breaker states; `memory` the memory store's bytes, purges
-  /// and bound (left out for others).
+  /// and bound (left out for others). `overrides`: the overrides the store
+  /// holds (`sluice_overrides`, left out when it cannot tell).
   [[nodiscard]] std::string render(const store_stats& store, std::optional<std::uint64_t> keys,
                                    const store_figures* figures = nullptr,
-                                   std::optional<memory_figures> memory = std::nullopt) const;
+                                   std::optional<memory_figures> memory = std::nullopt,
+                                   std::optional<std::uint64_t> overrides = std::nullopt) const;
 
  private:
   mutable std::mutex mutex_;

@@ -58,16 +58,26 @@ void bad_request(metrics& m, http_response& res, unsigned status, std::string_vi
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
 // RateLimit-Policy, RateLimit (when the checks' figures are known),
-// Retry-After and Cache-Control for an outcome.
+// Retry-After and Cache-Control for an outcome. A check whose key has an
+// override (semantics.md, "Overrides") advertises the override: asked of
+// `st` only while it holds any.
 void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const checks_outcome& o,
-                       http_response& res) {
+                       http_response& res, store& st) {
   if (o.enforced.empty()) return;
   const bool known = figures_known(o.from);
   std::string policy_field;
   std::string rl_field;
   for (std::size_t k = 0; k < o.enforced.size(); ++k) {
     const planned_check& pc = checks[o.enforced[k]];
-    const std::string& member = a.policy_members[pc.policy];
+    const std::string* own = &a.policy_members[pc.policy];
+    std::string overridden;
+    if (const auto held = st.override_count(); held && *held > 0) [[unlikely]] {
+      if (auto ov = st.override_of(a.view.ids[pc.policy], pc.key); ov && *ov) {
+        overridden = policy_member(a.cfg->policies[pc.policy].name, **ov);
+        own = &overridden;
+      }
+    }
+    const std::string& member = *own;
     if (member.empty()) continue;
     if (!policy_field.empty()) {
       policy_field += ", ";
@@ -291,6 +301,11 @@ bool service::route(const http_request& req, http_response& res, listener_role r
     }
   }
   auto a = active_.load();
+  if (role == listener_role::admin && parts && is_overrides_path(parts->path)) {
+    // Before normalising: a key may hold an encoded '/' (docs/serve.md, "Overrides").
+    return offload(req, res, gate,
+                   [this, a](const http_request& q, http_response& r) { overrides_api(*a->cfg, a->view.ids, q, r); });
+  }
   if (path.empty()) {
     bad_request(metrics_, res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
   } else if (path == "/v1/authorize" && role == listener_role::decision) {
@@ -357,7 +372,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
         const keyed_stats k = m->keyed_totals();
         mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
       }
-      res.body = metrics_.render(store_->stats(), keys, figures ? &*figures : nullptr, mem);
+      res.body = metrics_.render(store_->stats(), keys, figures ? &*figures : nullptr, mem, store_->override_count());
       gate->complete(metrics_, res);
       leave();
     });
@@ -486,7 +501,7 @@ bool service::authorize(std::shared_ptr<const active> ap, const http_request& re
              // limit: "error", which nginx's configuration answers as a 503.
              res.fields.push_back(
                  {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
-             write_rate_fields(*ap, cs, o, res);
+             write_rate_fields(*ap, cs, o, res, *store_);
              // The lease id, for nginx to pass on (docs/serve.md, "Leases").
              if (const std::string lease = lease_of(*ap, cs, o); !lease.empty())
                res.fields.push_back({"Sluice-Lease", lease});
@@ -721,7 +736,7 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
     b += '}';
   }
   b += "]}\n";
-  write_rate_fields(a, checks, o, res);
+  write_rate_fields(a, checks, o, res, *store_);
 }
 
 std::string service::lease_of(const active& a, const std::vector<planned_check>& checks,
@@ -858,7 +873,7 @@ void service::admin(std::string_view path, const http_request& req, http_respons
                ",\"kept\":" + list(r->kept) + ",\"notes\":" + list(r->notes) + "}\n";
     return;
   }
-  bad_request(metrics_, res, 404, "path", "no such admin endpoint (POST /admin/reload)");
+  bad_request(metrics_, res, 404, "path", "no such admin endpoint (POST /admin/reload, /admin/v1/overrides)");
 }
 
 }  // namespace sluice::serve

@@ -183,6 +183,9 @@ class service {
   /// (store::refund_at; refund.cpp).
   void refund_json(bool client_time, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
+  /// /admin/v1/overrides... (src/serve/overrides.cpp): `c`'s policies with
+  /// their store ids `ids`; routed on the raw target.
+  void overrides_api(const config& c, std::span<const policy_id> ids, const http_request& req, http_response& res);
   void enter();
   void leave();
   /// Runs `work` (a store operation with no asynchronous face: a refund, a
@@ -213,5 +216,13 @@ class service {
   std::once_flag blocking_once_;
   std::unique_ptr<boost::asio::thread_pool> blocking_;
 };
+
+/// Whether a raw (not normalised) request path is the overrides API's:
+/// "/admin/v1/overrides" or below it.
+bool is_overrides_path(std::string_view raw_path) noexcept;
+
+/// A key as the overrides API writes it (in paths, answers and cursors):
+/// A-Z a-z 0-9 - . _ ~ : as themselves, every other byte as %XX.
+std::string encode_key(std::string_view key);
 
 }  // namespace sluice::serve

@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "sluice/keyed.hpp"
 #include "sluice/snapshot.hpp"
@@ -73,17 +76,18 @@ result<snapshot_report> save_snapshots(store& st, const config& c, const std::st
   std::optional<error> failed;
   // The store's clock is the wall clock: the snapshot's moment is one reading of it.
   const tick now = m->now();
-  m->for_each_policy([&](std::string_view name, keyed_limiter& states) {
-    // Only the policies in force: one removed by a reload is left out.
-    if (failed || policy_named(c, name) == nullptr) return;
-    auto info = save_snapshot(states, file_of(dir, name), now, now);
-    if (!info) {
-      failed = info.err();
-      return;
-    }
-    ++rep.policies;
-    rep.keys += info->keys;
-  });
+  m->for_each_policy_with_overrides(
+      [&](std::string_view name, keyed_limiter& states, std::span<const override_state> overrides) {
+        // Only the policies in force: one removed by a reload is left out.
+        if (failed || policy_named(c, name) == nullptr) return;
+        auto info = save_snapshot(states, overrides, file_of(dir, name), now, now);
+        if (!info) {
+          failed = info.err();
+          return;
+        }
+        ++rep.policies;
+        rep.keys += info->keys;
+      });
   if (failed) return *failed;
   return rep;
 }
@@ -93,6 +97,9 @@ result<snapshot_report> load_snapshots(store& st, const config& c, const std::st
   if (m == nullptr) return error{"store.snapshot", "only the memory store keeps snapshots"};
   snapshot_report rep;
   std::optional<error> failed;
+  // Each policy's overrides, put in once its states are (a store call of
+  // its own: not under for_each_policy's lock).
+  std::vector<std::pair<std::string, std::vector<override_state>>> overrides;
   m->for_each_policy([&](std::string_view name, keyed_limiter& states) {
     const named_policy* p = policy_named(c, name);
     if (failed || p == nullptr) return;
@@ -117,15 +124,27 @@ result<snapshot_report> load_snapshots(store& st, const config& c, const std::st
     // this wall clock: the same instants, so a window still open is the
     // same window; a snapshot of a steady-clock store maps as before).
     const tick now = m->now();
-    auto info = load_snapshot(states, f, restore_instant(snap->info(), now, now));
+    const tick at = restore_instant(snap->info(), now, now);
+    auto info = load_snapshot(states, f, at);
     if (!info) {
       failed = info.err();
       return;
     }
+    auto os = snap->overrides_at(at);
+    if (!os) {
+      failed = os.err();
+      return;
+    }
+    if (!os->empty()) overrides.emplace_back(std::string(name), std::move(os).value());
     ++rep.policies;
     rep.keys += info->keys;
   });
   if (failed) return *failed;
+  for (const auto& [name, os] : overrides) {
+    auto put = m->restore_overrides(*m->find(name), os);
+    if (!put) return error{"store.snapshot", file_of(dir, name) + ": " + put.err().what()};
+    rep.overrides += *put;
+  }
   return rep;
 }
 

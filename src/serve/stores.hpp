@@ -38,6 +38,7 @@ result<std::unique_ptr<store>> make_memory_store(const store_config& c);
 struct snapshot_report {
   std::uint64_t policies = 0;        ///< files written or read
   std::uint64_t keys = 0;            ///< states written or restored
+  std::uint64_t overrides = 0;       ///< load: overrides restored
   std::vector<std::string> skipped;  ///< load: policies started fresh, and why
 };
 

@@ -238,13 +238,79 @@ TEST(KeyedSnapshot, AFixedWindowKeepsItsResetAcrossARestart) {
   EXPECT_TRUE(restarted.try_acquire_at("quota", next).allowed);
 }
 
-/// `bytes` (a version-2 snapshot) made a version-1 file: version field and CRC.
-std::string as_version_1(std::string bytes) {
-  bytes[8] = 1;
+/// `bytes` (a version-3 snapshot without overrides) made a file of an
+/// earlier `version` (1 or 2): its version field, no override count (the
+/// 4 bytes after the policy), its recorded length and CRC.
+std::string as_version(std::string bytes, char version) {
+  bytes[8] = version;
+  const auto u32_at = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i)
+      v |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+    return v;
+  };
+  const std::size_t count_at = 36 + u32_at(32);
+  EXPECT_EQ(u32_at(count_at), 0U);
+  bytes.erase(count_at, 4);
+  const std::uint64_t length = bytes.size();
+  for (std::size_t i = 0; i < 8; ++i) bytes[bytes.size() - 12 + i] = static_cast<char>((length >> (8 * i)) & 0xFFU);
   const std::uint32_t crc = crc32c(bytes.data(), bytes.size() - 4);
   for (int i = 0; i < 4; ++i)
     bytes[bytes.size() - 4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFFU);
   return bytes;
+}
+
+std::string as_version_1(std::string bytes) { return as_version(std::move(bytes), 1); }
+
+TEST(KeyedSnapshot, AVersion2FileStillLoads) {
+  temp_dir dir;
+  const any_policy g = gcra::make({2, 1000}, 2).value();
+  keyed_limiter a(g, {.hash_seed = 1});
+  ASSERT_TRUE(a.try_acquire_at("k", 5000).allowed);
+  ASSERT_TRUE(a.try_acquire_at("k", 5000).allowed);
+  const std::string f = dir.file("v2.snap");
+  spit(f, as_version(snapshot_bytes(a, 5000, 5000), 2));
+  keyed_limiter b(g, {.hash_seed = 2});
+  auto snap = read_snapshot(f, g);
+  ASSERT_TRUE(snap) << snap.err().what();
+  EXPECT_EQ(snap->info().version, 2U);
+  EXPECT_TRUE(snap->overrides_at(5000).value().empty());
+  ASSERT_TRUE(load_snapshot(b, f, 5000));
+  EXPECT_EQ(b.try_acquire_at("k", 5000).retry_after, a.try_acquire_at("k", 5000).retry_after);
+}
+
+TEST(KeyedSnapshot, Version3KeepsOverridesWithTheirStates) {
+  temp_dir dir;
+  const any_policy g = gcra::make({2, 1000}, 2).value();
+  const any_policy big = gcra::make({10, 1000}, 4).value();
+  keyed_limiter a(g, {.hash_seed = 1});
+  ASSERT_TRUE(a.try_acquire_at("plain", 100).allowed);
+  keyed_limiter mine(big, {.hash_seed = 1, .compact = false});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(mine.try_acquire_at("tenant", 100).allowed);
+  const std::vector<override_state> os = {{"tenant", big, *mine.state_of("tenant")}, {"idle", big, fresh_state(big)}};
+  const std::string f = dir.file("v3.snap");
+  ASSERT_TRUE(save_snapshot(a, os, f, 200, 200));
+  auto snap = read_snapshot(f, g);
+  ASSERT_TRUE(snap) << snap.err().what();
+  EXPECT_EQ(snap->info().version, 3U);
+  EXPECT_EQ(snap->info().keys, 1U);
+  const auto back = snap->overrides_at(200).value();
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].key, "tenant");
+  EXPECT_EQ(encode_policy(back[0].policy), encode_policy(big));
+  EXPECT_TRUE(back[0].state == *mine.state_of("tenant"));
+  EXPECT_TRUE(back[1].state == fresh_state(big));
+  // Moved by 1000 ticks, as the states are.
+  const auto later = snap->overrides_at(1200).value();
+  keyed_limiter moved(big, {.hash_seed = 3, .compact = false});
+  ASSERT_TRUE(moved.put("tenant", later[0].state));
+  EXPECT_EQ(moved.try_acquire_at("tenant", 1200, 2).allowed, mine.try_acquire_at("tenant", 200, 2).allowed);
+  // An overridden key that also has a state of the policy is corrupt.
+  const std::vector<override_state> clash = {{"plain", big, fresh_state(big)}};
+  ASSERT_TRUE(save_snapshot(a, clash, f, 200, 200));
+  const auto bad = read_snapshot(f, g);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.err().message.find("overridden key"), std::string::npos) << bad.err().message;
 }
 
 TEST(KeyedSnapshot, AVersion1FileIsReadWhereThatIsExact) {
@@ -314,9 +380,9 @@ TEST(KeyedSnapshot, RefusesForeignFiles) {
   refused(dir, s, "hello, world\n", "is not a sluice snapshot");
   refused(dir, s, std::string(4096, '\0'), "is not a sluice snapshot");
   refused(dir, s, "SLUICESN", "is truncated");
-  std::string v3 = s.bytes;
-  v3[8] = 3;
-  refused(dir, s, v3, "is a snapshot of format version 3; this sluice reads versions 1 to 2");
+  std::string v4 = s.bytes;
+  v4[8] = 4;
+  refused(dir, s, v4, "is a snapshot of format version 4; this sluice reads versions 1 to 3");
   const auto r = load_snapshot(s.store, dir.file("missing.snap"), 0);
   ASSERT_FALSE(r);
   EXPECT_NE(r.err().message.find("cannot read"), std::string::npos);

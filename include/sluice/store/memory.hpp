@@ -39,9 +39,12 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/keyed.hpp"
+#include "sluice/snapshot.hpp"
 #include "sluice/store.hpp"
 
 namespace sluice {
@@ -74,6 +77,9 @@ struct memory_store_options {
   /// The most policies the store can define (names; a redefinition keeps
   /// its id).
   std::size_t max_policies = 1024;
+  /// The most overrides (semantics.md, "Overrides") the store holds over
+  /// all its policies; a new one past it is refused naming "overrides".
+  std::size_t max_overrides = 10'000;
   /// The clock `now()` reads: null for the Unix clock (`unix_clock`, ns
   /// since the epoch: windows aligned to it stay so across restarts, as in
   /// the Redis store); otherwise a manual clock that must outlive the store
@@ -172,6 +178,39 @@ class memory_store final : public store {
   /// may read the states (save_snapshot) or, before the store serves,
   /// replace them (load_snapshot).
   void for_each_policy(const std::function<void(std::string_view name, keyed_limiter& states)>& fn);
+
+  /// Overrides (semantics.md, "Overrides"). An overridden key's state
+  /// lives in a keyed store of its own, under the override; setting or
+  /// deleting one closes its policy's gate for one grace period (as a
+  /// redefinition does), moves the key's state across with `reconfigure`
+  /// at `now`, and opens it. Decisions on other keys pay one load of the
+  /// policy's override count. Defined in src/keyed/overrides.cpp.
+  result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
+                                          tick now) override;
+  /// See set_override_at.
+  result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) override;
+  /// See set_override_at.
+  result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) override;
+  /// See set_override_at.
+  result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
+  /// The overrides held over every policy.
+  [[nodiscard]] std::optional<std::uint64_t> override_count() const override;
+
+  /// Every override of `id` with its key's state (for a snapshot), in byte
+  /// order of the keys; empty for an unknown id.
+  [[nodiscard]] std::vector<override_state> override_states(policy_id id);
+
+  /// Replaces every override of `id` with `overrides` (a snapshot's), each
+  /// key's state as given — for a store that does not serve yet. Errors
+  /// (nothing changed): "policy" for an unknown id or an override that
+  /// cannot continue the policy's states (or a state not of its type),
+  /// "overrides" past the bound.
+  result<std::size_t> restore_overrides(policy_id id, const std::vector<override_state>& overrides);
+
+  /// As for_each_policy, with each policy's overrides and their keys'
+  /// states read under the same lock (a snapshot saves both at once).
+  void for_each_policy_with_overrides(const std::function<void(std::string_view name, keyed_limiter& states,
+                                                               std::span<const override_state> overrides)>& fn);
 
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;

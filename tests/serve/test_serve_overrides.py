@@ -1,0 +1,181 @@
+"""The overrides admin API through real `sluice serve` processes
+(semantics.md, "Overrides"; docs/serve.md, "Overrides"): PUT gives one key
+of a policy its own limit, GET reads one or a page, DELETE removes it; the
+key's state is carried in and out (a quota's units used stay used); bad
+input is a 4xx naming the field and changes nothing; only the admin
+listener serves it; overrides outlive a reload and, with a snapshot, a
+restart; they are counted in /metrics.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_support import RedisServer, ServeCase, base_config, metric  # noqa: E402
+from test_serve_redis import fresh_prefix, store_section  # noqa: E402
+
+POLICIES = {"api": "quota 3", "win": "gcra 5/1h"}
+
+
+def path_of(policy, key):
+    """The override's path: the key's bytes percent-encoded (every byte may be)."""
+    return "/admin/v1/overrides/%s/%s" % (policy, urllib.parse.quote(key, safe=""))
+
+
+class Overrides(ServeCase):
+    def server(self, extra_args=(), policies=None):
+        text = base_config(policies or POLICIES, "", 'admin = "127.0.0.1:0"\n')
+        s, path = self.start_config(text, *extra_args)
+        return s, path
+
+    def put(self, s, policy, key, body):
+        raw = body if isinstance(body, str) else json.dumps(body)
+        st, _, data = s.request("PUT", path_of(policy, key), raw, {"Content-Type": "application/json"}, admin=True)
+        return st, json.loads(data)
+
+    def get(self, s, path):
+        st, _, data = s.request("GET", path, admin=True)
+        return st, json.loads(data)
+
+    def admits(self, s, policy, key, most=50):
+        """How many single requests on (policy, key) are admitted in a row."""
+        n = 0
+        while n < most and s.decide([(policy, key)])[0] == 200:
+            n += 1
+        return n
+
+    def test_put_get_list_delete_and_the_state_carries_over(self):
+        s, _ = self.server()
+        self.assertEqual(s.decide([("api", "alice")])[0], 200)  # 1 of 3 used
+        st, b = self.put(s, "api", "alice", {"policy": "quota 10"})
+        self.assertEqual((st, b), (201, {"policy_name": "api", "key": "alice", "policy": "quota 10",
+                                         "change": "created"}))
+        # The unit used stays used: 9 more, not 10.
+        self.assertEqual(self.admits(s, "api", "alice"), 9)
+        self.assertEqual(self.admits(s, "api", "bob"), 3)  # another key keeps the configured quota
+        # RateLimit-Policy advertises each key's own limit (denials charge nothing).
+        st, h, _ = s.decide([("api", "alice")])
+        self.assertEqual((st, h["ratelimit-policy"]), (429, '"api";q=10'))
+        st, h, _ = s.decide([("api", "bob")])
+        self.assertEqual((st, h["ratelimit-policy"]), (429, '"api";q=3'))
+        st, b = self.put(s, "api", "alice", {"policy": "quota 10"})
+        self.assertEqual((st, b["change"]), (200, "unchanged"))
+        st, b = self.put(s, "api", "alice", {"policy": "quota 12"})
+        self.assertEqual((st, b["change"]), (200, "replaced"))
+        self.assertEqual(self.admits(s, "api", "alice"), 2)
+        self.assertEqual(self.get(s, path_of("api", "alice")),
+                         (200, {"policy_name": "api", "key": "alice", "policy": "quota 12"}))
+        for k in ("carol", "dave"):
+            self.assertEqual(self.put(s, "api", k, {"policy": "quota 7"})[0], 201)
+        st, page = self.get(s, "/admin/v1/overrides?policy=api&limit=2")
+        self.assertEqual(st, 200)
+        self.assertEqual([o["key"] for o in page["overrides"]], ["alice", "carol"])
+        self.assertEqual(page["next_cursor"], "carol")
+        st, page = self.get(s, "/admin/v1/overrides?policy=api&limit=2&cursor=" + page["next_cursor"])
+        self.assertEqual(([o["key"] for o in page["overrides"]], page["next_cursor"]), (["dave"], None))
+        self.assertEqual(self.get(s, "/admin/v1/overrides?policy=win")[1], {"overrides": [], "next_cursor": None})
+        # Deleted: alice's 12 units used are carried back to quota 3: spent.
+        st, _, data = s.request("DELETE", path_of("api", "alice"), admin=True)
+        self.assertEqual((st, json.loads(data)), (200, {"deleted": True}))
+        self.assertEqual(s.decide([("api", "alice")])[0], 429)
+        st, b = self.get(s, path_of("api", "alice"))
+        self.assertEqual((st, b["error"]["field"]), (404, "key"))
+        st, _, data = s.request("DELETE", path_of("api", "alice"), admin=True)
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (404, "key"))
+        m = s.metrics()
+        self.assertEqual(metric(m, "sluice_overrides"), 2)
+        self.assertEqual(metric(m, 'sluice_override_changes_total{op="create"}'), 3)
+        self.assertEqual(metric(m, 'sluice_override_changes_total{op="replace"}'), 1)
+        self.assertEqual(metric(m, 'sluice_override_changes_total{op="delete"}'), 1)
+
+    def test_bad_input_is_a_4xx_naming_the_field_and_changes_nothing(self):
+        s, _ = self.server()
+        bodies = [("{", "body"), ("[1]", "body"), ({}, "policy"), ({"policy": 5}, "policy"),
+                  ({"policy": "gcra 1/1x"}, "policy"), ({"policy": "fixed-window 5/1s"}, "policy"),
+                  ({"policy": "quota 5", "ttl": 3}, "ttl")]
+        for body, field in bodies:
+            st, b = self.put(s, "api", "alice", body)
+            self.assertEqual((st, b["error"]["field"]), (400, field), body)
+        st, b = self.put(s, "nope", "alice", {"policy": "quota 5"})
+        self.assertEqual((st, b["error"]["field"]), (404, "policy"))
+        for key_path, field in (("x" * 257, "key"), ("%zz", "key"), ("%25shadow%3Ax", "key"), ("", "key")):
+            st, _, data = s.request("PUT", "/admin/v1/overrides/api/" + key_path, '{"policy":"quota 5"}',
+                                    admin=True)
+            self.assertEqual((st, json.loads(data)["error"]["field"]), (400, field), key_path)
+        for q, status, field in (("", 400, "policy"), ("?policy=zzz", 404, "policy"),
+                                 ("?policy=api&limit=0", 400, "limit"), ("?policy=api&limit=x", 400, "limit"),
+                                 ("?policy=api&limit=1001", 400, "limit")):
+            st, b = self.get(s, "/admin/v1/overrides" + q)
+            self.assertEqual((st, b["error"]["field"]), (status, field), q)
+        st, h, _ = s.request("POST", path_of("api", "alice"), "{}", admin=True)
+        self.assertEqual((st, h.get("allow")), (405, "GET, PUT, DELETE"))
+        # The decision listener does not serve it.
+        st, _, _ = s.request("PUT", path_of("api", "alice"), '{"policy":"quota 50"}')
+        self.assertEqual(st, 404)
+        # Nothing changed: no override, alice still has the configured 3.
+        self.assertEqual(self.get(s, "/admin/v1/overrides?policy=api")[1]["overrides"], [])
+        self.assertEqual(self.admits(s, "api", "alice"), 3)
+        self.assertEqual(metric(s.metrics(), "sluice_overrides"), 0)
+
+    def test_a_key_of_any_bytes_and_the_bound_on_its_length(self):
+        s, _ = self.server()
+        key = "tenant/a b%+?#\u00e9"
+        st, b = self.put(s, "api", key, {"policy": "quota 5"})
+        self.assertEqual(st, 201)
+        self.assertEqual(urllib.parse.unquote(b["key"]), key)
+        self.assertEqual(self.admits(s, "api", key), 5)
+        self.assertEqual(self.admits(s, "api", "tenant"), 3)
+        st, b = self.get(s, "/admin/v1/overrides?policy=api")
+        self.assertEqual([urllib.parse.unquote(o["key"]) for o in b["overrides"]], [key])
+        self.assertEqual(self.put(s, "api", "k" * 256, {"policy": "quota 5"})[0], 201)  # max_key_bytes exactly
+
+    def test_a_reload_keeps_the_override_and_a_snapshot_keeps_it_across_a_restart(self):
+        snap = tempfile.mkdtemp(prefix="sluice-ov-snap-")
+        self.addCleanup(shutil.rmtree, snap, True)
+        s, cfg = self.server(("--snapshot", snap))
+        self.assertEqual(self.put(s, "api", "alice", {"policy": "quota 6"})[0], 201)
+        for _ in range(4):
+            self.assertEqual(s.decide([("api", "alice")])[0], 200)
+        # A reload that changes the policy leaves the override in force.
+        with open(cfg, "w") as f:
+            f.write(base_config({"api": "quota 4", "win": "gcra 5/1h"}, "", 'admin = "127.0.0.1:0"\n'))
+        st, _, data = s.request("POST", "/admin/reload", admin=True)
+        self.assertEqual((st, json.loads(data)["changed"]), (200, ["api"]))
+        self.assertEqual(self.get(s, path_of("api", "alice"))[1]["policy"], "quota 6")
+        self.assertEqual(s.decide([("api", "alice")])[0], 200)  # 5 of 6
+        self.assertEqual(s.stop(), 0)
+        s2 = self.start("--config", cfg, "--snapshot", snap)
+        self.assertEqual(self.get(s2, path_of("api", "alice"))[1]["policy"], "quota 6")
+        self.assertEqual(self.admits(s2, "api", "alice"), 1)
+        self.assertEqual(self.admits(s2, "api", "bob"), 4)
+
+
+class OverridesOnRedis(ServeCase):
+    """The Redis store keeps no overrides yet (docs/redis.md, "Overrides"):
+    the API answers 503 naming `store` and nothing changes."""
+
+    def test_refused_naming_the_store_and_nothing_changes(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        text = base_config(POLICIES, "", 'admin = "127.0.0.1:0"\n') + store_section(redis, fresh_prefix())
+        s, _ = self.start_config(text)
+        st, _, data = s.request("PUT", path_of("api", "alice"), '{"policy":"quota 10"}', admin=True)
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (503, "store"))
+        st, _, data = s.request("GET", "/admin/v1/overrides?policy=api", admin=True)
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (503, "store"))
+        # Bad input is still named first, before the store is asked.
+        st, _, data = s.request("PUT", path_of("api", "alice"), '{"policy":"quota"}', admin=True)
+        self.assertEqual((st, json.loads(data)["error"]["field"]), (400, "policy"))
+        n = 0
+        while n < 10 and s.decide([("api", "alice")])[0] == 200:
+            n += 1
+        self.assertEqual(n, 3)
+        self.assertIsNone(metric(s.metrics(), "sluice_overrides"))
+
+
+if __name__ == "__main__":
+    unittest.main()
