@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "redis/store_impl.hpp"
@@ -95,15 +96,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
       if (!changed && stale[at] && !p.encode_leaf(j, next[at], r.now, v)) continue;
       if (v.empty() && !p.encode_leaf(j, next[at], r.now, v))
         return outcome::mismatch;  // a state the library cannot hold
-      const std::int64_t ticks = p.ticks_to_fresh(j, v);
-      if (ticks >= 0) {
-        if (opt.tick_ns > 0) {
-          const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
-          px[at] = static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
-        } else {
-          px[at] = opt.unknown_tick_ttl.count();
-        }
-      }
+      if (const auto ms = px_of(p, j, v)) px[at] = *ms;
       written[at] = std::move(v);
     }
   }
@@ -163,6 +156,15 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
     default:
       return outcome::failure;
   }
+}
+
+std::optional<std::int64_t> redis_store::impl::px_of(const redis::plan& p, std::size_t leaf,
+                                                     std::string_view value) const {
+  const std::int64_t ticks = p.ticks_to_fresh(leaf, value);
+  if (ticks < 0) return std::nullopt;
+  if (opt.tick_ns <= 0) return opt.unknown_tick_ttl.count();
+  const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
+  return static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
 }
 
 outcome redis_store::impl::replay(const store_request& r, const entry* const* es, std::string_view rec, bool peek,

@@ -404,16 +404,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
             if (now_values[x]) written[x] = std::string();
             continue;
           }
-          const std::int64_t ticks = p.ticks_to_fresh(j, v);
-          if (ticks >= 0) {
-            if (opt.tick_ns > 0) {
-              const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
-              px[x] =
-                  static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
-            } else {
-              px[x] = opt.unknown_tick_ttl.count();
-            }
-          }
+          if (const auto ms = px_of(p, j, v)) px[x] = *ms;
           written[x] = std::move(v);
         }
       }

@@ -189,16 +189,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
           }
           continue;  // carried only, and not holdable: left as written (carried again from there)
         }
-        const std::int64_t ticks = p.ticks_to_fresh(j, v);
-        if (ticks >= 0) {
-          if (opt.tick_ns > 0) {
-            const detail::i128 ms = (static_cast<detail::i128>(ticks) * opt.tick_ns + 999'999) / 1'000'000;
-            px[at] =
-                static_cast<std::int64_t>(std::min<detail::i128>(ms + opt.grace.count() + 1, detail::i128{1} << 50));
-          } else {
-            px[at] = opt.unknown_tick_ttl.count();
-          }
-        }
+        if (const auto ms = px_of(p, j, v)) px[at] = *ms;
         written[at] = std::move(v);
         any_write = true;
       }

@@ -238,6 +238,11 @@ struct redis_store::impl {
   outcome decide_carried(const store_request& r, const entry* const* es,
                          const std::vector<std::optional<std::string>>& values, bool peek, store_decision& out,
                          std::span<decision> per_check, std::span<std::optional<tick>> grows = {}, bool report = false);
+  /// The expiry (PX, ms) a compare-and-set gives leaf `leaf`'s new value
+  /// `value`: the time until it decides as fresh (plan::ticks_to_fresh)
+  /// rounded up, plus the grace; the fixed expiry when ticks have no known
+  /// length; nullopt for a value that never turns fresh by itself (a quota).
+  [[nodiscard]] std::optional<std::int64_t> px_of(const redis::plan& p, std::size_t leaf, std::string_view value) const;
   /// Decides a repeated request id from its record (status 2).
   outcome replay(const store_request& r, const entry* const* es, std::string_view record, bool peek,
                  store_decision& out, std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
