@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "json_body.hpp"
 #include "service.hpp"
 #include "sluice/policy_expr.hpp"
 #include "target.hpp"
@@ -232,20 +233,12 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
     res.fields.push_back({"Allow", "GET, PUT, DELETE"});
     return;
   }
-  json doc;
-  try {
-    doc = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    refuse(400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-    return;
-  } catch (const json::exception&) {
-    refuse(400, "body", "a number out of range for JSON (past 1.8e308)");
+  auto parsed = parse_json_object(req.body, R"({"policy":"gcra 1000/1m burst=50"})");
+  if (!parsed) {
+    refuse(400, parsed.err().field, parsed.err().message);
     return;
   }
-  if (!doc.is_object()) {
-    refuse(400, "body", "must be a JSON object such as {\"policy\":\"gcra 1000/1m burst=50\"}");
-    return;
-  }
+  json doc = std::move(parsed).value();
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (it.key() != "policy") {
       refuse(400, it.key(), "unknown field (the body is {\"policy\": EXPRESSION})");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "json_body.hpp"
 #include "service.hpp"
 #include "wire.hpp"
 
@@ -39,20 +40,12 @@ void service::refund_json(bool client_time, const http_request& req, http_respon
     res.content_type = "application/json";
     res.body = refund_error(field, message, "bad-request");
   };
-  json doc;
-  try {
-    doc = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    refuse(400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-    return;
-  } catch (const json::exception&) {
-    refuse(400, "body", "a number out of range for JSON (past 1.8e308)");
+  auto parsed = parse_json_object(req.body, R"({"id":"8f1c..."})");
+  if (!parsed) {
+    refuse(400, parsed.err().field, parsed.err().message);
     return;
   }
-  if (!doc.is_object()) {
-    refuse(400, "body", "must be a JSON object such as {\"id\":\"8f1c...\"}");
-    return;
-  }
+  json doc = std::move(parsed).value();
   std::optional<tick> now;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (it.key() == "id") continue;

@@ -4,6 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "json_body.hpp"
 #include "lease_token.hpp"
 #include "wire.hpp"
 
@@ -26,14 +27,9 @@ release_answer refused(metrics& m, unsigned status, std::string_view field, std:
 
 release_answer release_lease(store& st, metrics& m, std::string_view body,
                              const std::function<std::optional<policy_id>(std::string_view)>& id_of, tick now) {
-  using nlohmann::json;
-  json doc;
-  try {
-    doc = json::parse(body);
-  } catch (const json::exception&) {
-    return refused(m, 400, "body", "not valid JSON; send {\"lease\": \"...\"}");
-  }
-  if (!doc.is_object()) return refused(m, 400, "body", "must be a JSON object {\"lease\": \"...\"}");
+  auto parsed = parse_json_object(body, R"({"lease":"l1...."})");
+  if (!parsed) return refused(m, 400, parsed.err().field, parsed.err().message);
+  const nlohmann::json doc = std::move(parsed).value();
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (it.key() != "lease") return refused(m, 400, it.key(), "unknown field (a release has only lease)");
   const auto l = doc.find("lease");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decide.hpp"
+#include "json_body.hpp"
 #include "lease_token.hpp"
 #include "release.hpp"
 #include "sluice/lease.hpp"
@@ -527,23 +528,12 @@ bool service::decide(std::shared_ptr<const active> a, std::vector<planned_check>
 std::optional<service::json_request> service::parse_json_request(const active& a, const http_request& req,
                                                                  http_response& res) {
   using nlohmann::json;
-  json doc;
-  try {
-    doc = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    bad_request(metrics_, res, 400, "body", "not valid JSON (at byte " + std::to_string(e.byte) + ")");
-    return std::nullopt;
-  } catch (const json::exception&) {
-    // nlohmann throws out_of_range, not parse_error, for a number past a
-    // double (1e999): a bad request, never an escaped exception.
-    bad_request(metrics_, res, 400, "body", "a number out of range for JSON (past 1.8e308)");
+  auto parsed = parse_json_object(req.body, R"({"checks":[{"policy":"api","key":"alice"}]})");
+  if (!parsed) {
+    bad_request(metrics_, res, 400, parsed.err().field, parsed.err().message);
     return std::nullopt;
   }
-  if (!doc.is_object()) {
-    bad_request(metrics_, res, 400, "body",
-                "must be a JSON object such as {\"checks\":[{\"policy\":\"api\",\"key\":\"alice\"}]}");
-    return std::nullopt;
-  }
+  json doc = std::move(parsed).value();
   const config& c = *a.cfg;
   json_request out;
   std::vector<planned_check>& checks = out.checks;
