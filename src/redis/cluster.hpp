@@ -67,6 +67,7 @@
 #include "redis/client.hpp"
 #include "redis/figures.hpp"
 #include "redis/slots.hpp"
+#include "redis/sync_client.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/remote/circuit_breaker.hpp"
 #include "sluice/result.hpp"
@@ -96,7 +97,7 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// `breaker_cool_down`); for `redis+sentinel://` a sentinel_client; else
 /// an `async_client` (`redis://`, `rediss://`, `unix://`; the store keeps
 /// its one breaker). Nothing is connected yet. Errors name the URL's part.
-result<std::unique_ptr<backend>> open_backend(const redis_store_options& options);
+result<std::unique_ptr<sync_client>> open_backend(const redis_store_options& options);
 
 /// How a `cluster_client` finds the cluster and how long it waits.
 struct cluster_options {

@@ -83,7 +83,7 @@ std::optional<error> apply_password(url& u, const std::string& password) {
   return std::nullopt;
 }
 
-result<std::unique_ptr<backend>> open_backend(const redis_store_options& options) {
+result<std::unique_ptr<sync_client>> open_backend(const redis_store_options& options) {
   if (is_cluster_url(options.url)) {
     auto seeds = parse_cluster_url(options.url);
     if (!seeds) return seeds.err();
@@ -102,7 +102,7 @@ result<std::unique_ptr<backend>> open_backend(const redis_store_options& options
       return std::shared_ptr<async_backend>(std::move(made).value());
     });
     if (!c) return c.err();
-    return std::unique_ptr<backend>(std::move(c).value());
+    return std::move(c).value();
   }
   if (is_sentinel_url(options.url)) return open_sentinel_backend(options);
   auto where = parse_url(options.url);

@@ -186,7 +186,7 @@ void redis_store::impl::report_async(const store_request& request, std::span<dec
   }
   build_report(j->r, j->es.data(), j->s);
   j->t0 = remote::circuit_breaker::steady_ns();
-  pipelined->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
+  cli->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
     redis::call_result& res = v[0];
     if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
       res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
@@ -216,7 +216,6 @@ store_decision redis_store::report_at(const store_request& r, std::span<decision
 }
 
 void redis_store::report_async(const store_request& r, std::span<decision> per_check, decided done) {
-  if (impl_->pipelined == nullptr) return done(impl_->report_one(r, per_check));
   impl_->report_async(r, per_check, std::move(done));
 }
 

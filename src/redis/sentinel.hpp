@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "redis/async_client.hpp"
+#include "redis/sync_client.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/result.hpp"
 
@@ -95,6 +96,6 @@ class sentinel_client final : public async_backend, public std::enable_shared_fr
 };
 
 /// The store's backend for a redis+sentinel:// URL.
-result<std::unique_ptr<backend>> open_sentinel_backend(const redis_store_options& options);
+result<std::unique_ptr<sync_client>> open_sentinel_backend(const redis_store_options& options);
 
 }  // namespace sluice::redis

@@ -20,11 +20,10 @@
 #include "sluice/snapshot.hpp"
 
 namespace sluice {
-redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::backend> b)
+redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_client> b)
     : opt(std::move(o)),
       cli(std::move(b)),
-      pipelined(dynamic_cast<redis::sync_client*>(cli.get())),
-      cluster(pipelined != nullptr ? dynamic_cast<redis::cluster_client*>(&pipelined->async()) : nullptr),
+      cluster(dynamic_cast<redis::cluster_client*>(&cli->async())),
       ttl_base(opt.tick_ns > 0 ? opt.grace.count() + 2 : opt.unknown_tick_ttl.count()),
       id_ttl(std::to_string(std::max<std::int64_t>(1, opt.idempotency_window.count()))) {
   // In a cluster each node has its own breaker, in the router
@@ -110,8 +109,8 @@ store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool
 }
 
 std::optional<tick> redis_store::impl::server_now() {
-  if (pipelined == nullptr || cluster != nullptr) return std::nullopt;  // open() refuses it in a cluster
-  const auto res = pipelined->call({"TIME"});
+  if (cluster != nullptr) return std::nullopt;  // open() refuses it in a cluster
+  const auto res = cli->call({"TIME"});
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   if (arr == nullptr || arr->size() != 2) return std::nullopt;
@@ -387,7 +386,7 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
                ? u.socket_path
                : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
   };
-  if (p->pipelined != nullptr && p->cluster == nullptr) {
+  if (p->cluster == nullptr) {
     if (auto u = redis::parse_url(p->opt.url)) {
       p->node = node_of(*u);
     } else {
@@ -412,8 +411,7 @@ redis_store::~redis_store() {
   // Asynchronous decisions still waiting are answered first (the closed
   // client fails their calls at once; the failure mode answers), while
   // every part of the store they use is alive.
-  if (impl_->pipelined == nullptr) return;
-  impl_->pipelined->async().close();
+  impl_->cli->async().close();
   std::unique_lock lock(impl_->flight_mu);
   impl_->flight_cv.wait(lock, [this] { return impl_->in_flight == 0; });
 }
@@ -486,19 +484,16 @@ store_decision redis_store::peek_at(const store_request& r, std::span<decision> 
 
 void redis_store::decide_async(const store_request& r, std::span<decision> per_check,
                                std::span<std::optional<tick>> grows_after, decided done) {
-  if (impl_->pipelined == nullptr) return done(impl_->one(r, false, per_check, grows_after));
   impl_->one_async(r, false, per_check, grows_after, std::move(done));
 }
 
 void redis_store::peek_async(const store_request& r, decided done) {
-  if (impl_->pipelined == nullptr) return done(impl_->one(r, true, {}));
   impl_->one_async(r, true, {}, {}, std::move(done));
 }
 
 void redis_store::count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) {
-  if (impl_->pipelined == nullptr) return done(count_keys());
   impl_->enter();
-  impl_->pipelined->async().async_count_keys([this, h = std::move(done)](std::optional<std::uint64_t> n) {
+  impl_->cli->async().async_count_keys([this, h = std::move(done)](std::optional<std::uint64_t> n) {
     h(n);
     impl_->leave();
   });

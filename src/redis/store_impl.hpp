@@ -115,11 +115,10 @@ struct redis_store::impl {
   static constexpr std::size_t max_chunks = 64;  // 65,536 policies
 
   redis_store_options opt;
-  // The backend: one server, a Sentinel master or a cluster.
-  std::unique_ptr<redis::backend> cli;
-  // One server, a Sentinel master or a cluster through the asynchronous
-  // client; `cluster` is then its async backend when it is a cluster.
-  redis::sync_client* pipelined = nullptr;
+  // The one client: one server, a Sentinel master or a cluster, through
+  // the asynchronous client (its synchronous face for the calls that
+  // wait); `cluster` is its async backend when it is a cluster.
+  std::unique_ptr<redis::sync_client> cli;
   redis::cluster_client* cluster = nullptr;
   redis::functions fns;
   std::int64_t ttl_base = 0;  // ms added to every state's time-to-fresh (or the fixed expiry)
@@ -156,7 +155,7 @@ struct redis_store::impl {
       mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0}, id_conflicts{0},
       by_rule{0};
 
-  impl(redis_store_options o, std::unique_ptr<redis::backend> b);
+  impl(redis_store_options o, std::unique_ptr<redis::sync_client> b);
 
   /// The published entry of `id`, or null.
   const entry* entry_of(policy_id id) const noexcept {
@@ -214,8 +213,7 @@ struct redis_store::impl {
                                             std::span<decision> per_check, std::span<std::optional<tick>> grows);
   /// `one` without waiting (store::decide_async): one FCALL on the
   /// asynchronous client, judged on its I/O thread; a reply that needs
-  /// more calls (a carry-over) is decided again on `slow`. Requires
-  /// `pipelined`.
+  /// more calls (a carry-over) is decided again on `slow`.
   void one_async(const store_request& r, bool peek, std::span<decision> per_check, std::span<std::optional<tick>> grows,
                  store::decided done);
   /// Counts an asynchronous decision in (`enter`) and out (`leave`).
@@ -269,7 +267,7 @@ struct redis_store::impl {
   store_decision report_one(const store_request& r, std::span<decision> per_check);
   /// `report_one` without waiting (store::report_async): the call on the
   /// asynchronous client, judged on its I/O thread; a carry-over (or
-  /// server-clock mode) on `slow`. Requires `pipelined`.
+  /// server-clock mode) on `slow`.
   void report_async(const store_request& r, std::span<decision> per_check, store::decided done);
   /// What a report is answered before any call (a bad request, a request
   /// of stateless checks, a breaker open), or nothing; fills `es`.

@@ -101,7 +101,7 @@ void warn_if_unverified(const url& where) {
                where.redacted().c_str());
 }
 
-result<std::unique_ptr<backend>> open_async_backend(const redis_store_options& options, url where) {
+result<std::unique_ptr<sync_client>> open_async_backend(const redis_store_options& options, url where) {
   warn_if_unverified(where);
   async_client_options o;
   o.where = std::move(where);
@@ -109,7 +109,7 @@ result<std::unique_ptr<backend>> open_async_backend(const redis_store_options& o
   o.command_timeout = options.command_timeout;
   auto c = sync_client::open(std::move(o));
   if (!c) return c.err();
-  return std::unique_ptr<backend>(std::move(c).value());
+  return std::move(c).value();
 }
 
 }  // namespace sluice::redis

@@ -58,7 +58,7 @@ class sync_client final : public backend {
 /// The store's backend for one server through the asynchronous client
 /// (rediss://, or `pipelined_client`): the store's timeouts. A `verify=no`
 /// URL is warned about on stderr.
-result<std::unique_ptr<backend>> open_async_backend(const redis_store_options& options, url where);
+result<std::unique_ptr<sync_client>> open_async_backend(const redis_store_options& options, url where);
 
 /// The warning for a rediss:// URL with `verify=no`, printed once per URL
 /// opened ("sluice: warning: ...").
