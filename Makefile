@@ -53,7 +53,7 @@ tsan: setup
 tsan-keyed: setup
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS) --target sluice_keyed_tests
-	build/tsan/tests/keyed/sluice_keyed_tests
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/keyed/tsan.supp" build/tsan/tests/keyed/sluice_keyed_tests
 
 # Google Benchmark programs (not part of `make test`); see bench/run.sh.
 bench:
