@@ -23,6 +23,10 @@
 #   sluice-rediss      sluice-redis over TLS (rediss://, certificates made by openssl for this run)
 #                      to the same server's TLS port: TLS against plaintext as a ratio
 #
+# For the Redis rows it also says where the CPU went, per request: the load client's
+# (wrk or redis-benchmark), sluice serve's and redis-server's CPU time over the row
+# (/proc), and what 2 cores allow at that sum — the bound no row on this machine can pass.
+#
 # usage: bench/http.sh [BUILD_DIR]   (env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -142,6 +146,7 @@ taskset -c 1 redis-server --port "$P_REDIS" --bind 127.0.0.1 --protected-mode ye
   --tls-port "$P_REDIS_TLS" --tls-cert-file "$RUN/server.crt" --tls-key-file "$RUN/server.key" \
   --tls-ca-cert-file "$RUN/ca.crt" --tls-auth-clients no \
   --daemonize no --dir "$RUN" --logfile "$RUN/redis.log" & PIDS+=($!)
+PID_REDIS=$!
 wait_port "$P_REDIS"
 rcli() { redis-cli -h 127.0.0.1 -p "$P_REDIS" "$@"; }
 for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -151,8 +156,11 @@ nginx -p "$RUN" -c "$RUN/stub.conf" -g 'daemon off;' & PIDS+=($!)
 "$SLUICE" serve --config "$RUN/sluice.toml" 2> "$RUN/sluice.log" & PIDS+=($!)
 # On CPU 0, as redis-benchmark's client: the Redis rows compare two clients of one server alike.
 taskset -c 0 "$SLUICE" serve --config "$RUN/sluice-redis.toml" 2> "$RUN/sluice-redis.log" & PIDS+=($!)
+PID_SR=$!
 "$SLUICE" serve --config "$RUN/sluice-redis-2t.toml" 2> "$RUN/sluice-redis-2t.log" & PIDS+=($!)
+PID_SR2=$!
 taskset -c 0 "$SLUICE" serve --config "$RUN/sluice-rediss.toml" 2> "$RUN/sluice-rediss.log" & PIDS+=($!)
+PID_SRS=$!
 for p in $P_NGX $P_STUB $P_SLUICE $P_AUTH_STUB $P_AUTH_SLUICE $P_SLUICE_REDIS $P_SLUICE_REDIS2 $P_SLUICE_REDISS; do
   wait_port "$p"
 done
@@ -168,9 +176,24 @@ done
 
 to_us() { awk -v s="$1" 'BEGIN{v=s+0; if (s ~ /us$/) f=1; else if (s ~ /ms$/) f=1000; else if (s ~ /s$/) f=1e6; else f=1; printf "%.0f", v*f}'; }
 TSV=$RUN/rows.tsv
-run() {  # LABEL URL
-  local raw="$RUN/wrk-$1.txt"
-  timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
+CPU=$RUN/cpu.tsv
+# CPU time (user + system, ms) a process has used, from /proc; and, in a
+# subshell that has waited for its children, theirs (the load client's).
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($14 + $15) * 1000 / hz}' "/proc/$1/stat"; }
+children_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($16 + $17) * 1000 / hz}' "/proc/$BASHPID/stat"; }
+# Where a Redis row's CPU goes: the load client's, the server's (sluice, when
+# there is one) and redis-server's CPU ms over the row, for the requests it
+# answered; the rows then say what 2 cores allow at that cost per request.
+cpu_row() {  # LABEL REQUESTS CLIENT_MS SERVER_PID SERVER_MS0 REDIS_MS0
+  local server_ms=0
+  [ "$4" = - ] || server_ms=$(( $(cpu_ms "$4") - $5 ))
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$server_ms" "$(( $(cpu_ms "$PID_REDIS") - $6 ))" >> "$CPU"
+}
+run() {  # LABEL URL [SERVER_PID: account the row's CPU]
+  local raw="$RUN/wrk-$1.txt" s0=0 r0=0 client_ms
+  if [ -n "${3:-}" ]; then s0=$(cpu_ms "$3"); r0=$(cpu_ms "$PID_REDIS"); fi
+  client_ms=$( timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
+               children_cpu_ms )
   local rps p50 p99 non2xx
   rps=$(awk '/^Requests\/sec/{print $2}' "$raw")
   p50=$(to_us "$(awk '$1=="50%"{print $2}' "$raw")")
@@ -178,15 +201,18 @@ run() {  # LABEL URL
   non2xx=$(awk '/Non-2xx/{print $NF}' "$raw"); non2xx=${non2xx:-0}
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >> "$TSV"
   printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us  non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >&2
+  [ -z "${3:-}" ] || cpu_row "$1" "$(awk '/requests in/{print $1}' "$raw")" "$client_ms" "$3" "$s0" "$r0"
 }
 # The Redis ceilings: redis-benchmark EVALSHA gcra.lua (admits: a huge burst), a random key of
 # KEYS, client on CPU 0: 1 connection, one call at a time (what one connection's round trips
 # allow: sluice serve's thread calls Redis on one connection), and 50 connections (the server's).
 ALLOW=(0 1000 1 1 0 1000000000000000 0 1 0)
 ceiling() {  # LABEL CONNS CALLS
-  local raw="$RUN/rb-$1.txt" rps p50 p99 line
-  timeout $((DUR * 6 + 30)) taskset -c 0 redis-benchmark -h 127.0.0.1 -p "$P_REDIS" -c "$2" -P 1 -n "$3" \
-    -r "$KEYS" --csv evalsha "$SHA" 1 'rb:__rand_int__' "${ALLOW[@]}" > "$raw" 2>/dev/null || true
+  local raw="$RUN/rb-$1.txt" rps p50 p99 line r0 client_ms
+  r0=$(cpu_ms "$PID_REDIS")
+  client_ms=$( timeout $((DUR * 6 + 30)) taskset -c 0 redis-benchmark -h 127.0.0.1 -p "$P_REDIS" -c "$2" -P 1 -n "$3" \
+                 -r "$KEYS" --csv evalsha "$SHA" 1 'rb:__rand_int__' "${ALLOW[@]}" > "$raw" 2>/dev/null
+               children_cpu_ms )
   line=$(tail -n 1 "$raw" | tr -d '"')
   case "$line" in evalsha*) ;; *) echo "  $1: redis-benchmark gave no result (timeout?)" >&2; return 0 ;; esac
   rps=$(awk -F, '{print $2}' <<< "$line")
@@ -194,6 +220,7 @@ ceiling() {  # LABEL CONNS CALLS
   p99=$(awk -F, '{printf "%.0f", $7 * 1000}' <<< "$line")
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" 0 >> "$TSV"
   printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us\n' "$1" "$rps" "$p50" "$p99" >&2
+  cpu_row "$1" "$3" "$client_ms" - 0 "$r0"
 }
 echo "http.sh: wrk -t1 -c$CONNS -d${DUR}s, $KEYS keys, $ROUNDS interleaved rounds" >&2
 for r in $(seq "$ROUNDS"); do
@@ -204,9 +231,9 @@ for r in $(seq "$ROUNDS"); do
   run authreq-sluice "http://127.0.0.1:$P_AUTH_SLUICE/protected"
   ceiling redis-evalsha-c1 1 $((DUR * 8000))
   ceiling redis-evalsha-c50 50 $((DUR * 40000))
-  run sluice-redis "http://127.0.0.1:$P_SLUICE_REDIS/v1/authorize"
-  run sluice-redis-2t "http://127.0.0.1:$P_SLUICE_REDIS2/v1/authorize"
-  run sluice-rediss "http://127.0.0.1:$P_SLUICE_REDISS/v1/authorize"
+  run sluice-redis "http://127.0.0.1:$P_SLUICE_REDIS/v1/authorize" "$PID_SR"
+  run sluice-redis-2t "http://127.0.0.1:$P_SLUICE_REDIS2/v1/authorize" "$PID_SR2"
+  run sluice-rediss "http://127.0.0.1:$P_SLUICE_REDISS/v1/authorize" "$PID_SRS"
 done
 # Every decision was real: the store holds the keys.
 keys=$(curl -s "http://127.0.0.1:$P_SLUICE/metrics" | awk '$1=="sluice_keys"{print $2}')
@@ -219,7 +246,7 @@ for p in $P_SLUICE_REDIS $P_SLUICE_REDIS2 $P_SLUICE_REDISS; do
 done
 rkeys=$(rcli --scan --pattern 'bench:s:api:*' | wc -l)
 
-python3 - "$TSV" "$keys" "$rstore" "$rerrors" "$rkeys" <<'PY'
+python3 - "$TSV" "$keys" "$rstore" "$rerrors" "$rkeys" "$CPU" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -256,6 +283,23 @@ for row, what in [("sluice-redis", "1 thread"), ("sluice-redis-2t", "2 threads")
 if "sluice-rediss" in med and "sluice-redis" in med:
     print("sluice serve on Redis over TLS / plaintext (1 thread): %.2f×" % (
         med["sluice-rediss"][0] / med["sluice-redis"][0]))
+# Where the Redis rows' CPU went, per request (medians over the rounds):
+# on 2 cores, no row can pass 2 s of CPU per second over the sum.
+cpu = {}
+for line in open(sys.argv[6]):
+    label, n, client_ms, server_ms, redis_ms = line.split("\t")
+    if int(n) > 0:
+        cpu.setdefault(label, []).append([int(v) * 1000.0 / int(n) for v in (client_ms, server_ms, redis_ms)])
+if cpu:
+    print()
+    print("| row | client µs/req | sluice µs/req | redis-server µs/req | sum | 2 cores allow |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for k in ["redis-evalsha-c1", "redis-evalsha-c50", "sluice-redis", "sluice-redis-2t", "sluice-rediss"]:
+        if k not in cpu:
+            continue
+        c, s, r = (statistics.median(v[i] for v in cpu[k]) for i in range(3))
+        print("| %s | %.1f | %s | %.1f | %.1f | %s req/s |" % (
+            k, c, "%.1f" % s if k.startswith("sluice") else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ",")))
 print("keys held by sluice after the run: %s" % sys.argv[2])
 print("sluice on Redis: %s decisions from Redis, %s store errors and fallbacks, %s keys in Redis" % (
     sys.argv[3], sys.argv[4], sys.argv[5]))
