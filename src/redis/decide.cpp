@@ -70,13 +70,6 @@ void clear(redis::scratch& s) {
   s.owner.clear();
 }
 
-std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
-  if (r.is_nil()) return std::nullopt;
-  const auto s = r.as_string();
-  if (!s) ok = false;
-  return s;
-}
-
 }  // namespace
 
 void redis_store::impl::build(const store_request& r, const entry* const* es, bool peek, std::int64_t batch,

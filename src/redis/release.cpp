@@ -25,13 +25,6 @@ namespace {
 /// compare-and-set that lost a race reads again).
 constexpr int release_attempts = 4;
 
-std::optional<std::string_view> value_of(const redis::reply& r, bool& ok) {
-  if (r.is_nil()) return std::nullopt;
-  const auto s = r.as_string();
-  if (!s) ok = false;
-  return s;
-}
-
 }  // namespace
 
 release_result redis_store::impl::release_lease(std::span<const check> given, std::uint64_t nonce, tick now) {

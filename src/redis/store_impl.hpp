@@ -76,6 +76,15 @@ enum class outcome : std::uint8_t {
   id_conflict,  ///< a repeated request id whose first request had another identity: refused
 };
 
+/// A key's value in a reply: nullopt for nil; a reply that is neither nil
+/// nor a string sets `ok` to false.
+inline std::optional<std::string_view> value_of(const reply& r, bool& ok) {
+  if (r.is_nil()) return std::nullopt;
+  const auto s = r.as_string();
+  if (!s) ok = false;
+  return s;
+}
+
 /// The outcome of a call that got no reply (or an error reply, from
 /// `fcall`): a key's corrupt value, a node whose breaker is open, or a
 /// failure.
