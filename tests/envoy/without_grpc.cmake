@@ -12,7 +12,7 @@ if(LAUNCHER)
 endif()
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK} -G ${GENERATOR} -DSLUICE_WERROR=ON -DSLUICE_BUILD_TESTS=OFF
-          -DCMAKE_DISABLE_FIND_PACKAGE_Protobuf=ON ${launcher}
+          -DCMAKE_DISABLE_FIND_PACKAGE_Protobuf=ON -DCMAKE_OPTIMIZE_DEPENDENCIES=ON ${launcher}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configure failed (${rc}):\n${out}\n${err}")
