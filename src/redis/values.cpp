@@ -134,7 +134,9 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           latest = std::max(latest, s.last);
           st = s;
         } else if constexpr (std::is_same_v<T, quota>) {
-          if (!fields(v, 1, x) || !in(x[0], 1, pol.units())) return;
+          // Past N: a larger quota's units carried over (a redefinition,
+          // an override's removal).
+          if (!fields(v, 1, x) || !in(x[0], 1, p53 - 1)) return;
           quota::state s;
           s.used = x[0];
           st = s;

@@ -126,7 +126,9 @@ end)
 
 -- A request id's record: its identity as an item, then 'th tl admitted',
 -- then per leaf '|', its tag and two items, the value before and the value
--- written: '-' for none, else the value's length, ':' and its bytes.
+-- written: '-' for none, else the value's length, ':' and its bytes. A
+-- check decided under an override has '|V' and the override's bytes as an
+-- item before its first leaf.
 local function item(x)
   if x then return #x .. ':' .. x end
   return '-'
@@ -156,6 +158,7 @@ local function run(KEYS, ARGV, peek, report)
   end
   local found, nf, stale = {}, 0, false -- per leaf: {key, before, after, ttl}
   local nv, moved = 0, nil -- the 'V's read; the first that failed: {6, v, stored}
+  local marks = {} -- per leaf index: the override bytes its check was decided under
   local function node()
     local t = string.byte(b, pos)
     if t == 86 then -- 'V': the next check's override key and the bytes expected there
@@ -171,6 +174,7 @@ local function run(KEYS, ARGV, peek, report)
         pos = pos + len
       end
       if o ~= want and not moved then moved = {6, nv, o} end
+      if want then marks[nf + 1] = want end
       return node()
     end
     if t == 65 or t == 79 then -- 'A', 'O'
@@ -249,6 +253,7 @@ local function run(KEYS, ARGV, peek, report)
     local rec = {item(ARGV[2]), string.format('%d %d %d', th, tl, ok and 1 or 0)}
     for i = 1, nf do
       local f = found[i]
+      if marks[i] then rec[#rec + 1] = '|V' .. item(marks[i]) end
       rec[#rec + 1] = '|' .. f[5] .. item(f[2]) .. item(f[3])
     end
     redis.call('SET', KEYS[1], table.concat(rec), 'PX', string.format('%d', id_ttl))
