@@ -280,6 +280,8 @@ class redis_store final : public store {
   /// scans the policy's override keys (SCAN MATCH; in a cluster on every
   /// primary).
   result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
+  /// What this process's latest call on the key found stored (no call).
+  std::optional<any_policy> override_seen(policy_id policy, std::string_view key) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

@@ -392,4 +392,12 @@ result<override_page> redis_store::list_overrides(policy_id policy, std::string_
   return page;
 }
 
+std::optional<any_policy> redis_store::override_seen(policy_id policy, std::string_view key) {
+  const impl& im = *impl_;
+  if (im.belief_count.load(std::memory_order_acquire) == 0) return std::nullopt;
+  const redis::entry* e = im.believed(policy, key, nullptr);
+  if (e == nullptr) return std::nullopt;
+  return e->p->policy();
+}
+
 }  // namespace sluice
