@@ -249,6 +249,25 @@ TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
   EXPECT_EQ(field(st->override_of(p, "k")), "store");
 }
 
+TEST(RedisOverrides, AWindowsUnitsPastALowerLimitRefuseTheChangeUntilTheWindowEnds) {
+  redis_store_options o;
+  o.prefix = fresh_prefix("ovhold");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const policy_id p = st->define_at("w", expr("fixed-window 10/1000ns"), 0).value();
+  const check c{p, "k"};
+  for (tick t = 1; t <= 8; ++t) ASSERT_TRUE(st->decide_at(one_check(c, t)).d.allowed);
+  // 8 units in the window: a limit of 5 cannot hold them exactly.
+  const auto refused = st->set_override_at(p, "k", expr("fixed-window 5/1000ns"), 9);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.err().field, "policy");
+  EXPECT_FALSE(st->override_of(p, "k").value().has_value());
+  EXPECT_EQ(st->decide_at(one_check(c, 10)).d.remaining, 1);  // still the configured 10
+  // Once the window is over, the change is made.
+  EXPECT_EQ(st->set_override_at(p, "k", expr("fixed-window 5/1000ns"), 1000).value(), override_change::created);
+  EXPECT_EQ(st->decide_at(one_check(c, 1001)).d.remaining, 4);
+}
+
 TEST(RedisOverrides, TheBoundIsTenThousandOverTheStore) {
   redis_store_options o;
   o.prefix = fresh_prefix("ovbound");
