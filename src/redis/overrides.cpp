@@ -36,8 +36,8 @@ constexpr int change_attempts = 4;
 /// (docs/redis.md, "Overrides").
 constexpr std::string_view cannot_hold =
     "the key's state cannot be carried into this limit exactly in the Redis store (it counts more than the new "
-    "limit holds, e.g. a window's units past a lower limit); nothing changed: retry once the units have left the "
-    "window";
+    "limit holds, e.g. a sliding window's units past a lower limit); nothing changed: retry once the units have "
+    "left the window";
 
 /// The most beliefs kept (past it they are dropped: each costs at most one
 /// status 6 to learn again).
