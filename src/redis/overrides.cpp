@@ -228,10 +228,11 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       auto moved_state = reconfigure(from->p->policy(), *st, to->p->policy(), now);
       if (!moved_state) return error{"policy", moved_state.err().message};
       any_state next = std::move(moved_state).value();
-      // Written as of the latest admit the key holds: every later decision
-      // reads its state at that instant or after it (a clock that steps
-      // back below the change keeps every unit the memory store keeps).
-      const tick at = latest != detail::i64_min ? latest : now;
+      // Written as of the change's instant (not a leaf's latest instant: a
+      // carried window may hold one ahead of every admit). A decision before
+      // it (a clock that steps back across the change) may read it otherwise
+      // than the memory store (docs/redis.md, "Overrides").
+      const tick at = now;
       redis::make_holdable(*to->p, next, at);
       std::vector<const any_state*> parts;
       to->p->leaf_states(next, parts);
