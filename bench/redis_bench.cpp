@@ -242,10 +242,15 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
     std::size_t depth;
     int threads;
     std::uint64_t ops;
+    bool overridden = false;  // the key has an override (docs/redis.md, "Overrides"), known to the process
   };
+  // An override of `allow_p` (burst 2^41): every decision still admits.
+  const sluice::any_policy override_p = sluice::gcra::make(sluice::rate{1, 1}, std::int64_t{1} << 41).value();
   const std::vector<sc> scs = {
       {"redis-store-gcra-1key-allow-P1", true, &one_key, 1, 1, 10000},
       {"redis-store-gcra-1key-allow-P16", true, &one_key, 16, 1, 60000},
+      {"redis-store-gcra-1key-allow-overridden-P1", true, &one_key, 1, 1, 10000, true},
+      {"redis-store-gcra-1key-allow-overridden-P16", true, &one_key, 16, 1, 60000, true},
       {"redis-store-gcra-1key-allow-2thr-P1", true, &one_key, 1, 2, 8000},
       {"redis-store-gcra-1key-allow-2thr-P16", true, &one_key, 16, 2, 40000},
       {"redis-store-gcra-1key-deny-P1", false, &one_key, 1, 1, 10000},
@@ -286,14 +291,18 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
     result_row row{s.name,
                    std::string("sluice::redis_store decide_at") + (s.depth > 1 ? "/decide_many_at" : "") +
                        ", GCRA (FCALL of its library), " + (s.keys->size() == 1 ? "1 key" : "100k keys (cycled)") +
-                       ", " + (s.allow ? "every call allowed" : "every call denied") + ", " +
-                       std::to_string(s.threads) + " thread(s), batches of " + std::to_string(s.depth),
+                       ", " + (s.allow ? "every call allowed" : "every call denied") +
+                       (s.overridden ? ", the key overridden" : "") + ", " + std::to_string(s.threads) +
+                       " thread(s), batches of " + std::to_string(s.depth),
                    {}};
     for (int r = 0; r < runs; ++r) {
       flush();
       auto st = make_store(false);
       const auto pol = st->define(s.allow ? "allow" : "deny", s.allow ? allow_p : deny_p);
       if (!pol) die("define: " + pol.err().what());
+      if (s.overridden)
+        if (auto ov = st->set_override_at(pol.value(), (*s.keys)[0], override_p, 1000); !ov)
+          die("set_override_at: " + ov.err().what());
       if (!s.allow) {
         std::uint64_t a = 0;
         run(*st, pol.value(), *s.keys, 0, s.keys->size(), 64, a);

@@ -153,6 +153,12 @@ struct redis_store_stats {
   /// Cluster: requests whose keys lie in several hash slots, answered
   /// `source::error` without deciding any check (counted in base.errors too).
   std::uint64_t cross_slot = 0;
+  /// Calls answered "built for another override" (status 6: the key's
+  /// override changed, or this process did not know it), built again.
+  std::uint64_t override_moves = 0;
+  /// Requests and override changes that met a changing override on every
+  /// attempt: errors (source::error, or the error "store"), never admits.
+  std::uint64_t override_races = 0;
   std::uint64_t moved = 0;               ///< cluster: MOVED redirections followed
   std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
@@ -255,6 +261,27 @@ class redis_store final : public store {
   /// Redis cannot take it (down, timeout, breaker open), nothing is
   /// released and the answer is `source::error`, counted as a failure.
   release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) override;
+
+  /// Overrides (store.hpp; docs/redis.md, "Overrides"): kept in Redis at
+  /// `<prefix>o:<name>:{<key>}`, so every process on the server applies
+  /// one at its very next decision. Set and delete carry the key's state
+  /// with `reconfigure` in one compare-and-set with the override key.
+  /// Errors as the memory store's, and "key" in a cluster for a key that
+  /// is empty or starts with '}'; "policy" for a policy that keeps no
+  /// state; "store" when Redis did not answer (nothing changed), or when
+  /// the key changed under every attempt. At most 10,000 overrides over
+  /// the store (counted with SCAN; two processes racing at the bound may
+  /// each pass it by one).
+  result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
+                                          tick now) override;
+  result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) override;
+  result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) override;
+  /// Pages in byte order of the keys, as the memory store's; each page
+  /// scans the policy's override keys (SCAN MATCH; in a cluster on every
+  /// primary).
+  result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
+  /// What this process's latest call on the key found stored (no call).
+  std::optional<any_policy> override_seen(policy_id policy, std::string_view key) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). In server-clock mode decisions use Redis's clock instead, and

@@ -408,6 +408,17 @@ class store {
   /// cannot tell without a call (or keeps none).
   [[nodiscard]] virtual std::optional<std::uint64_t> override_count() const { return std::nullopt; }
 
+  /// The override `key` of `policy` was last decided under, as far as this
+  /// process knows without a call (what a response advertises); nullopt
+  /// for none. The default asks `override_of` while `override_count` says
+  /// any are held; a remote store answers what its latest call there saw.
+  virtual std::optional<any_policy> override_seen(policy_id policy, std::string_view key) {
+    if (const auto held = override_count(); !held || *held == 0) return std::nullopt;
+    auto ov = override_of(policy, key);
+    if (!ov || !*ov) return std::nullopt;
+    return std::move(*ov).value();
+  }
+
   /// The store's counts.
   [[nodiscard]] virtual store_stats stats() const = 0;
 

@@ -97,6 +97,8 @@ using batch_handler = std::function<void(batch_result)>;
 using each_handler = std::function<void(std::vector<call_result>)>;
 /// Receives a count of keys, or nullopt when it could not be had.
 using count_handler = std::function<void(std::optional<std::uint64_t>)>;
+/// Receives the keys a scan found, or nullopt when a call failed.
+using keys_handler = std::function<void(std::optional<std::vector<std::string>>)>;
 /// Receives the replies no caller asked for (pub/sub messages).
 using push_handler = std::function<void(reply)>;
 
@@ -114,6 +116,9 @@ class async_backend {
   virtual void async_fcall_each(std::span<const function_call> calls, each_handler done) = 0;
   /// The number of keys (DBSIZE; a cluster sums its primaries').
   virtual void async_count_keys(count_handler done);
+  /// The keys matching the glob `match` (SCAN ... MATCH; a cluster scans
+  /// every primary), in no order; stops once it has found `most` of them.
+  virtual void async_scan(std::string match, std::size_t most, keys_handler done);
   /// Fails every pending call (`io`) and refuses new ones; for an orderly end.
   virtual void close() = 0;
 };

@@ -3,6 +3,7 @@
 // with a compare-and-set), and repeated request ids (from their records).
 // See migrate.hpp and docs/redis.md, "Redefining a policy".
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -107,7 +108,13 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
     redis::split_limbs(r.now, h, l);
     record = std::to_string(h) + " " + std::to_string(l) + (out.d.allowed ? " 1" : " 0");
     at = 0;
-    for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (std::size_t i = 0; i < r.checks.size(); ++i) {
+      if (es[i]->is_override) {
+        // The override that decided this check: a repeat recomputes under
+        // it even after it changed (semantics.md, "Overrides").
+        record.append("|V");
+        put_item(record, es[i]->override_bytes);
+      }
       for (const auto& lp : es[i]->p->leaves()) {
         record.push_back('|');
         record.append(lp.tag_view());
@@ -116,6 +123,7 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
                  written[at] && !written[at]->empty() ? std::optional<std::string_view>(*written[at]) : std::nullopt);
         ++at;
       }
+    }
   }
   std::vector<std::string> strings;
   strings.reserve(2 + 4 * before.size());
@@ -126,6 +134,14 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   for (std::size_t i = 0; i < r.checks.size(); ++i)
     for (const auto& lp : es[i]->p->leaves())
       strings.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
+  // Each check's override key too, expected as this request was built
+  // for it: a change between the read and this write is caught.
+  std::vector<std::size_t> named;
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    if (!es[i]->p->leaves().empty() && overridable(r.checks[i].key)) {
+      strings.push_back(override_key(*es[i], r.checks[i].key));
+      named.push_back(i);
+    }
   const std::size_t keys = strings.size();
   strings.emplace_back(has_id ? "1" : "0");
   strings.push_back(id_ttl);
@@ -136,6 +152,11 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
     strings.push_back(before[k] ? "=" + std::string(*before[k]) : std::string("-"));
     strings.push_back(!written[k] ? std::string() : written[k]->empty() ? std::string("-") : *written[k]);
     strings.push_back(std::to_string(px[k]));
+  }
+  for (const std::size_t i : named) {
+    strings.push_back(es[i]->is_override ? "=" + es[i]->override_bytes : std::string("-"));
+    strings.emplace_back();
+    strings.emplace_back("0");
   }
   std::vector<std::string_view> views(strings.begin(), strings.end());
   const auto res = call_one(redis::function_call{fns.cas, keys, views});
@@ -182,7 +203,16 @@ outcome redis_store::impl::replay(const store_request& r, const entry* const* es
   std::vector<std::string_view> tags;
   std::vector<std::optional<std::string_view>> before;
   std::vector<std::optional<std::string_view>> after;
+  // The overrides that decided: (index of the check's first leaf, bytes).
+  std::vector<std::pair<std::size_t, std::string_view>> marks;
   while (pos < rec.size()) {
+    if (rec.size() - pos >= 2 && rec[pos] == '|' && rec[pos + 1] == 'V') {
+      pos += 2;
+      std::optional<std::string_view> o;
+      if (!get_item(rec, pos, o) || !o) return outcome::corrupt;
+      marks.emplace_back(tags.size(), *o);
+      continue;
+    }
     if (rec[pos++] != '|' || rec.size() - pos < redis::tag_size) return outcome::corrupt;
     tags.push_back(rec.substr(pos, redis::tag_size));
     pos += redis::tag_size;
@@ -192,6 +222,25 @@ outcome redis_store::impl::replay(const store_request& r, const entry* const* es
     before.push_back(b);
     after.push_back(a);
   }
+  // Each check's entry as it was decided: the override the record names
+  // (the first decision stands after the override changed), else the
+  // configured policy's.
+  std::array<const entry*, max_checks> decided{};
+  {
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < r.checks.size(); ++i) {
+      decided[i] = entry_of(r.checks[i].policy);
+      if (decided[i] == nullptr) return outcome::unknown;
+      for (const auto& [leaf, bytes] : marks)
+        if (leaf == first) {
+          auto e = override_entry(r.checks[i].policy, bytes);
+          if (!e) return outcome::unknown;
+          decided[i] = e.value();
+        }
+      first += decided[i]->p->leaves().size();
+    }
+  }
+  es = decided.data();
   // The configuration each check was decided under: the latest whose leaves
   // have the recorded tags (the first decision is recomputed under it, even
   // after a redefinition).

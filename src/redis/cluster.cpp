@@ -626,6 +626,48 @@ void cluster_client::async_count_keys(count_handler done) {
   });
 }
 
+void cluster_client::async_scan(std::string match, std::size_t most, keys_handler done) {
+  asio::post(
+      impl_->strand, [self = shared_from_this(), match = std::move(match), most, done = std::move(done)]() mutable {
+        impl& m = *self->impl_;
+        m.maybe_refresh(!m.have_map(), false, [self, match = std::move(match), most, done = std::move(done)]() mutable {
+          impl& mm = *self->impl_;
+          std::vector<node*> primaries;
+          for (std::size_t s = 0; s < slot_count; ++s) {
+            node* n = mm.node_by_index(mm.owners[s].load(std::memory_order_relaxed));
+            if (n == nullptr) return done(std::nullopt);  // a slot without a known owner: keys would be missed
+            if (std::find(primaries.begin(), primaries.end(), n) == primaries.end()) primaries.push_back(n);
+          }
+          for (const node* n : primaries)
+            if (n->tripped() || mm.closed) return done(std::nullopt);
+          struct merged {
+            std::size_t left = 0;
+            std::vector<std::string> keys;
+            bool failed = false;
+            keys_handler done;
+          };
+          auto s = std::make_shared<merged>();
+          s->left = primaries.size();
+          s->done = std::move(done);
+          // Each primary's handler runs on its own client's strand: the merge
+          // is guarded.
+          auto mu = std::make_shared<std::mutex>();
+          for (node* n : primaries)
+            n->cli->async_scan(match, most, [s, mu](std::optional<std::vector<std::string>> k) {
+              std::unique_lock lock(*mu);
+              if (k) {
+                for (auto& x : *k) s->keys.push_back(std::move(x));
+              } else {
+                s->failed = true;
+              }
+              if (--s->left != 0) return;
+              lock.unlock();
+              s->done(s->failed ? std::nullopt : std::optional<std::vector<std::string>>(std::move(s->keys)));
+            });
+        });
+      });
+}
+
 void cluster_client::async_refresh(std::function<void(bool)> done) {
   asio::post(impl_->strand, [self = shared_from_this(), done = std::move(done)]() mutable {
     impl& m = *self->impl_;

@@ -170,6 +170,9 @@ class cluster_client final : public async_backend, public std::enable_shared_fro
   /// of them does not answer, when one's circuit breaker is open (then
   /// nothing is sent), or when no map could be read.
   void async_count_keys(count_handler done) override;
+  /// SCAN on every primary of the slot map, the keys found merged; nullopt
+  /// as async_count_keys.
+  void async_scan(std::string match, std::size_t most, keys_handler done) override;
 
   /// Fails every pending call (`io`), closes every node's connection and
   /// refuses new calls.

@@ -27,6 +27,10 @@ namespace {
 /// compare-and-set that lost a race is read and decided again).
 constexpr int carry_attempts = 4;
 
+/// The most times one request is built again for an override that changed
+/// under it (status 6): a change racing every attempt makes it an error.
+constexpr int max_moves = 4;
+
 /// The most calls in one pipeline: hiredis 0.14 moves its whole output
 /// buffer after every partial write, so one huge pipeline costs quadratic
 /// time.
@@ -84,12 +88,24 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     append_id_key(r, es, s.bytes);
     end_piece(s, at);
   }
-  for (std::size_t i = 0; i < r.checks.size(); ++i)
+  // Per check with a state: its override key (docs/redis.md, "Overrides"),
+  // then its state keys; `_one`'s is its second key.
+  std::array<bool, max_checks> named{};
+  for (std::size_t i = 0; i < r.checks.size(); ++i) {
+    named[i] = !es[i]->p->leaves().empty() && overridable(r.checks[i].key);
+    const auto name_override = [&] {
+      const std::size_t at = begin_piece(s);
+      s.bytes.append(es[i]->override_head).append(r.checks[i].key).append(1, '}');
+      end_piece(s, at);
+    };
+    if (named[i] && !single) name_override();
     for (const auto& lp : es[i]->p->leaves()) {
       const std::size_t at = begin_piece(s);
       s.bytes.append(es[i]->key_head).append(r.checks[i].key).append(1, '}').append(lp.suffix);
       end_piece(s, at);
     }
+    if (named[i] && single) name_override();
+  }
   c.keys = s.pieces.size() - c.first;
   const std::size_t at = begin_piece(s);
   redis::put_limbs(s.bytes, r.now);
@@ -103,10 +119,25 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
     redis::put_number(s.bytes, std::max<std::int64_t>(1, opt.idempotency_window.count()));
     s.bytes.push_back('A');
     redis::put_number(s.bytes, static_cast<std::int64_t>(r.checks.size()));
-    for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (std::size_t i = 0; i < r.checks.size(); ++i) {
+      if (named[i]) {
+        // 'V': what this call was built for at the override key (-1: none).
+        const std::string& o = es[i]->override_bytes;
+        s.bytes.push_back('V');
+        redis::put_number(s.bytes, es[i]->is_override ? static_cast<std::int64_t>(o.size()) : -1);
+        s.bytes.append(o);
+      }
       es[i]->p->append_tree(r.now, cost_of(r, r.checks[i]), s.bytes, report);
+    }
   }
   end_piece(s, at);
+  if (single && named[0]) {
+    // ARGV[2] of `_one`: '-' (built for no override) or '=' and its bytes.
+    const std::size_t from = begin_piece(s);
+    s.bytes.push_back(es[0]->is_override ? '=' : '-');
+    s.bytes.append(es[0]->override_bytes);
+    end_piece(s, from);
+  }
   if (has_id) {
     // ARGV[2]: the request's identity, kept beside its first decision and
     // compared with a repeat's in the same call (semantics.md, "Request ids").
@@ -131,6 +162,8 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
   if (!status) return outcome::failure;
   bool ok = true;
   switch (*status) {
+    case 6:
+      return moved_of(*arr, stale) ? outcome::moved : outcome::failure;
     case 5:
       return outcome::id_conflict;
     case 4:
@@ -211,6 +244,18 @@ bool redis_store::impl::stale_values(const std::vector<redis::reply>& arr,
     stale.push_back(v ? std::optional<std::string>(std::string(*v)) : std::nullopt);
   }
   return ok;
+}
+
+bool redis_store::impl::moved_of(const std::vector<redis::reply>& arr, std::vector<std::optional<std::string>>& moved) {
+  if (arr.size() != 3) return false;
+  const auto v = arr[1].as_integer();
+  bool ok = true;
+  const auto stored = value_of(arr[2], ok);
+  if (!v || *v < 1 || !ok) return false;
+  moved.clear();
+  moved.emplace_back(std::to_string(*v));
+  moved.push_back(stored ? std::optional<std::string>(std::string(*stored)) : std::nullopt);
+  return true;
 }
 
 bool redis_store::impl::leaf_values(const store_request& r, const entry* const* es,
@@ -365,7 +410,8 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
   std::vector<std::optional<std::string>> stale;
   outcome o = outcome::failure;
   const lease_scope scope(nonce_for(r, es.data(), peek));  // sent, and decided with
-  for (int attempt = 0; attempt < carry_attempts; ++attempt) {
+  int moves = 0;
+  for (int attempt = 0; attempt < carry_attempts;) {
     redis::scratch& s = tls_calls;
     clear(s);
     build(r, es.data(), peek, 0, s);
@@ -376,8 +422,19 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     } else {
       o = redis::outcome_of(std::get<redis::call_error>(res));
     }
+    if (o == outcome::moved) {
+      // Built for another override than the one stored: built again under
+      // the stored one (nothing was decided or written).
+      if (!follow(r, es.data(), stale)) {
+        o = outcome::corrupt;
+        break;
+      }
+      if (++moves > max_moves) break;
+      continue;
+    }
     if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check, grows);
     if (o != outcome::conflict) break;
+    ++attempt;
     carry_conflicts.fetch_add(1, std::memory_order_relaxed);
     o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
   }
@@ -462,6 +519,13 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     } else {
       o = redis::outcome_of(std::get<redis::call_error>(res));
     }
+    if (o == outcome::moved) {
+      // Built for another override than the one stored: the belief
+      // follows it, and the slow lane decides afresh (as `one`), built
+      // under the stored override.
+      (void)follow(j->r, j->es.data(), stale);
+      o = outcome::stale;
+    }
     if (o == outcome::stale) {
       // A value of an earlier configuration: carried over with a
       // compare-and-set (more calls). The stale reply wrote nothing, so
@@ -520,6 +584,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
   // Each request's nonce, kept across rounds (a skipped call is sent again
   // with the same one).
   std::vector<std::uint64_t> nonces(n, 0);
+  std::vector<int> moves(n, 0);  // times each was built again for a changed override
   for (std::size_t i = 0; i < n; ++i)
     if (!done[i]) nonces[i] = nonce_for(requests[i], es[i].data(), false);
   // Each round sends the requests not yet decided, in order, at most
@@ -528,7 +593,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
   // many requests); a round stops
   // at a request whose states must be carried over (the calls after it are
   // skipped by the library), which is decided on its own before the next.
-  for (std::size_t round = 0; round <= n + 8; ++round) {
+  for (std::size_t round = 0; round <= (n + 8) * (max_moves + 1); ++round) {
     redis::scratch& s = tls_calls;
     clear(s);
     const std::int64_t batch = next_batch();
@@ -563,6 +628,17 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       // ran nothing); sent again, in order, next round. The calls of other
       // servers (a cluster) did run: they are decided here, not sent again.
       if (o == outcome::skipped) continue;
+      // Built for another override than the one stored (nothing decided):
+      // built again under it, next round, in order.
+      const auto moved_again = [&] {
+        if (o != outcome::moved) return false;
+        if (!follow(r, es[i].data(), stale)) {
+          o = outcome::corrupt;
+          return false;
+        }
+        return ++moves[i] <= max_moves;
+      };
+      if (moved_again()) continue;
       for (int attempt = 0; o == outcome::stale && attempt < carry_attempts; ++attempt) {
         o = decide_carried(r, es[i].data(), stale, false, d, pc);
         if (o != outcome::conflict) break;
@@ -577,6 +653,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
         const auto* rep = std::get_if<redis::reply>(&res2);
         o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
       }
+      if (moved_again()) continue;
       out[i] = conclude(r, es[i].data(), o, d, false, pc);
       done[i] = true;
     }

@@ -200,6 +200,9 @@ bool emptied(const any_policy& leaf, const any_state& s, tick at) {
 
 }  // namespace
 
+void redis::make_holdable(const plan& p, any_state& st, tick now) { holdable_after_refund(p, st, now); }
+bool redis::leaf_emptied(const any_policy& leaf, const any_state& s, tick at) { return emptied(leaf, s, at); }
+
 refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std::span<decision> per_check,
                                               std::span<std::int64_t> given) {
   refund_answer a;
@@ -283,7 +286,16 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     std::vector<std::string_view> tags;
     std::vector<std::optional<std::string_view>> before;
     std::vector<std::optional<std::string_view>> wrote;
+    // The overrides that decided: (index of the check's first leaf, bytes).
+    std::vector<std::pair<std::size_t, std::string_view>> marks;
     while (pos < record.size()) {
+      if (record.size() - pos >= 2 && record[pos] == '|' && record[pos + 1] == 'V') {
+        pos += 2;
+        std::optional<std::string_view> o;
+        if (!read_item(record, pos, o) || !o) return failed(false);
+        marks.emplace_back(tags.size(), *o);
+        continue;
+      }
       if (record[pos++] != '|' || record.size() - pos < redis::tag_size) return failed(false);
       tags.push_back(std::string_view(record).substr(pos, redis::tag_size));
       pos += redis::tag_size;
@@ -309,15 +321,22 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     for (std::size_t i = 0; i < n; ++i)
       if ((es[i] = entry_of(pids[i])) == nullptr) return failed(false);
     // Each check's receipt: the core `admit` on its state before, under the
-    // configuration that decided (the latest whose leaves' tags are the
-    // record's, as a replay finds it); none when no configuration here has
-    // those tags.
+    // configuration that decided (the override the record names, else the
+    // latest configuration whose leaves' tags are the record's, as a replay
+    // finds it); none when no configuration here has those tags.
     std::vector<receipt> tickets(n);
     std::size_t li = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t k = es[i]->p->leaves().size();
+      const entry* decided = es[i];
+      for (const auto& [leaf, bytes] : marks)
+        if (leaf == li) {
+          auto e = override_entry(pids[i], bytes);
+          if (!e) return failed(false);
+          decided = e.value();
+        }
+      const std::size_t k = decided->p->leaves().size();
       if (li + k > tags.size()) return failed(false);
-      const auto& epochs = es[i]->epochs;
+      const auto& epochs = decided->epochs;
       for (std::size_t e = epochs.size(); e-- > 0;) {
         const auto& leaves = epochs[e].p->leaves();
         if (leaves.size() != k) continue;
@@ -341,11 +360,16 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       li += k;
     }
     if (li != tags.size()) return failed(false);
-    // The states now, under the current configurations.
+    // The states now, under the current configurations, and each check's
+    // override key (read with them, and expected unchanged by the write: the
+    // states are refunded under the override stored now, if any).
     std::vector<std::string> keys;
     for (std::size_t i = 0; i < n; ++i)
       for (const auto& lp : es[i]->p->leaves())
         keys.push_back(es[i]->key_head + std::string(wanted[i].key) + "}" + lp.suffix);
+    const std::size_t state_keys = keys.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (!es[i]->p->leaves().empty()) keys.push_back(override_key(*es[i], wanted[i].key));
     std::vector<std::string_view> key_views(keys.begin(), keys.end());
     std::vector<std::optional<std::string>> values;
     if (!keys.empty()) {
@@ -356,9 +380,18 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
         values.push_back(s ? std::optional<std::string>(std::string(*s)) : std::nullopt);
       }
     }
+    for (std::size_t i = 0, o = state_keys; i < n; ++i) {
+      if (es[i]->p->leaves().empty()) continue;
+      if (const auto& stored = values[o++]) {
+        auto e = override_entry(pids[i], *stored);
+        if (!e) return failed(false);
+        es[i] = e.value();
+      }
+    }
     std::vector<std::optional<std::string_view>> now_values;
-    for (const auto& v : values) now_values.push_back(v ? std::optional<std::string_view>(*v) : std::nullopt);
-    std::vector<std::optional<std::string>> written(keys.size());  // "" : delete
+    for (std::size_t x = 0; x < state_keys; ++x)
+      now_values.push_back(values[x] ? std::optional<std::string_view>(*values[x]) : std::nullopt);
+    std::vector<std::optional<std::string>> written(keys.size());  // "" : delete (override keys: none)
     std::vector<std::int64_t> px(keys.size(), 0);
     std::array<decision, max_checks> figs{};
     std::array<std::int64_t, max_checks> back{};

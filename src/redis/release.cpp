@@ -75,18 +75,54 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     r.now = now = *t;
   }
   std::vector<std::string> keys;
-  keys.reserve(leaves);
   std::string blob;
-  redis::put_limbs(blob, now);
-  redis::put_number(blob, static_cast<std::int64_t>(nonce >> 32));
-  redis::put_number(blob, static_cast<std::int64_t>(nonce & 0xFFFFFFFFULL));
-  for (std::size_t i = 0; i < n; ++i)
-    for (const auto& lp : es[i]->p->leaves()) {
-      keys.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
-      blob.append(lp.tag_view());
+  std::vector<std::string_view> views;
+  // The call for the entries in `es`: every leaf's key and tag.
+  const auto make_call = [&] {
+    keys.clear();
+    blob.clear();
+    redis::put_limbs(blob, now);
+    redis::put_number(blob, static_cast<std::int64_t>(nonce >> 32));
+    redis::put_number(blob, static_cast<std::int64_t>(nonce & 0xFFFFFFFFULL));
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto& lp : es[i]->p->leaves()) {
+        keys.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
+        blob.append(lp.tag_view());
+      }
+    views.assign(keys.begin(), keys.end());
+    views.push_back(blob);
+  };
+  // A key whose value was written under an override this process does not
+  // believe (or no longer stored): each check's override key is read, and
+  // the call built again under what is stored; false when nothing changed.
+  const auto follow_overrides = [&] {
+    bool changed = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (es[i]->p->leaves().empty() || !overridable(r.checks[i].key)) continue;
+      const std::string k = override_key(*es[i], r.checks[i].key);
+      const std::string_view kv[] = {k};
+      const auto res = call_one(redis::function_call{fns.refund_read, 1, kv});
+      const auto* rep = std::get_if<redis::reply>(&res);
+      const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
+      bool ok = true;
+      if (arr == nullptr || arr->size() != 1) return false;
+      const auto v = value_of((*arr)[0], ok);
+      if (!ok) return false;
+      const entry* e = entry_of(r.checks[i].policy);
+      if (v) {
+        auto o = override_entry(r.checks[i].policy, *v);
+        if (!o) return false;
+        e = o.value();
+      }
+      if (e != es[i]) {
+        es[i] = e;
+        believe(r.checks[i].policy, r.checks[i].key, e);
+        changed = true;
+      }
     }
-  std::vector<std::string_view> views(keys.begin(), keys.end());
-  views.push_back(blob);
+    return changed;
+  };
+  make_call();
 
   for (int attempt = 0; attempt < release_attempts; ++attempt) {
     const auto res = call_one(redis::function_call{fns.release, keys.size(), views});
@@ -122,6 +158,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     bool any_write = false;
     std::size_t at = 0;
     release_result got;
+    bool again = false;
     for (std::size_t i = 0; i < n; ++i) {
       const redis::plan& p = *es[i]->p;
       const std::size_t k = p.leaves().size();
@@ -131,6 +168,10 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
       auto st =
           redis::read_check(es[i]->epochs, std::span<const std::optional<std::string_view>>(before).subspan(at, k),
                             latest, how, std::span<bool>(stale.get(), k));
+      if (!st && how == redis::read_outcome::unknown && attempt + 1 < release_attempts && follow_overrides()) {
+        again = true;  // written under the override stored now: released under it
+        break;
+      }
       if (!st) {
         (how == redis::read_outcome::unknown ? unknown_config : corrupt).fetch_add(1, std::memory_order_relaxed);
         errors.fetch_add(1, std::memory_order_relaxed);
@@ -186,6 +227,10 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
         written[at] = std::move(v);
         any_write = true;
       }
+    }
+    if (again) {
+      make_call();
+      continue;
     }
     if (*status == 3 && got.units > 0 && any_write) {
       // The carried states, written only if every key still holds what was read.

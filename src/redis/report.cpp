@@ -84,6 +84,7 @@ outcome redis_store::impl::judge_report(const store_request& r, const entry* con
   if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
   const auto status = *(*arr)[0].as_integer();
   if (status == 3) return stale_values(*arr, stale) ? outcome::stale : outcome::failure;
+  if (status == 6) return moved_of(*arr, stale) ? outcome::moved : outcome::failure;
   if (status != 1) return outcome::failure;  // 0, 2, 4, 5: no answer a report call gives
   std::vector<std::optional<std::string_view>> before;
   std::vector<std::optional<std::string_view>> after;
@@ -119,6 +120,11 @@ store_decision redis_store::impl::report_concluded(const store_request& r, outco
       count(mismatches, false);
       count(errors, false);
       return error_decision(r, per_check);
+    case outcome::moved:  // the key's override changed under every attempt: nothing charged
+      count(decisions, false);
+      count(override_races, false);
+      count(errors, false);
+      return error_decision(r, per_check);
     default:
       // Nothing charged: the caller learns the report is lost (semantics.md).
       count(decisions, false);
@@ -141,12 +147,24 @@ store_decision redis_store::impl::report_one(const store_request& request, std::
   store_decision out;
   outcome o = outcome::failure;
   std::vector<std::optional<std::string>> stale;
-  for (int attempt = 0; attempt < carry_attempts; ++attempt) {
+  int moves = 0;
+  for (int attempt = 0; attempt < carry_attempts;) {
     redis::scratch& s = tls_reports;
     build_report(r, es.data(), s);
     o = judge_report(r, es.data(), call_one(s.fcalls[0]), out, pc, stale);
+    if (o == outcome::moved) {
+      // Built for another override than the one stored: nothing charged;
+      // built again under the stored one.
+      if (!follow(r, es.data(), stale)) {
+        o = outcome::corrupt;
+        break;
+      }
+      if (++moves > carry_attempts) break;
+      continue;
+    }
     if (o == outcome::stale) o = decide_carried(r, es.data(), stale, false, out, pc, {}, true);
     if (o != outcome::conflict) break;
+    ++attempt;
     carry_conflicts.fetch_add(1, std::memory_order_relaxed);
     o = outcome::mismatch;  // still conflicting after the last attempt: an error, never a half charge
   }
@@ -196,7 +214,11 @@ void redis_store::impl::report_async(const store_request& request, std::span<dec
         j->per_check.empty() ? std::span<decision>(j->mine.data(), j->r.checks.size()) : j->per_check;
     store_decision out;
     std::vector<std::optional<std::string>> stale;
-    const outcome o = judge_report(j->r, j->es.data(), res, out, pc, stale);
+    outcome o = judge_report(j->r, j->es.data(), res, out, pc, stale);
+    if (o == outcome::moved) {
+      (void)follow(j->r, j->es.data(), stale);  // the slow lane builds it again under the stored override
+      o = outcome::stale;
+    }
     if (o == outcome::stale) {
       // A value of an earlier configuration: the stale reply wrote nothing,
       // so the slow lane reports afresh (carried over with more calls).

@@ -44,12 +44,16 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_clien
   batches.store((static_cast<std::uint64_t>(rd()) << 20) & ((std::uint64_t{1} << 51) - 1), std::memory_order_relaxed);
 }
 
-bool redis_store::impl::entries_of(const store_request& r, const entry** es) const noexcept {
+bool redis_store::impl::entries_of(const store_request& r, const entry** es) const {
   if (r.checks.empty() || r.checks.size() > max_checks) return false;
+  const bool any_belief = belief_count.load(std::memory_order_acquire) != 0;
   for (std::size_t i = 0; i < r.checks.size(); ++i) {
     if (cost_of(r, r.checks[i]) < 1) return false;  // a check's cost below 1: a bad request
     es[i] = entry_of(r.checks[i].policy);
     if (es[i] == nullptr) return false;
+    // A key this process saw overridden is built for its override first
+    // (a wrong belief costs one status 6, never a wrong decision).
+    if (any_belief) es[i] = believed(r.checks[i].policy, r.checks[i].key, es[i]);
     for (std::size_t j = 0; j < i; ++j)
       if (r.checks[i].policy == r.checks[j].policy && r.checks[i].key == r.checks[j].key)
         return false;  // a (policy, key) named twice: a bad request
@@ -310,6 +314,10 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
       c.from = source::id_conflict;
       return c;
     }
+    case outcome::moved:  // the key's override changed under every attempt: nothing decided
+      count(override_races, peek);
+      count(errors, peek);
+      return error_decision(r, per_check);
     case outcome::not_sent:  // a cluster node's breaker is open: no call was made
       count(breaker_open, peek);
       return fall_back(r, es, peek, per_check, grows);
@@ -432,6 +440,7 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
   auto e = std::make_unique<impl::entry>();
   e->name = std::string(name);
   e->key_head = im.opt.prefix + "s:" + e->name + ":{";
+  e->override_head = im.opt.prefix + "o:" + e->name + ":{";
   e->version = ++im.versions;
   policy_id id = 0;
   if (const auto it = im.ids.find(e->name); it != im.ids.end()) {
@@ -537,6 +546,8 @@ redis_store_stats redis_store::redis_stats() const {
   s.carry_conflicts = get(p.carry_conflicts);
   s.unknown_config = get(p.unknown_config);
   s.cross_slot = get(p.cross_slot);
+  s.override_moves = get(p.override_moves);
+  s.override_races = get(p.override_races);
   p.figures.read(s);
   if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {

@@ -60,6 +60,12 @@ struct entry {
   policy_id local_id = 0;     ///< the same policy in the local fallback
   std::uint64_t version = 0;  ///< the deny cache's: a new one per configuration
   std::string key_head;       ///< "<prefix>s:<name>:{"
+  std::string override_head;  ///< "<prefix>o:<name>:{" (docs/redis.md, "Overrides")
+  /// An override's entry (overrides.cpp): the bytes its key holds (a
+  /// version byte and the policy's expression), and its plan alone in
+  /// `epochs`. A configured entry: false, empty.
+  bool is_override = false;
+  std::string override_bytes;
 };
 
 /// How a call's answer turned out.
@@ -74,7 +80,15 @@ enum class outcome : std::uint8_t {
   skipped,      ///< not run (a pipeline stopped at a stale request): send again
   conflict,     ///< a compare-and-set found a key changed: read again
   id_conflict,  ///< a repeated request id whose first request had another identity: refused
+  moved,        ///< a check's override is not the one the call was built for (status 6): build again
 };
+
+/// A state as the library holds it (refund.cpp: a debt ≥ 0 after the
+/// latest admit's instant), deciding as `st` did at and after `now`.
+void make_holdable(const plan& p, any_state& st, tick now);
+/// Whether leaf state `s` of `leaf` holds nothing a decision at or after
+/// `at` counts (it decides as a fresh one: its key may go).
+bool leaf_emptied(const any_policy& leaf, const any_state& s, tick at);
 
 /// A key's value in a reply: nullopt for nil; a reply that is neither nil
 /// nor a string sets `ok` to false.
@@ -175,7 +189,9 @@ struct redis_store::impl {
   /// The request's entries into `es` (r.checks.size() of them); false for a
   /// bad request (no check, too many, a cost below 1, a (policy, key) named
   /// twice, an unknown policy).
-  bool entries_of(const store_request& r, const entry** es) const noexcept;
+  /// A check of a key this process saw overridden gets its override's
+  /// entry (believed).
+  bool entries_of(const store_request& r, const entry** es) const;
 
   /// In a cluster, whether every state key of `r` lies in one hash slot
   /// (its id key is put there too: append_id_key); always true on one
@@ -290,6 +306,9 @@ struct redis_store::impl {
   /// A status-3 reply's values (every key's, to carry over); false when
   /// one is neither nil nor a string.
   static bool stale_values(const std::vector<redis::reply>& arr, std::vector<std::optional<std::string>>& stale);
+  /// A status-6 reply's `{6, v, stored}` as `follow` reads it: {v as
+  /// text, the stored bytes}; false when malformed.
+  static bool moved_of(const std::vector<redis::reply>& arr, std::vector<std::optional<std::string>>& moved);
   /// A `{status, before₁, after₁, ...}` reply's values, one pair per leaf
   /// of `r`'s checks; false when the reply has another length or a value
   /// that is neither nil nor a string.
@@ -314,6 +333,50 @@ struct redis_store::impl {
   /// compare-and-set.
   release_result release_lease(std::span<const check> checks, std::uint64_t nonce, tick now);
   std::atomic<std::uint64_t> releases{0};
+
+  // ---- overrides.cpp ----
+  /// Override entries by (policy id, stored bytes): an entry is a pure
+  /// function of them, so the table never goes stale; kept while the store
+  /// lives (decisions read them through plain pointers).
+  std::mutex overrides_mu;
+  std::unordered_map<std::string, std::unique_ptr<const entry>> override_entries;  // requires overrides_mu
+  /// What this process last saw at a (policy, key)'s override key: the
+  /// override's entry. Only a saving: a wrong belief costs one status 6.
+  mutable std::mutex beliefs_mu;
+  std::unordered_map<std::string, const entry*> beliefs;  // requires beliefs_mu
+  std::atomic<std::size_t> belief_count{0};
+  std::atomic<std::uint64_t> override_moves{0}, override_races{0};
+  /// Whether `key`'s calls name its override key: always on one server; in
+  /// a cluster not for a key that is empty or starts with '}' (its state
+  /// keys' hash tag is empty: the override key would lie in another slot).
+  [[nodiscard]] bool overridable(std::string_view key) const noexcept {
+    return cluster == nullptr || (!key.empty() && key.front() != '}');
+  }
+  /// The override entry of `policy` for the stored bytes `bytes`; an error
+  /// naming "policy" when they do not hold a policy that can stand for the
+  /// configured one.
+  result<const entry*> override_entry(policy_id policy, std::string_view bytes);
+  /// The entry a call on (`policy`, `key`) is built with: the believed
+  /// override's, or `configured`.
+  const entry* believed(policy_id policy, std::string_view key, const entry* configured) const;
+  /// Records what a call saw at (`policy`, `key`)'s override key.
+  void believe(policy_id policy, std::string_view key, const entry* e);
+  /// After a status 6 (`moved`: {check index as text, stored bytes}):
+  /// the moved check's entry in `es` is the stored override's (or the
+  /// configured one), and the belief with it. False when the bytes do not
+  /// hold a usable override (the request is then an error).
+  bool follow(const store_request& r, const entry** es, const std::vector<std::optional<std::string>>& moved);
+  /// Sets (`target`: an override's entry) or deletes (null) the override
+  /// of (`policy`, `key`) at `now`, its state carried and written with it
+  /// in one compare-and-set: 0 (delete: none), 1 created or deleted, 2
+  /// replaced, 3 unchanged.
+  result<int> change_override(policy_id policy, std::string_view key, const entry* target, tick now);
+  /// The override key of (`e`'s policy, `key`).
+  static std::string override_key(const entry& e, std::string_view key) {
+    std::string k = e.override_head;
+    k.append(key).append(1, '}');
+    return k;
+  }
 
   // ---- store.cpp ----
   /// The decision for an outcome, counted (a failure goes to the failure

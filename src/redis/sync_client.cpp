@@ -93,6 +93,55 @@ void async_backend::async_count_keys(count_handler done) {
   });
 }
 
+std::optional<std::vector<std::string>> sync_client::scan(std::string match, std::size_t most) {
+  std::promise<std::optional<std::vector<std::string>>> p;
+  auto f = p.get_future();
+  backend_->async_scan(std::move(match), most,
+                       [&p](std::optional<std::vector<std::string>> keys) { p.set_value(std::move(keys)); });
+  return f.get();
+}
+
+namespace {
+
+/// One SCAN in progress: the cursor's next step until it comes back to 0
+/// or enough keys are found.
+struct scan_job : std::enable_shared_from_this<scan_job> {
+  async_backend* b = nullptr;
+  std::string match;
+  std::size_t most = 0;
+  std::vector<std::string> found;
+  keys_handler done;
+
+  void step(const std::string& cursor) {
+    const std::string_view argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};
+    b->async_call(argv, [self = shared_from_this()](const call_result& res) {
+      const auto* rep = std::get_if<reply>(&res);
+      const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
+      if (arr == nullptr || arr->size() != 2 || !(*arr)[0].as_string() || (*arr)[1].as_array() == nullptr)
+        return self->done(std::nullopt);
+      for (const auto& k : *(*arr)[1].as_array()) {
+        const auto s = k.as_string();
+        if (!s) return self->done(std::nullopt);
+        self->found.emplace_back(*s);
+      }
+      const std::string next(*(*arr)[0].as_string());
+      if (next == "0" || self->found.size() >= self->most) return self->done(std::move(self->found));
+      self->step(next);
+    });
+  }
+};
+
+}  // namespace
+
+void async_backend::async_scan(std::string match, std::size_t most, keys_handler done) {
+  auto j = std::make_shared<scan_job>();
+  j->b = this;
+  j->match = std::move(match);
+  j->most = most;
+  j->done = std::move(done);
+  j->step("0");
+}
+
 void warn_if_unverified(const url& where) {
   if (!where.tls.on || where.tls.verify) return;
   std::fprintf(stderr,

@@ -38,6 +38,8 @@ class sync_client final : public backend {
   call_result fcall(const function_call& fc) override;
   std::vector<call_result> fcall_each(std::span<const function_call> calls) override;
   std::optional<std::uint64_t> count_keys() override;
+  /// async_backend::async_scan, waited for.
+  std::optional<std::vector<std::string>> scan(std::string match, std::size_t most);
 
   /// One command; an error reply is `call_error::server`.
   call_result call(std::span<const std::string_view> argv);

@@ -111,7 +111,9 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           latest = std::max(latest, last);
         } else if constexpr (std::is_same_v<T, fixed_window>) {
           const rate r = pol.limit();
-          if (!fields(v, 4, x) || !limbs_ok(x[0], x[1]) || !in(x[2], 0, r.window - 1) || !in(x[3], 1, r.limit)) return;
+          // A count past L: a larger limit's units carried over (an
+          // override, a redefinition).
+          if (!fields(v, 4, x) || !limbs_ok(x[0], x[1]) || !in(x[2], 0, r.window - 1) || !in(x[3], 1, p53 - 1)) return;
           fixed_window::state s;
           s.window = join(x[0], x[1]);
           s.count = x[3];
@@ -134,7 +136,9 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
           latest = std::max(latest, s.last);
           st = s;
         } else if constexpr (std::is_same_v<T, quota>) {
-          if (!fields(v, 1, x) || !in(x[0], 1, pol.units())) return;
+          // Past N: a larger quota's units carried over (a redefinition,
+          // an override's removal).
+          if (!fields(v, 1, x) || !in(x[0], 1, p53 - 1)) return;
           quota::state s;
           s.used = x[0];
           st = s;

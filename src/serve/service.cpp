@@ -61,7 +61,7 @@ std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") :
 // RateLimit-Policy, RateLimit (when the checks' figures are known),
 // Retry-After and Cache-Control for an outcome. A check whose key has an
 // override (semantics.md, "Overrides") advertises the override: asked of
-// `st` only while it holds any.
+// `st` without a call (store::override_seen).
 void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const checks_outcome& o,
                        http_response& res, store& st) {
   if (o.enforced.empty()) return;
@@ -72,11 +72,9 @@ void write_rate_fields(const service::active& a, std::span<const planned_check> 
     const planned_check& pc = checks[o.enforced[k]];
     const std::string* own = &a.policy_members[pc.policy];
     std::string overridden;
-    if (const auto held = st.override_count(); held && *held > 0) [[unlikely]] {
-      if (auto ov = st.override_of(a.view.ids[pc.policy], pc.key); ov && *ov) {
-        overridden = policy_member(a.cfg->policies[pc.policy].name, **ov);
-        own = &overridden;
-      }
+    if (auto ov = st.override_seen(a.view.ids[pc.policy], pc.key)) [[unlikely]] {
+      overridden = policy_member(a.cfg->policies[pc.policy].name, *ov);
+      own = &overridden;
     }
     const std::string& member = *own;
     if (member.empty()) continue;

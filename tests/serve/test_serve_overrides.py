@@ -15,7 +15,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_support import RedisServer, ServeCase, base_config, metric  # noqa: E402
+from serve_support import RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
 from test_serve_redis import fresh_prefix, store_section  # noqa: E402
 
 POLICIES = {"api": "quota 3", "win": "gcra 5/1h"}
@@ -155,26 +155,91 @@ class Overrides(ServeCase):
 
 
 class OverridesOnRedis(ServeCase):
-    """The Redis store keeps no overrides yet (docs/redis.md, "Overrides"):
-    the API answers 503 naming `store` and nothing changes."""
+    """The admin API on the Redis store (docs/redis.md, "Overrides"): the
+    override lives in Redis, so a fleet of `sluice serve` processes on one
+    server applies a PUT on any of them at its very next decision, and a
+    DELETE hands the key back to the configured limit with its state
+    carried (a throttled tenant is never handed a fresh limit)."""
 
-    def test_refused_naming_the_store_and_nothing_changes(self):
+    def redis_text(self, redis, prefix, server="", **store):
+        return base_config(POLICIES, "", 'admin = "127.0.0.1:0"\n' + server) + store_section(redis, prefix, **store)
+
+    def put(self, s, policy, key, body):
+        raw = body if isinstance(body, str) else json.dumps(body)
+        st, _, data = s.request("PUT", path_of(policy, key), raw, {"Content-Type": "application/json"}, admin=True)
+        return st, json.loads(data)
+
+    def get(self, s, path):
+        st, _, data = s.request("GET", path, admin=True)
+        return st, json.loads(data)
+
+    def test_put_get_list_delete_and_bad_input(self):
         redis = RedisServer()
         self.addCleanup(redis.stop)
-        text = base_config(POLICIES, "", 'admin = "127.0.0.1:0"\n') + store_section(redis, fresh_prefix())
-        s, _ = self.start_config(text)
-        st, _, data = s.request("PUT", path_of("api", "alice"), '{"policy":"quota 10"}', admin=True)
-        self.assertEqual((st, json.loads(data)["error"]["field"]), (503, "store"))
-        st, _, data = s.request("GET", "/admin/v1/overrides?policy=api", admin=True)
-        self.assertEqual((st, json.loads(data)["error"]["field"]), (503, "store"))
-        # Bad input is still named first, before the store is asked.
-        st, _, data = s.request("PUT", path_of("api", "alice"), '{"policy":"quota"}', admin=True)
-        self.assertEqual((st, json.loads(data)["error"]["field"]), (400, "policy"))
+        s, _ = self.start_config(self.redis_text(redis, fresh_prefix()))
+        self.assertEqual(s.decide([("api", "alice")])[0], 200)  # 1 of 3 used
+        # Bad input: a 4xx naming the field, and nothing charged or changed.
+        for body, field in (({"policy": "quota"}, "policy"), ({"policy": "fixed-window 5/1s"}, "policy"),
+                            ("{", "body"), ({"policy": "quota 5", "ttl": 3}, "ttl")):
+            st, b = self.put(s, "api", "alice", body)
+            self.assertEqual((st, b["error"]["field"]), (400, field), body)
+        self.assertEqual(self.get(s, "/admin/v1/overrides?policy=api")[1]["overrides"], [])
+        st, b = self.put(s, "api", "alice", {"policy": "quota 10"})
+        self.assertEqual((st, b["change"]), (201, "created"))
         n = 0
-        while n < 10 and s.decide([("api", "alice")])[0] == 200:
+        while n < 20 and s.decide([("api", "alice")])[0] == 200:
             n += 1
-        self.assertEqual(n, 3)
-        self.assertIsNone(metric(s.metrics(), "sluice_overrides"))
+        self.assertEqual(n, 9)  # the unit used stays used
+        st, h, _ = s.decide([("api", "alice")])
+        self.assertEqual((st, h["ratelimit-policy"]), (429, '"api";q=10'))
+        self.assertEqual(self.put(s, "api", "alice", {"policy": "quota 10"})[1]["change"], "unchanged")
+        for k in ("dave", "carol"):
+            self.assertEqual(self.put(s, "api", k, {"policy": "quota 7"})[0], 201)
+        st, page = self.get(s, "/admin/v1/overrides?policy=api&limit=2")
+        self.assertEqual(([o["key"] for o in page["overrides"]], page["next_cursor"]), (["alice", "carol"], "carol"))
+        st, page = self.get(s, "/admin/v1/overrides?policy=api&limit=2&cursor=carol")
+        self.assertEqual(([o["key"] for o in page["overrides"]], page["next_cursor"]), (["dave"], None))
+        self.assertEqual(self.get(s, path_of("api", "dave")), (200, {"policy_name": "api", "key": "dave",
+                                                                    "policy": "quota 7"}))
+        st, _, data = s.request("DELETE", path_of("api", "alice"), admin=True)
+        self.assertEqual((st, json.loads(data)), (200, {"deleted": True}))
+        self.assertEqual(s.decide([("api", "alice")])[0], 429)  # 10 used, carried back to quota 3
+        self.assertEqual(self.get(s, path_of("api", "alice"))[0], 404)
+        m = s.metrics()
+        self.assertEqual(metric(m, 'sluice_override_changes_total{op="create"}'), 3)
+        self.assertEqual(metric(m, 'sluice_override_changes_total{op="delete"}'), 1)
+        self.assertIsNone(metric(m, "sluice_overrides"))  # a count would take a call: not shown
+
+    def test_a_fleet_applies_a_put_at_its_next_decision_and_a_delete_carries_the_state(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        # Without the deny cache: a process's cached denial would answer
+        # until it ends, over-denying (docs/redis.md, "The deny cache").
+        path = write_config(self.redis_text(redis, fresh_prefix(), "threads = 1\n", deny_cache="false"))
+        self.addCleanup(os.unlink, path)
+        fleet = [self.start("--config", path) for _ in range(4)]
+        # gcra 5/1h: 4 of the burst of 5 used, through two processes.
+        for s in (fleet[0], fleet[1], fleet[0], fleet[1]):
+            self.assertEqual(s.decide([("win", "t")])[0], 200)
+        # A PUT on the third binds every process at its very next decision:
+        # 4 more fit under a burst of 8 (its debt carried), never 8.
+        st, _ = self.put(fleet[2], "win", "t", {"policy": "gcra 8/1h"})
+        self.assertEqual(st, 201)
+        for s in (fleet[3], fleet[0], fleet[1], fleet[2]):
+            st, h, _ = s.decide([("win", "t")])
+            self.assertEqual((st, h["ratelimit-policy"]), (200, '"win";q=8;w=3600'))
+        for s in fleet:
+            self.assertEqual(s.decide([("win", "t")])[0], 429)
+        self.assertEqual(self.get(fleet[1], path_of("win", "t"))[1]["policy"], "gcra 8/1h")
+        # A DELETE on the second: every process is back on gcra 5/1h with
+        # the 8 units' debt carried: denied, not a fresh burst of 5.
+        st, _, data = fleet[1].request("DELETE", path_of("win", "t"), admin=True)
+        self.assertEqual((st, json.loads(data)), (200, {"deleted": True}))
+        for s in fleet:
+            st, h, b = s.decide([("win", "t")])
+            self.assertEqual((st, h["ratelimit-policy"], b["source"]), (429, '"win";q=5;w=3600', "store"))
+        # Another key never had an override: its own 5.
+        self.assertEqual(sum(fleet[i % 4].decide([("win", "u")])[0] == 200 for i in range(8)), 5)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ running service), real `sluice serve` processes, real HTTP clients.
 Each TestCase class is one ctest test (tests/serve/CMakeLists.txt). Every
 process is stopped by PID; every wait is bounded in time.
 """
+import json
 import os
 import random
 import re
@@ -607,9 +608,10 @@ key = "literal:all"
         used = {c: v for c, v in used.items() if v != 0 and c != "info"}
         # Exactly one call per request: one FCALL, no read-only FCALL (a
         # peek), no script, no GET of its own. Redis counts the commands the
-        # function runs (GET and SET of each check's key) in commandstats
-        # too: 3 of each a request here.
-        self.assertEqual(used, {"fcall": 2 * n, "get": 3 * 2 * n, "set": 3 * 2 * n})
+        # function runs in commandstats too: per check a GET of its override
+        # key (docs/redis.md, "Overrides") and a GET and a SET of its state
+        # key, 3 checks a request here.
+        self.assertEqual(used, {"fcall": 2 * n, "get": 2 * 3 * 2 * n, "set": 3 * 2 * n})
 
 
 class MetricsOnRedis(RedisCase):
@@ -719,6 +721,25 @@ class AclOnRedis(RedisCase):
         self.assertEqual(st, 200, body)
         st, _, b = s.decide([("api", "alice")])
         self.assertEqual((st, b["source"]), (200, "store"), b)
+        # Overrides: set (a SCAN counts them against the bound), list (a
+        # SCAN), read and delete.
+        path_ = "/admin/v1/overrides/api/alice"
+        st, _, body = s.request("PUT", path_, '{"policy":"gcra 50/1s"}', admin=True)
+        self.assertEqual(st, 201, body)
+        st, _, body = s.request("GET", "/admin/v1/overrides?policy=api", admin=True)
+        self.assertEqual((st, [o["key"] for o in json.loads(body)["overrides"]]), (200, ["alice"]), body)
+        st, _, b = s.decide([("api", "alice")])
+        self.assertEqual((st, b["source"]), (200, "store"), b)
+        self.assertEqual(s.request("DELETE", path_, admin=True)[0], 200)
+
+    def test_without_scan_an_override_is_refused_and_decisions_go_on(self):
+        s, _ = self.serve_as([r for r in self.documented() if r != "+scan"])
+        st, _, body = s.request("PUT", "/admin/v1/overrides/api/alice", '{"policy":"gcra 50/1s"}', admin=True)
+        self.assertEqual((st, json.loads(body)["error"]["field"]), (503, "store"), body)
+        st, _, b = s.decide([("api", "alice")])
+        self.assertEqual((st, b["source"]), (200, "store"), b)
+        st, h, _ = s.decide([("api", "alice")])
+        self.assertEqual(h["ratelimit-policy"], '"api";q=10;w=1')
 
     def test_the_script_form_needs_evalsha_and_script_load_instead(self):
         rules = [{"+fcall": "+evalsha", "+function|load": "+script|load"}.get(r, r) for r in self.documented()]

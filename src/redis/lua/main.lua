@@ -11,6 +11,11 @@
 --   (admitted, `after` written), {3, before} (the key holds a value of
 --   another configuration or a foreign value: nothing decided, nothing
 --   written), {4} (skipped, see below).
+--   With a second key, the check's override key (docs/redis.md,
+--   "Overrides"), and ARGV[2] what the client built the leaf for ('-': no
+--   override, '=' .. the override's bytes): when the key holds anything
+--   else, {6, 1, stored} (stored: nil when none), before the state is read;
+--   nothing written.
 --
 -- FCALL L_decide (or L_peek, read-only) numkeys [id-key]
 -- state-keys...  blob [identity]
@@ -22,7 +27,12 @@
 --   prefix form: 'A' n (all_of: every child admits, then every child
 --   consumes), 'O' n (any_of: the first child that admits consumes), with n
 --   a double; 'Y' / 'N' (always allow / deny, no key); or a leaf: its tag
---   and its arguments, taking the next state key. The root is 'A' over the
+--   and its arguments, taking the next state key; or 'V' len, then len
+--   bytes (len -1: none): the next key is a check's override key, which
+--   must hold those bytes (none: be absent) before the subtree after it is
+--   decided, else the call answers {6, v, stored} (v: which 'V' of the
+--   request, from 1; stored: nil when none) and writes nothing, not even a
+--   request id's record. The root is 'A' over the
 --   request's checks. Reply: {admitted, then per leaf the value before (nil
 --   when fresh) and the value written (nil when not written)}; {2, record}
 --   when the request id was decided before (the record without its
@@ -94,6 +104,13 @@ redis.register_function('@LIB@_one', function(KEYS, ARGV)
   local b = ARGV[1]
   local th, tl, tns, base, batch, tag, pos = struct.unpack('<dddddc9', b)
   if batch ~= 0 and batch == halted then return {4} end
+  if KEYS[2] then
+    local o, want = get(KEYS[2]), ARGV[2]
+    if (o and want ~= '=' .. o) or (not o and want ~= '-') then
+      halted = batch
+      return {6, 1, o or false}
+    end
+  end
   local v = get(KEYS[1])
   if v and string.sub(v, 1, 9) ~= tag then
     halted = batch
@@ -109,7 +126,9 @@ end)
 
 -- A request id's record: its identity as an item, then 'th tl admitted',
 -- then per leaf '|', its tag and two items, the value before and the value
--- written: '-' for none, else the value's length, ':' and its bytes.
+-- written: '-' for none, else the value's length, ':' and its bytes. A
+-- check decided under an override has '|V' and the override's bytes as an
+-- item before its first leaf.
 local function item(x)
   if x then return #x .. ':' .. x end
   return '-'
@@ -138,8 +157,26 @@ local function run(KEYS, ARGV, peek, report)
     ki = 2
   end
   local found, nf, stale = {}, 0, false -- per leaf: {key, before, after, ttl}
+  local nv, moved = 0, nil -- the 'V's read; the first that failed: {6, v, stored}
+  local marks = {} -- per leaf index: the override bytes its check was decided under
   local function node()
     local t = string.byte(b, pos)
+    if t == 86 then -- 'V': the next check's override key and the bytes expected there
+      local len
+      len, pos = struct.unpack('<d', b, pos + 1)
+      local key = KEYS[ki]
+      ki = ki + 1
+      nv = nv + 1
+      local o = get(key) or false -- false: absent
+      local want = false
+      if len >= 0 then
+        want = string.sub(b, pos, pos + len - 1)
+        pos = pos + len
+      end
+      if o ~= want and not moved then moved = {6, nv, o} end
+      if want then marks[nf + 1] = want end
+      return node()
+    end
     if t == 65 or t == 79 then -- 'A', 'O'
       local n
       n, pos = struct.unpack('<d', b, pos + 1)
@@ -189,6 +226,10 @@ local function run(KEYS, ARGV, peek, report)
     return false, {}
   end
   local ok, commit = node()
+  if moved then
+    halted = batch
+    return moved
+  end
   if stale then
     halted = batch
     local out = {3}
@@ -212,6 +253,7 @@ local function run(KEYS, ARGV, peek, report)
     local rec = {item(ARGV[2]), string.format('%d %d %d', th, tl, ok and 1 or 0)}
     for i = 1, nf do
       local f = found[i]
+      if marks[i] then rec[#rec + 1] = '|V' .. item(marks[i]) end
       rec[#rec + 1] = '|' .. f[5] .. item(f[2]) .. item(f[3])
     end
     redis.call('SET', KEYS[1], table.concat(rec), 'PX', string.format('%d', id_ttl))
