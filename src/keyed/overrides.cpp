@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/override.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
@@ -18,20 +19,6 @@ namespace sluice {
 namespace {
 
 using keyed_detail::override_table;
-
-/// Whether `limit` can stand for `configured`: their states carry over
-/// both ways (the same algorithm, composites part by part). The error
-/// names "policy".
-result<bool> fits(const any_policy& configured, const any_policy& limit) {
-  const auto there = reconfigure(configured, fresh_state(configured), limit, 0);
-  const auto back = reconfigure(limit, fresh_state(limit), configured, 0);
-  if (!there || !back) {
-    const error& e = !there ? there.err() : back.err();
-    return error{"policy", "an override must be able to continue the configured policy's states (" +
-                               format_policy(configured) + "): " + e.message};
-  }
-  return true;
-}
 
 /// A keyed store for one override: no shared budget (the override bound
 /// counts it), one shard, and the general cell (a carried state may hold a
@@ -65,7 +52,7 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
   // Checked with the gate open first: a refusal closes nothing.
   bool go = false;
   (void)keyed_detail::with_overrides(*this, policy, false, key, [&](override_table& t, keyed_limiter& configured) {
-    if (auto f = fits(configured.policy(), limit); !f) {
+    if (auto f = check_override(configured.policy(), limit); !f) {
       out = f.err();
       return;
     }
@@ -97,7 +84,7 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
     keyed_limiter& from = it != t.map.end() ? *it->second : configured;
     if (const std::optional<any_state> s = take_state(from, key)) {
       auto carried = reconfigure(from.policy(), *s, limit, now);
-      if (!carried) {  // fits() said it carries: not expected; put the state back
+      if (!carried) {  // check_override() said it carries: not expected; put the state back
         (void)from.put(key, *s);
         out = error{"policy", carried.err().message};
         return;
@@ -198,7 +185,7 @@ result<std::size_t> memory_store::restore_overrides(policy_id id, const std::vec
     decltype(t.map) next;
     try {
       for (const override_state& o : overrides) {
-        if (auto f = fits(configured.policy(), o.policy); !f) {
+        if (auto f = check_override(configured.policy(), o.policy); !f) {
           out = f.err();
           return;
         }

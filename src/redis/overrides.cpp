@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "redis/store_impl.hpp"
+#include "sluice/override.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
@@ -54,19 +55,6 @@ std::string table_key(policy_id id, std::string_view bytes) {
   return k;
 }
 
-/// Whether `limit` can stand for `configured`: their states carry over
-/// both ways (as the memory store checks it). The error names "policy".
-result<bool> fits(const any_policy& configured, const any_policy& limit) {
-  const auto there = reconfigure(configured, fresh_state(configured), limit, 0);
-  const auto back = reconfigure(limit, fresh_state(limit), configured, 0);
-  if (!there || !back) {
-    const error& e = !there ? there.err() : back.err();
-    return error{"policy", "an override must be able to continue the configured policy's states (" +
-                               format_policy(configured) + "): " + e.message};
-  }
-  return true;
-}
-
 /// `s` with the glob characters of SCAN MATCH escaped.
 std::string glob_escaped(std::string_view s) {
   std::string out;
@@ -91,7 +79,7 @@ result<const redis::entry*> redis_store::impl::override_entry(policy_id policy, 
     return error{"policy", "the override key holds a value of another format"};
   auto parsed = parse_policy(bytes.substr(1));
   if (!parsed) return error{"policy", "the stored override does not parse: " + parsed.err().message};
-  if (auto f = fits(conf->p->policy(), parsed.value()); !f) return f.err();
+  if (auto f = check_override(conf->p->policy(), parsed.value()); !f) return f.err();
   auto made = redis::plan::make(parsed.value());
   if (!made) return made.err();
   auto e = std::make_unique<entry>();
@@ -300,7 +288,7 @@ result<override_change> redis_store::set_override_at(policy_id policy, std::stri
                  "empty, so its override key would lie in another slot than its state"};
   if (conf->p->leaves().empty())
     return error{"policy", "a policy that keeps no state has no override in the Redis store"};
-  if (auto f = fits(conf->p->policy(), limit); !f) return f.err();
+  if (auto f = check_override(conf->p->policy(), limit); !f) return f.err();
   if (auto made = redis::plan::make(limit); !made) return made.err();
   auto target = im.override_entry(policy, bytes_of(limit));
   if (!target) return target.err();
