@@ -59,16 +59,9 @@ bool with_current(memory_store& m, policy_id id, std::string_view key, const std
   memory_store::impl& im = m.internals();
   policy_entry* e = im.entry_of(id);
   if (e == nullptr) return false;
-  for (;;) {
-    {
-      store_guard g;
-      if (!e->closed.load(std::memory_order_seq_cst)) {
-        fn(*memory_store::impl::resolve(*e, key));
-        return true;
-      }
-    }
-    im.wait_open(*e);
-  }
+  im.through_gates(std::span<policy_entry* const>(&e, 1),
+                   [&](const store_guard&) { fn(*memory_store::impl::resolve(*e, key)); });
+  return true;
 }
 
 bool with_overrides(memory_store& m, policy_id id, bool closed, std::optional<std::string_view> key,

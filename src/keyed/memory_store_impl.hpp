@@ -294,6 +294,26 @@ struct memory_store::impl {
     gate_cv.wait(lock, [&] { return !e.closed.load(std::memory_order_acquire); });
   }
 
+  /// `fn(guard)` inside a store read section in which the gate of every
+  /// entry of `es` is open: a closed one is waited for outside the section,
+  /// and the gates read again. Requires: outside a store section.
+  template <class Fn>
+  decltype(auto) through_gates(std::span<policy_entry* const> es, Fn&& fn) {
+    for (;;) {
+      policy_entry* wait_for = nullptr;
+      {
+        store_guard g;
+        for (policy_entry* e : es)
+          if (e->closed.load(std::memory_order_seq_cst)) {
+            wait_for = e;
+            break;
+          }
+        if (wait_for == nullptr) return fn(g);
+      }
+      wait_open(*wait_for);
+    }
+  }
+
   /// Redefines `e` at `now`: the states are carried over lazily — each on
   /// its key's next decision, the rest by the carrier, a slice at a time —
   /// exactly as an eager carry-over at `now` (semantics.md,
@@ -371,28 +391,19 @@ struct memory_store::impl {
     const std::size_t n = r.checks.size();
     policy_entry* es[max_checks];
     for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(r.checks[i].policy);
-    for (;;) {
-      policy_entry* wait_for = nullptr;
-      {
-        store_guard g;
-        for (std::size_t i = 0; i < n && wait_for == nullptr; ++i)
-          if (es[i]->closed.load(std::memory_order_seq_cst)) wait_for = es[i];
-        if (wait_for == nullptr) {
-          keyed_check ks[max_checks];
-          for (std::size_t i = 0; i < n; ++i)
-            ks[i] = {resolve(*es[i], r.checks[i].key), r.checks[i].key, cost_of(r, r.checks[i])};
-          const std::span<const keyed_check> span(ks, n);
-          decision d = reports             ? keyed_limiter::report_all_at(span, r.now, r.cost, per_check)
-                       : !receipts.empty() ? keyed_limiter::admit_all_at(span, r.now, r.cost, per_check, receipts)
-                       : commit            ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
-                                           : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
-          if (d.part == keyed_refused) return full(r.checks, r.cost, r.now, per_check);
-          if (commit) add(g.slot(), counter::from_store);
-          return {d, source::store};
-        }
-      }
-      wait_open(*wait_for);
-    }
+    return through_gates(std::span<policy_entry* const>(es, n), [&](const store_guard& g) -> store_decision {
+      keyed_check ks[max_checks];
+      for (std::size_t i = 0; i < n; ++i)
+        ks[i] = {resolve(*es[i], r.checks[i].key), r.checks[i].key, cost_of(r, r.checks[i])};
+      const std::span<const keyed_check> span(ks, n);
+      decision d = reports             ? keyed_limiter::report_all_at(span, r.now, r.cost, per_check)
+                   : !receipts.empty() ? keyed_limiter::admit_all_at(span, r.now, r.cost, per_check, receipts)
+                   : commit            ? keyed_limiter::try_acquire_all_at(span, r.now, r.cost, per_check)
+                                       : keyed_limiter::peek_all_at(span, r.now, r.cost, per_check);
+      if (d.part == keyed_refused) return full(r.checks, r.cost, r.now, per_check);
+      if (commit) add(g.slot(), counter::from_store);
+      return {d, source::store};
+    });
   }
 
   /// One check, no id: the keyed store's own path (for GCRA and the token

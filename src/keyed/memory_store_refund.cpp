@@ -34,23 +34,13 @@ refund_answer memory_store::impl::refund(std::string_view id, tick now, std::spa
   for (std::size_t i = 0; i < n; ++i) es[i] = entry_of(e->checks[i].first);
   decision pc[max_checks];
   std::int64_t back[max_checks] = {};
-  for (;;) {
-    policy_entry* wait_for = nullptr;
-    {
-      store_guard g;
-      for (std::size_t i = 0; i < n && wait_for == nullptr; ++i)
-        if (es[i]->closed.load(std::memory_order_seq_cst)) wait_for = es[i];
-      if (wait_for == nullptr) {
-        keyed_check ks[max_checks];
-        for (std::size_t i = 0; i < n; ++i) ks[i] = {resolve(*es[i], e->checks[i].second), e->checks[i].second, 1};
-        a.d = keyed_limiter::refund_all_at(std::span<const keyed_check>(ks, n), now,
-                                           std::span<receipt>(e->receipts.data(), n), std::span<decision>(pc, n),
-                                           std::span<std::int64_t>(back, n));
-        break;
-      }
-    }
-    wait_open(*wait_for);
-  }
+  through_gates(std::span<policy_entry* const>(es, n), [&](const store_guard&) {
+    keyed_check ks[max_checks];
+    for (std::size_t i = 0; i < n; ++i) ks[i] = {resolve(*es[i], e->checks[i].second), e->checks[i].second, 1};
+    a.d = keyed_limiter::refund_all_at(std::span<const keyed_check>(ks, n), now,
+                                       std::span<receipt>(e->receipts.data(), n), std::span<decision>(pc, n),
+                                       std::span<std::int64_t>(back, n));
+  });
   e->refunded = true;
   e->receipts.clear();
   a.status = refund_status::refunded;
