@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "sluice/any.hpp"
+#include "sluice/remote/event_loops.hpp"
 #include "sluice/result.hpp"
 #include "sluice/store.hpp"
 #include "sluice/time.hpp"
@@ -194,8 +195,9 @@ struct redis_store_stats {
   std::vector<breaker_view> breakers;
 };
 
-/// The Redis implementation of `store`.
-class redis_store final : public store {
+/// The Redis implementation of `store`; it can do its asynchronous calls on
+/// the caller's event loops (remote::loop_store).
+class redis_store final : public store, public remote::loop_store {
  public:
   /// Connects lazily (the first call connects): a server that is down now is
   /// a store failure then, not an error here. The error names the URL's
@@ -233,9 +235,10 @@ class redis_store final : public store {
   /// Without waiting, on the asynchronous client (every URL; a cluster:
   /// its node's connection): the call is pipelined with every other
   /// caller's and `done` runs on the client's I/O thread when its reply
-  /// comes or its deadline passes; a decision that needs more calls (a
-  /// carry-over, server-clock mode's TIME) is made on a thread of the
-  /// store's.
+  /// comes or its deadline passes — on an attached event loop, that loop's
+  /// own connection and thread (attach_loops); a decision that needs more
+  /// calls (a carry-over, server-clock mode's TIME) is made on a thread of
+  /// the store's.
   void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
                     decided done) override;
   void peek_async(const store_request& r, decided done) override;
@@ -243,6 +246,13 @@ class redis_store final : public store {
   void report_async(const store_request& r, std::span<decision> per_check, decided done) override;
   /// DBSIZE without waiting, as decide_async.
   void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
+  /// Each loop gets its own connection (or, on Sentinel, its own view of
+  /// the deployment), its calls pipelined there, under the store's one
+  /// breaker, deny cache and figures (remote/event_loops.hpp). Refused in
+  /// a cluster, whose router (its topology, its breaker per node) is one
+  /// per store: a cluster keeps the store's own I/O thread.
+  result<bool> attach_loops(std::span<boost::asio::io_context* const> loops) override;
+  void detach_loop(boost::asio::io_context& loop) override;
   /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in
   /// a cluster too: the checks share a slot). When Redis cannot take it
   /// (down, timeout, breaker open), nothing is charged and the answer is

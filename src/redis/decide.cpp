@@ -504,7 +504,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   }
   seal(j->s);
   j->t0 = remote::circuit_breaker::steady_ns();
-  cli->async().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
+  backend_here().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
     redis::call_result& res = v[0];
     if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
       res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall

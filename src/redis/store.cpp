@@ -3,6 +3,7 @@
 // become FCALLs in decide.cpp; states carried over a redefinition are
 // decided in carry.cpp.
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
 #include <charconv>
 #include <chrono>
 #include <random>
@@ -418,7 +419,10 @@ redis_store::redis_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 redis_store::~redis_store() {
   // Asynchronous decisions still waiting are answered first (the closed
   // client fails their calls at once; the failure mode answers), while
-  // every part of the store they use is alive.
+  // every part of the store they use is alive. Attached loops were
+  // detached and run by their owner (remote/event_loops.hpp).
+  for (auto& l : impl_->loops)
+    if (l.b) l.b->close();
   impl_->cli->async().close();
   std::unique_lock lock(impl_->flight_mu);
   impl_->flight_cv.wait(lock, [this] { return impl_->in_flight == 0; });
@@ -506,6 +510,35 @@ void redis_store::count_keys_async(std::function<void(std::optional<std::uint64_
     h(n);
     impl_->leave();
   });
+}
+
+result<bool> redis_store::attach_loops(std::span<boost::asio::io_context* const> loops) {
+  impl& im = *impl_;
+  if (im.cluster != nullptr)
+    return error{"store", "a Redis Cluster keeps the store's own I/O thread (one router per store)"};
+  if (!im.loops.empty()) return error{"store", "event loops are attached already"};
+  std::vector<impl::loop_backend> made;
+  for (boost::asio::io_context* ctx : loops) {
+    auto b = im.cli->make_on(ctx->get_executor());
+    if (!b) return b.err();
+    made.push_back(impl::loop_backend{ctx, std::move(b).value()});
+  }
+  im.loops = std::move(made);
+  return true;
+}
+
+void redis_store::detach_loop(boost::asio::io_context& loop) {
+  for (auto& l : impl_->loops) {
+    if (l.ctx != &loop || !l.b) continue;
+    l.b->close();
+    l.b.reset();
+  }
+}
+
+redis::async_backend& redis_store::impl::backend_here() noexcept {
+  for (const auto& l : loops)
+    if (l.b && l.ctx->get_executor().running_in_this_thread()) return *l.b;
+  return cli->async();
 }
 
 void redis_store::decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) {

@@ -170,6 +170,19 @@ struct redis_store::impl {
   std::condition_variable flight_cv;
   std::int64_t in_flight = 0;  // requires flight_mu
 
+  // The event loops attached (remote/event_loops.hpp; never in a cluster):
+  // each loop's own backend, used, replaced and dropped only on that loop's
+  // thread (or once no thread runs it). The vector is set before the loops
+  // run and never resized after.
+  struct loop_backend {
+    boost::asio::io_context* ctx = nullptr;
+    std::shared_ptr<redis::async_backend> b;  // null once detached
+  };
+  std::vector<loop_backend> loops;
+  /// The backend an asynchronous call made on this thread goes out on: the
+  /// backend of the attached loop this thread runs, else the store's own.
+  redis::async_backend& backend_here() noexcept;
+
   redis::call_figures figures;  // latency, failures by reason
   std::string node;             // the one server's "host:port" or socket path (health lines, breaker_view)
 

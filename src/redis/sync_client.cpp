@@ -27,8 +27,8 @@ struct sync_client::io {
   }
 };
 
-sync_client::sync_client(std::unique_ptr<io> loop, std::shared_ptr<async_backend> b)
-    : io_(std::move(loop)), backend_(std::move(b)) {}
+sync_client::sync_client(std::unique_ptr<io> loop, std::shared_ptr<async_backend> b, factory make)
+    : io_(std::move(loop)), backend_(std::move(b)), make_(std::move(make)) {}
 
 sync_client::~sync_client() {
   backend_->close();
@@ -49,11 +49,31 @@ result<std::unique_ptr<sync_client>> sync_client::open(const factory& make) {
   auto loop = std::make_unique<io>();
   auto b = make(loop->ctx.get_executor());
   if (!b) return b.err();
-  return std::unique_ptr<sync_client>(new sync_client(std::move(loop), std::move(b).value()));
+  return std::unique_ptr<sync_client>(new sync_client(std::move(loop), std::move(b).value(), make));
 }
 
 result<bool> sync_client::set_library(std::string name, std::string code) {
-  return backend_->set_library(std::move(name), std::move(code));
+  auto r = backend_->set_library(name, code);
+  if (r) {
+    const std::lock_guard lock(lib_mu_);
+    lib_name_ = std::move(name);
+    lib_code_ = std::move(code);
+  }
+  return r;
+}
+
+result<std::shared_ptr<async_backend>> sync_client::make_on(asio::any_io_executor ex) const {
+  auto b = make_(std::move(ex));
+  if (!b) return b.err();
+  std::string name, code;
+  {
+    const std::lock_guard lock(lib_mu_);
+    name = lib_name_;
+    code = lib_code_;
+  }
+  if (!name.empty())
+    if (auto lib = (*b)->set_library(std::move(name), std::move(code)); !lib) return lib.err();
+  return std::move(b).value();
 }
 
 call_result sync_client::call(std::span<const std::string_view> argv) {

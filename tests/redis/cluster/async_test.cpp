@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -23,6 +24,25 @@ namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
+
+TEST(ClusterAsync, EventLoopsAreNotAttachedTheRouterStaysOne) {
+  // One router per store (its topology, a breaker per node): a cluster
+  // refuses to do its I/O on the caller's loops, naming why, and decides on
+  // its own thread as before.
+  auto st = open_cluster_store();
+  ASSERT_TRUE(st);
+  boost::asio::io_context ctx;
+  boost::asio::io_context* loops[] = {&ctx};
+  const auto r = st->attach_loops(loops);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.err().field, "store");
+  EXPECT_NE(r.err().message.find("Cluster"), std::string::npos) << r.err().what();
+  const check ch{st->define("q", policy("quota 10")).value(), "{a}k"};
+  std::promise<source> got;
+  st->decide_async(store_request{std::span<const check>(&ch, 1), st->now(), 1, {}}, {}, {},
+                   [&](const store_decision& d) { got.set_value(d.from); });
+  EXPECT_EQ(got.get_future().get(), source::store);
+}
 
 TEST(ClusterAsync, ManyDecisionsInFlightOverEveryPrimaryAdmitExactlyTheLimits) {
   auto& c = shared_cluster();
