@@ -24,6 +24,7 @@
 
 #include "framing.hpp"
 #include "server.hpp"
+#include "sluice/remote/event_loops.hpp"
 
 namespace sluice::serve {
 
@@ -49,6 +50,9 @@ struct worker {
   net::io_context ioc{1};
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, listener_role>> acceptors;
   std::unique_ptr<net::steady_timer> retry_accept;
+  // The store's connection on this loop was ended (detach), or there was
+  // none: nothing of the store keeps this loop running.
+  bool detached = false;
 };
 
 }  // namespace
@@ -62,6 +66,8 @@ struct server::impl {
   std::atomic<bool> draining{false};
   std::ostream* log = nullptr;
   tick check_period = 1'000'000'000;  // how often a connection's deadline is checked
+  // The store, when it does its I/O on these loops (remote/event_loops.hpp).
+  remote::loop_store* loop_store = nullptr;
 
   impl(service& s, limits l, server_hooks h) : svc(s), lim(l), hooks(std::move(h)) {
     check_period = std::clamp<tick>(std::min(lim.idle_timeout, lim.request_timeout) / 8, 10'000'000, 1'000'000'000);
@@ -70,6 +76,10 @@ struct server::impl {
   // Starts a session on an accepted socket (or closes it past max_connections).
   void admit(worker& w, tcp::socket s, listener_role role);
   void begin_drain();
+  // Draining, `w`'s last session ended: the store's connection on `w`
+  // goes, so that its loop runs out of work and ends. On `w`'s thread, or
+  // once no thread runs it.
+  void loop_drained(worker& w);
 };
 
 namespace {
@@ -86,6 +96,7 @@ class session : public std::enable_shared_from_this<session> {
   ~session() {
     w_.sessions.erase(this);
     srv_.svc.stats().connections.fetch_sub(1, std::memory_order_relaxed);
+    if (w_.sessions.empty() && srv_.draining.load(std::memory_order_relaxed)) srv_.loop_drained(w_);
   }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -352,8 +363,15 @@ void server::impl::begin_drain() {
       // Copy: closing a session may end it, which erases it from the set.
       std::vector<session*> open(w->sessions.begin(), w->sessions.end());
       for (session* s : open) s->close_if_idle();
+      if (w->sessions.empty()) loop_drained(*w);
     });
   }
+}
+
+void server::impl::loop_drained(worker& w) {
+  if (w.detached) return;
+  w.detached = true;
+  if (loop_store != nullptr) loop_store->detach_loop(w.ioc);
 }
 
 server::server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -407,6 +425,17 @@ void server::run(std::ostream& log) {
   worker& first = *p.workers[0];
   for (auto& w : p.workers)
     for (auto& [acc, role] : w->acceptors) p.accept(*w, *acc, role);
+  // A remote store that can do its I/O on these loops does: a request's
+  // store call is written, read and answered on its own loop's thread.
+  if (auto* ls = dynamic_cast<remote::loop_store*>(&p.svc.backing_store())) {
+    std::vector<net::io_context*> loops;
+    for (auto& w : p.workers) loops.push_back(&w->ioc);
+    if (auto attached = ls->attach_loops(loops)) {
+      p.loop_store = ls;
+    } else {
+      log << "sluice serve: the store keeps its own I/O thread: " << attached.err().what() << "\n";
+    }
+  }
 
   net::signal_set signals(first.ioc, SIGTERM, SIGINT, SIGHUP);
   // The caller may have blocked these signals until now (so that one sent
@@ -505,6 +534,18 @@ void server::run(std::ostream& log) {
   first.ioc.run();
   for (auto& w : p.workers) w->ioc.stop();
   for (auto& t : threads) t.join();
+  // After a drain timeout, a loop may still hold the store's connection
+  // and calls waiting on it: detaching fails them, and running what is
+  // ready (no waiting) hands their answers over, so that none is left
+  // waiting on a loop that no longer runs.
+  for (auto& w : p.workers) {
+    if (w->detached) continue;
+    p.loop_drained(*w);
+    if (p.loop_store == nullptr) continue;
+    w->ioc.restart();
+    while (w->ioc.poll() > 0) {
+    }
+  }
   // Answers still waiting on the store (each within its deadline) are
   // posted to loops that no longer run: they must come before the loops go.
   p.svc.quiesce();

@@ -156,6 +156,43 @@ class StalledRedis(RedisCase):
         redis.resume()
         self.assertTrue(wait_until(lambda: s.decide([("api", "back")])[2]["source"] == "store", 10))
 
+    def test_a_drain_timeout_answers_what_waits_on_a_stopped_redis(self):
+        """SIGTERM while requests wait on a stopped Redis, their deadline far
+        past the drain timeout: at the drain timeout the loop's own store
+        connection closes, the failure mode answers every waiting request,
+        and the process exits 0 — it neither waits out the deadline nor
+        leaves a loop running on the store's connection."""
+        redis = self.redis()
+        s, _ = self.start_on(redis, {"api": "gcra 1000/1s"}, server='threads = 1\ndrain_timeout = "500ms"\n',
+                             command_timeout='"20s"', on_failure='"fail-closed"')
+        self.assertEqual(s.decide([("api", "warm")])[0], 200)
+        conns = [s.conn() for _ in range(4)]
+        redis.pause()
+        self.addCleanup(redis.resume)
+        results = [None] * len(conns)
+
+        def client(i):
+            try:
+                st, _, b = s.decide([("api", "k%d" % i)], conn=conns[i])
+                results[i] = (st, b["source"])
+            except (OSError, ValueError) as e:
+                results[i] = ("no answer", str(e))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(conns))]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)  # the store requests are sent and waiting
+        t0 = time.monotonic()
+        s.signal(signal.SIGTERM)
+        self.assertEqual(s.proc.wait(10), 0)
+        took = time.monotonic() - t0
+        for t in threads:
+            t.join(10)
+        self.assertGreaterEqual(took, 0.45, "stopped before the drain timeout")
+        self.assertLess(took, 5, "waited past the drain timeout")
+        self.assertIn("drain timeout", s.log())
+        self.assertEqual(results, [(429, "fail-closed")] * len(conns))
+
     def test_reports_wait_on_nothing(self):
         """POST /v1/report while Redis is stopped: each report is lost by
         its own deadline (503, nothing charged), all of them together, and
