@@ -53,27 +53,11 @@ result<std::unique_ptr<sync_client>> sync_client::open(const factory& make) {
 }
 
 result<bool> sync_client::set_library(std::string name, std::string code) {
-  auto r = backend_->set_library(name, code);
-  if (r) {
-    const std::lock_guard lock(lib_mu_);
-    lib_name_ = std::move(name);
-    lib_code_ = std::move(code);
-  }
-  return r;
+  return backend_->set_library(std::move(name), std::move(code));
 }
 
 result<std::shared_ptr<async_backend>> sync_client::make_on(asio::any_io_executor ex) const {
-  auto b = make_(std::move(ex));
-  if (!b) return b.err();
-  std::string name, code;
-  {
-    const std::lock_guard lock(lib_mu_);
-    name = lib_name_;
-    code = lib_code_;
-  }
-  if (!name.empty())
-    if (auto lib = (*b)->set_library(std::move(name), std::move(code)); !lib) return lib.err();
-  return std::move(b).value();
+  return make_(std::move(ex));
 }
 
 call_result sync_client::call(std::span<const std::string_view> argv) {

@@ -8,10 +8,8 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -52,9 +50,9 @@ class sync_client final : public backend {
   /// The backend it drives (for its stats).
   [[nodiscard]] async_backend& async() noexcept { return *backend_; }
 
-  /// Another backend of the same deployment, with the same library, on
-  /// `ex` (a caller's event loop: remote/event_loops.hpp): its own
-  /// connections, nothing shared with this one's.
+  /// Another backend of the same deployment on `ex` (a caller's event
+  /// loop: remote/event_loops.hpp): its own connections, nothing shared
+  /// with this one's; no library set yet.
   result<std::shared_ptr<async_backend>> make_on(boost::asio::any_io_executor ex) const;
 
  private:
@@ -63,9 +61,6 @@ class sync_client final : public backend {
   std::unique_ptr<io> io_;
   std::shared_ptr<async_backend> backend_;
   factory make_;
-  mutable std::mutex lib_mu_;
-  std::string lib_name_;  // requires lib_mu_; empty: no library set
-  std::string lib_code_;  // requires lib_mu_
 };
 
 /// The store's backend for one server through the asynchronous client

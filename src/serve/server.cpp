@@ -50,9 +50,6 @@ struct worker {
   net::io_context ioc{1};
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, listener_role>> acceptors;
   std::unique_ptr<net::steady_timer> retry_accept;
-  // The store's connection on this loop was ended (detach), or there was
-  // none: nothing of the store keeps this loop running.
-  bool detached = false;
 };
 
 }  // namespace
@@ -77,8 +74,8 @@ struct server::impl {
   void admit(worker& w, tcp::socket s, listener_role role);
   void begin_drain();
   // Draining, `w`'s last session ended: the store's connection on `w`
-  // goes, so that its loop runs out of work and ends. On `w`'s thread, or
-  // once no thread runs it.
+  // goes (detach_loop, idempotent), so that its loop runs out of work and
+  // ends. On `w`'s thread, or once no thread runs it.
   void loop_drained(worker& w);
 };
 
@@ -369,8 +366,6 @@ void server::impl::begin_drain() {
 }
 
 void server::impl::loop_drained(worker& w) {
-  if (w.detached) return;
-  w.detached = true;
   if (loop_store != nullptr) loop_store->detach_loop(w.ioc);
 }
 
@@ -538,12 +533,12 @@ void server::run(std::ostream& log) {
   // and calls waiting on it: detaching fails them, and running what is
   // ready (no waiting) hands their answers over, so that none is left
   // waiting on a loop that no longer runs.
-  for (auto& w : p.workers) {
-    if (w->detached) continue;
-    p.loop_drained(*w);
-    if (p.loop_store == nullptr) continue;
-    w->ioc.restart();
-    while (w->ioc.poll() > 0) {
+  if (p.loop_store != nullptr) {
+    for (auto& w : p.workers) {
+      p.loop_drained(*w);
+      w->ioc.restart();
+      while (w->ioc.poll() > 0) {
+      }
     }
   }
   // Answers still waiting on the store (each within its deadline) are
