@@ -147,6 +147,10 @@ struct async_client::impl {
   // ------------------------------------------------------------ writing
 
   void schedule_write() {
+    if (owner.options_.caller_driven) {
+      start_write();  // nothing else is queued by another thread: write now
+      return;
+    }
     if (write_scheduled || writing || ph != phase::ready) return;
     write_scheduled = true;
     asio::post(strand, [self = owner.shared_from_this()] {
@@ -549,6 +553,10 @@ result<std::shared_ptr<async_client>> async_client::create(asio::any_io_executor
 }
 
 void async_client::submit(std::unique_ptr<op> o) {
+  if (options_.caller_driven) {
+    impl_->exec(std::move(o));  // the caller is the only thread that runs the context
+    return;
+  }
   asio::post(impl_->strand,
              [self = shared_from_this(), o = std::move(o)]() mutable { self->impl_->exec(std::move(o)); });
 }

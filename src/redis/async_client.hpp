@@ -76,6 +76,11 @@ struct async_client_options {
   /// The TLS context for rediss:// (make_tls_context); made from
   /// `where.tls` when left empty.
   std::shared_ptr<tls_context> tls;
+  /// The executor's context is run by one thread only, the one that makes
+  /// the calls, and only while it waits for them (sync_client's caller
+  /// connections): a call is queued and written at once, on the calling
+  /// thread, instead of through a post to the strand.
+  bool caller_driven = false;
 };
 
 /// Counters of what an async client did (monotone, relaxed reads).
@@ -90,6 +95,21 @@ struct async_stats {
   std::uint64_t late_replies = 0;      ///< replies of calls that had timed out, dropped
   std::uint64_t library_loads = 0;     ///< FUNCTION LOAD REPLACE sent
   std::uint64_t script_loads = 0;      ///< SCRIPT LOAD sent
+
+  /// Adds another client's counts (the connections of one sync_client).
+  async_stats& operator+=(const async_stats& o) noexcept {
+    connects += o.connects;
+    connect_failures += o.connect_failures;
+    broken += o.broken;
+    writes += o.writes;
+    commands += o.commands;
+    replies += o.replies;
+    timeouts += o.timeouts;
+    late_replies += o.late_replies;
+    library_loads += o.library_loads;
+    script_loads += o.script_loads;
+    return *this;
+  }
 };
 
 using call_handler = std::function<void(call_result)>;

@@ -1,5 +1,6 @@
-// sync_client: the backend interface over an async backend on its own I/O
-// thread; each call waits on a future for its completion (sync_client.hpp).
+// sync_client: the backend interface over an async backend; a call waits
+// on a connection its caller drives (one server) or on the I/O thread's
+// answer (sync_client.hpp).
 #include "redis/sync_client.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "redis/resp.hpp"
+#include "redis/tls.hpp"
 
 namespace sluice::redis {
 
@@ -27,10 +29,35 @@ struct sync_client::io {
   }
 };
 
+/// A connection driven by the thread that calls on it: its client's
+/// handlers run only while that thread runs `ctx`, so nothing is handed
+/// between threads. Idle, it waits in the sync_client's pool.
+struct sync_client::caller_connection {
+  asio::io_context ctx{1};
+  std::shared_ptr<async_client> c;
+  caller_connection() = default;
+  caller_connection(const caller_connection&) = delete;
+  caller_connection& operator=(const caller_connection&) = delete;
+  ~caller_connection() {
+    if (!c) return;
+    c->close();
+    c.reset();
+    // The close, and the aborted reads and timers it leaves, run here, so
+    // the client and its socket go before the context they belong to.
+    ctx.restart();
+    ctx.run_for(std::chrono::seconds(1));
+  }
+};
+
 sync_client::sync_client(std::unique_ptr<io> loop, std::shared_ptr<async_backend> b, factory make)
     : io_(std::move(loop)), backend_(std::move(b)), make_(std::move(make)) {}
 
 sync_client::~sync_client() {
+  {
+    std::lock_guard lock(mu_);
+    made_.clear();
+    idle_.clear();  // no call is in flight: every caller connection is idle
+  }
   backend_->close();
   io_->work.reset();
   if (io_->thread.joinable()) io_->thread.join();
@@ -38,11 +65,23 @@ sync_client::~sync_client() {
 }
 
 result<std::unique_ptr<sync_client>> sync_client::open(async_client_options options) {
-  return open([o = std::move(options)](asio::any_io_executor ex) -> result<std::shared_ptr<async_backend>> {
-    auto c = async_client::create(std::move(ex), o);
-    if (!c) return c.err();
-    return std::shared_ptr<async_backend>(std::move(c).value());
+  // One TLS context (its CA and certificate files read once) for every
+  // connection: the I/O thread's, the callers', each loop's.
+  if (options.where.tls.on && !options.tls) {
+    auto made = tls_context::make(options.where.tls);
+    if (!made) return made.err();
+    options.tls = std::move(made).value();
+  }
+  auto c = open([o = options](asio::any_io_executor ex) -> result<std::shared_ptr<async_backend>> {
+    auto made = async_client::create(std::move(ex), o);
+    if (!made) return made.err();
+    return std::shared_ptr<async_backend>(std::move(made).value());
   });
+  if (!c) return c.err();
+  auto s = std::move(c).value();
+  options.caller_driven = true;
+  s->direct_ = std::move(options);
+  return s;
 }
 
 result<std::unique_ptr<sync_client>> sync_client::open(const factory& make) {
@@ -53,25 +92,107 @@ result<std::unique_ptr<sync_client>> sync_client::open(const factory& make) {
 }
 
 result<bool> sync_client::set_library(std::string name, std::string code) {
-  return backend_->set_library(std::move(name), std::move(code));
+  auto ok = backend_->set_library(name, code);
+  if (!ok) return ok;
+  std::lock_guard lock(mu_);
+  for (async_client* c : made_) (void)c->set_library(name, code);  // checked above
+  library_.emplace(std::move(name), std::move(code));
+  return true;
+}
+
+std::unique_ptr<sync_client::caller_connection> sync_client::take_connection() {
+  std::lock_guard lock(mu_);
+  if (!idle_.empty()) {
+    auto c = std::move(idle_.back());  // the most recently used: its connection is likeliest open
+    idle_.pop_back();
+    return c;
+  }
+  auto conn = std::make_unique<caller_connection>();
+  auto made = async_client::create(conn->ctx.get_executor(), *direct_);
+  if (!made) return nullptr;  // cannot happen after open made one; the I/O thread answers then
+  conn->c = std::move(made).value();
+  if (library_) (void)conn->c->set_library(library_->first, library_->second);  // checked by set_library
+  made_.push_back(conn->c.get());
+  return conn;
+}
+
+void sync_client::give_back(std::unique_ptr<caller_connection> c) {
+  std::lock_guard lock(mu_);
+  idle_.push_back(std::move(c));
+}
+
+void sync_client::forget(std::unique_ptr<caller_connection> c) {
+  {
+    std::lock_guard lock(mu_);
+    std::erase(made_, c->c.get());
+  }
+  c.reset();
+}
+
+template <class T, class Start, class Lost>
+T sync_client::wait(Start&& start, Lost&& lost) {
+  auto conn = direct_ ? take_connection() : nullptr;
+  if (!conn) {
+    std::promise<T> p;
+    auto f = p.get_future();
+    start(*backend_, [&p](T r) { p.set_value(std::move(r)); });
+    return f.get();
+  }
+  std::optional<T> out;
+  asio::io_context& ctx = conn->ctx;
+  ctx.restart();
+  ctx.poll();     // what came while it was idle (a server's EOF: the call goes on a new connection)
+  ctx.restart();  // a poll that found no work at all left the context stopped
+  try {
+    start(*conn->c, [&out](T r) { out.emplace(std::move(r)); });
+    while (!out && ctx.run_one() != 0) {
+    }
+  } catch (...) {
+    forget(std::move(conn));  // its calls are failed while `out` still lives; the pool never sees it again
+    throw;
+  }
+  give_back(std::move(conn));
+  if (!out) return lost();  // run out of work unanswered: a handler was dropped
+  return std::move(*out);
+}
+
+std::optional<async_stats> sync_client::stats() const {
+  const auto* main = dynamic_cast<const async_client*>(backend_.get());
+  if (main == nullptr) return std::nullopt;
+  async_stats s = main->stats();
+  std::lock_guard lock(mu_);
+  for (const async_client* c : made_) s += c->stats();
+  return s;
+}
+
+std::optional<library_mode> sync_client::mode() const {
+  const auto* main = dynamic_cast<const async_client*>(backend_.get());
+  if (main == nullptr) return std::nullopt;
+  std::lock_guard lock(mu_);
+  bool script = main->mode() == library_mode::script;
+  for (const async_client* c : made_) script = script || c->mode() == library_mode::script;
+  return script ? library_mode::script : library_mode::function;
 }
 
 result<std::shared_ptr<async_backend>> sync_client::make_on(asio::any_io_executor ex) const {
   return make_(std::move(ex));
 }
 
+namespace {
+
+call_error lost_call() { return call_error{call_error::io, "the call was dropped unanswered", true}; }
+
+}  // namespace
+
 call_result sync_client::call(std::span<const std::string_view> argv) {
-  std::promise<call_result> p;
-  auto f = p.get_future();
-  backend_->async_call(argv, [&p](call_result r) { p.set_value(std::move(r)); });
-  return f.get();
+  return wait<call_result>([&](async_backend& b, auto done) { b.async_call(argv, std::move(done)); },
+                           [] { return call_result(lost_call()); });
 }
 
 std::vector<call_result> sync_client::fcall_each(std::span<const function_call> calls) {
-  std::promise<std::vector<call_result>> p;
-  auto f = p.get_future();
-  backend_->async_fcall_each(calls, [&p](std::vector<call_result> r) { p.set_value(std::move(r)); });
-  return f.get();
+  return wait<std::vector<call_result>>(
+      [&](async_backend& b, auto done) { b.async_fcall_each(calls, std::move(done)); },
+      [&] { return std::vector<call_result>(calls.size(), call_result(lost_call())); });
 }
 
 call_result sync_client::fcall(const function_call& fc) {
@@ -82,10 +203,8 @@ call_result sync_client::fcall(const function_call& fc) {
 }
 
 std::optional<std::uint64_t> sync_client::count_keys() {
-  std::promise<std::optional<std::uint64_t>> p;
-  auto f = p.get_future();
-  backend_->async_count_keys([&p](std::optional<std::uint64_t> n) { p.set_value(n); });
-  return f.get();
+  return wait<std::optional<std::uint64_t>>([](async_backend& b, auto done) { b.async_count_keys(std::move(done)); },
+                                            [] { return std::optional<std::uint64_t>(); });
 }
 
 void async_backend::async_count_keys(count_handler done) {
@@ -98,11 +217,9 @@ void async_backend::async_count_keys(count_handler done) {
 }
 
 std::optional<std::vector<std::string>> sync_client::scan(std::string match, std::size_t most) {
-  std::promise<std::optional<std::vector<std::string>>> p;
-  auto f = p.get_future();
-  backend_->async_scan(std::move(match), most,
-                       [&p](std::optional<std::vector<std::string>> keys) { p.set_value(std::move(keys)); });
-  return f.get();
+  return wait<std::optional<std::vector<std::string>>>(
+      [&](async_backend& b, auto done) { b.async_scan(std::move(match), most, std::move(done)); },
+      [] { return std::optional<std::vector<std::string>>(); });
 }
 
 namespace {

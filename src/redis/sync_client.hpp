@@ -1,16 +1,31 @@
 // The synchronous face of the asynchronous client: a `backend` (the store's
-// interface, client.hpp) over an async_backend that runs on an I/O thread of
-// its own. Calls from any number of threads at once are pipelined on the
-// one connection (async_client.hpp); each caller waits for its own reply.
+// interface, client.hpp) over an async_backend.
+//
+// - One server (redis://, rediss://, unix://): each synchronous call runs on
+//   the caller's own thread, on a connection of its own that no other call
+//   uses meanwhile (an async_client on a private io_context the caller runs
+//   while it waits): no hand-off to another thread and back. Concurrent
+//   callers use one such connection each, made when first needed and kept
+//   for the next caller; a caller's own pipeline (fcall_each) still goes out
+//   in one write.
+// - A Sentinel deployment or any other factory: calls from every thread are
+//   pipelined on the backend's connection, on an I/O thread of its own; each
+//   caller waits for its own reply.
+//
+// Either way the backend on the I/O thread (`async()`) carries the
+// asynchronous calls of callers without a loop of their own.
 // Private to sluice::redis.
 #pragma once
 
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redis/async_client.hpp"
@@ -47,8 +62,14 @@ class sync_client final : public backend {
     return call(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
 
-  /// The backend it drives (for its stats).
+  /// The backend on the I/O thread, for asynchronous calls.
   [[nodiscard]] async_backend& async() noexcept { return *backend_; }
+
+  /// One server: what every connection of it did, the I/O thread's and the
+  /// callers' summed (async_client::stats); nullopt for another backend.
+  [[nodiscard]] std::optional<async_stats> stats() const;
+  /// One server: `script` once any of its connections fell back to EVALSHA.
+  [[nodiscard]] std::optional<library_mode> mode() const;
 
   /// Another backend of the same deployment on `ex` (a caller's event
   /// loop: remote/event_loops.hpp): its own connections, nothing shared
@@ -57,10 +78,28 @@ class sync_client final : public backend {
 
  private:
   struct io;
+  struct caller_connection;
   sync_client(std::unique_ptr<io> loop, std::shared_ptr<async_backend> b, factory make);
+  /// Runs `start(backend, done)` and waits for `done`'s value: on a caller
+  /// connection (one server) or on the I/O thread; `lost()` when the call
+  /// was dropped unanswered.
+  template <class T, class Start, class Lost>
+  T wait(Start&& start, Lost&& lost);
+  std::unique_ptr<caller_connection> take_connection();
+  void give_back(std::unique_ptr<caller_connection> c);
+  /// Closes a connection a call left in an unknown state (an exception).
+  void forget(std::unique_ptr<caller_connection> c);
+
   std::unique_ptr<io> io_;
   std::shared_ptr<async_backend> backend_;
   factory make_;
+  /// One server: how its caller connections are made; nullopt otherwise.
+  std::optional<async_client_options> direct_;
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<caller_connection>> idle_;  // requires mu_
+  std::vector<async_client*> made_;  // every caller connection's client (owned by it); requires mu_
+  std::optional<std::pair<std::string, std::string>> library_;  // requires mu_
 };
 
 /// The store's backend for one server through the asynchronous client

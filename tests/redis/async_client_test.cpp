@@ -11,6 +11,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
+#include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +44,15 @@ std::unique_ptr<sync_client> open_sync(const std::string& text) {
 }
 
 const async_client& async_of(sync_client& s) { return dynamic_cast<const async_client&>(s.async()); }
+
+/// A call through the asynchronous face (the I/O thread's connection), waited for.
+call_result call_async(sync_client& s, std::initializer_list<std::string_view> argv) {
+  std::promise<call_result> p;
+  auto f = p.get_future();
+  s.async().async_call(std::span<const std::string_view>(argv.begin(), argv.size()),
+                       [&p](call_result r) { p.set_value(std::move(r)); });
+  return f.get();
+}
 
 reply ok(call_result r) {
   if (auto* e = std::get_if<call_error>(&r)) {
@@ -104,7 +115,7 @@ TEST(AsyncClient, ErrorReplyIsServerErrorAndTheConnectionStays) {
   EXPECT_EQ(e.kind, call_error::server);
   EXPECT_NE(e.message.find("not an integer"), std::string::npos) << e.message;
   EXPECT_EQ(ok(c->call({"GET", "k"})).as_string(), "v");
-  EXPECT_EQ(async_of(*c).stats().connects, 1u);
+  EXPECT_EQ(c->stats().value().connects, 1u);
   EXPECT_EQ(failure(c->call(std::span<const std::string_view>{})).kind, call_error::protocol);
 }
 
@@ -140,21 +151,46 @@ TEST(AsyncClient, SelectsTheDatabase) {
   EXPECT_NE(e.message.find("SELECT failed"), std::string::npos) << e.message;
 }
 
-TEST(AsyncClient, ThreadsSharePipelinedOneConnection) {
-  redis_server srv;
-  auto c = open_sync(srv.url());
-  constexpr int threads = 8;
-  constexpr int per_thread = 500;
+/// `threads` threads make `per_thread` calls each; how many did not get a reply.
+int failures_from_threads(int threads, int per_thread, const std::function<call_result()>& call) {
   std::atomic<int> failures{0};
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
     ts.emplace_back([&] {
       for (int i = 0; i < per_thread; ++i)
-        if (!std::holds_alternative<reply>(c->call({"INCR", "shared"}))) failures.fetch_add(1);
+        if (!std::holds_alternative<reply>(call())) failures.fetch_add(1);
     });
   for (auto& t : ts) t.join();
-  EXPECT_EQ(failures.load(), 0);
+  return failures.load();
+}
+
+// The synchronous face of one server: each caller drives a connection of
+// its own, so no call waits for another's write or reply.
+TEST(AsyncClient, SynchronousCallersEachDriveAConnectionOfTheirOwn) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  constexpr int threads = 8;
+  constexpr int per_thread = 500;
+  EXPECT_EQ(failures_from_threads(threads, per_thread, [&] { return c->call({"INCR", "shared"}); }), 0);
   EXPECT_EQ(ok(c->call({"GET", "shared"})).as_string(), std::to_string(threads * per_thread));
+  const auto s = c->stats().value();
+  EXPECT_GE(s.connects, 1u);
+  EXPECT_LE(s.connects, static_cast<std::uint64_t>(threads)) << "one connection per caller at most";
+  EXPECT_EQ(s.commands, static_cast<std::uint64_t>(threads * per_thread + 1));
+  EXPECT_EQ(s.writes, s.commands) << "a caller's call is written alone, when it is made";
+  EXPECT_EQ(async_of(*c).stats().commands, 0u) << "nothing went through the I/O thread";
+  std::printf("8 threads x 500 calls: %llu connections\n", static_cast<unsigned long long>(s.connects));
+}
+
+// Its asynchronous face: calls from every thread pipelined on the I/O
+// thread's one connection.
+TEST(AsyncClient, AsynchronousCallersSharePipelinedOneConnection) {
+  redis_server srv;
+  auto c = open_sync(srv.url());
+  constexpr int threads = 8;
+  constexpr int per_thread = 500;
+  EXPECT_EQ(failures_from_threads(threads, per_thread, [&] { return call_async(*c, {"INCR", "shared"}); }), 0);
+  EXPECT_EQ(ok(call_async(*c, {"GET", "shared"})).as_string(), std::to_string(threads * per_thread));
   const auto s = async_of(*c).stats();
   EXPECT_EQ(s.connects, 1u);
   EXPECT_EQ(s.commands, static_cast<std::uint64_t>(threads * per_thread + 1));
@@ -169,12 +205,12 @@ TEST(AsyncClient, LibraryLoadedWhenMissingAndAfterFlush) {
   auto c = open_sync(srv.url());
   ASSERT_TRUE(c->set_library("sluice_async_test_v1", std::string(test_library)).ok());
   EXPECT_EQ(incr(*c, "n", "5"), 5);
-  EXPECT_EQ(async_of(*c).stats().library_loads, 1u);
+  EXPECT_EQ(c->stats().value().library_loads, 1u);
   EXPECT_EQ(incr(*c, "n", "1"), 6);
   ok(c->call({"FUNCTION", "FLUSH"}));
   EXPECT_EQ(incr(*c, "n", "1"), 7);
-  EXPECT_EQ(async_of(*c).stats().library_loads, 2u);
-  EXPECT_EQ(async_of(*c).mode(), library_mode::function);
+  EXPECT_EQ(c->stats().value().library_loads, 2u);
+  EXPECT_EQ(c->mode().value(), library_mode::function);
   // The function's own error reply is a server error from fcall, an element from fcall_each.
   const call_error e = failure(c->fcall({"fail", 0, {}}));
   EXPECT_EQ(e.kind, call_error::server);
@@ -187,10 +223,10 @@ TEST(AsyncClient, ScriptFormWhereFunctionIsRefused) {
   auto c = open_sync("redis://app:pw@127.0.0.1:" + std::to_string(srv.port()));
   ASSERT_TRUE(c->set_library("sluice_async_test_v1", std::string(test_library)).ok());
   EXPECT_EQ(incr(*c, "n", "2"), 2);
-  EXPECT_EQ(async_of(*c).mode(), library_mode::script);
+  EXPECT_EQ(c->mode().value(), library_mode::script);
   ok(c->call({"SCRIPT", "FLUSH"}));
   EXPECT_EQ(incr(*c, "n", "3"), 5);  // NOSCRIPT -> SCRIPT LOAD -> once more
-  EXPECT_EQ(async_of(*c).stats().script_loads, 2u);
+  EXPECT_EQ(c->stats().value().script_loads, 2u);
 }
 
 TEST(AsyncClient, PipelinedFcallEachKeepsOrder) {
@@ -276,15 +312,21 @@ TEST(AsyncPipelining, CompletionTokenFuture) {
 TEST(AsyncClient, AServerThatClosedAnIdleConnectionIsReconnected) {
   redis_server srv;
   auto c = open_sync(srv.url());
+  EXPECT_EQ(ok(call_async(*c, {"PING"})).as_status(), "PONG");
   EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
   auto killer = open_sync(srv.url());
   ok(killer->call({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}));
-  // The reader sees the EOF at once; the next call goes out on a new connection.
+  // The I/O thread's reader sees the EOF at once, while idle.
   const auto until = std::chrono::steady_clock::now() + 2s;
   while (async_of(*c).stats().broken == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   EXPECT_EQ(async_of(*c).stats().broken, 1u);
+  EXPECT_EQ(c->stats().value().broken, 1u) << "the caller's connection has not run since";
+  // Either way, the next call goes out on a new connection: a caller's
+  // connection reads what came while it was idle before it writes.
+  EXPECT_EQ(ok(call_async(*c, {"PING"})).as_status(), "PONG");
   EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
-  EXPECT_EQ(async_of(*c).stats().connects, 2u);
+  EXPECT_EQ(c->stats().value().broken, 2u);
+  EXPECT_EQ(c->stats().value().connects, 4u);
 }
 
 TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {

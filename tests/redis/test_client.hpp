@@ -62,8 +62,9 @@ class test_client {
   }
   std::optional<std::uint64_t> count_keys() { return c_->count_keys(); }
 
-  [[nodiscard]] async_stats stats() const { return async().stats(); }
-  [[nodiscard]] library_mode mode() const { return async().mode(); }
+  /// Every connection's: the callers' and the I/O thread's (pipeline()).
+  [[nodiscard]] async_stats stats() const { return c_->stats().value(); }
+  [[nodiscard]] library_mode mode() const { return c_->mode().value(); }
 
  private:
   [[nodiscard]] async_client& async() const { return dynamic_cast<async_client&>(c_->async()); }
