@@ -12,6 +12,10 @@
 # FILTER (a substring of the sluice scenario names), BUILD_DIR.
 # The server is pinned to CPU 1, the clients to CPU 0 (as the peers'
 # redis-ceiling), and stopped by its PID on exit. Every loop has a fixed count.
+# The RUNS repetitions are rounds: each round runs every ceiling and then
+# every sluice row once, so that a ratio compares figures taken minutes, not
+# a quarter of an hour, apart on a machine whose speed drifts; each RESULT
+# line is the median (and range) of the rounds.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +39,8 @@ SHA=$(cli script load "$(cat "$script")")
 say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$REDIS_PORT (pid $pid, CPU 1), client on CPU 0, runs=$RUNS scale=$SCALE, gcra.lua $SHA"
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-out=$(mktemp)
+raw=$(mktemp)   # every round's RESULT lines
+out=$(mktemp)   # their medians
 # ---- the ceiling: redis-benchmark on the same server ------------------------------
 stats() {
   sort -g | awk '{a[NR]=$1} END {
@@ -57,7 +62,7 @@ ceiling() {
   printf '%s\n' "${vals[@]}" | awk '$1 > 0 {printf "%.4f\n", 1e9 / $1}' | stats | {
     read -r m lo hi k
     printf 'RESULT\tredis-ceiling\t%s\t%.2f\t%.0f\t-\t%d\t%.2f\t%.2f\t%s\n' "$sc" "$m" "$(awk -v m="$m" 'BEGIN {print 1e9 / m}')" "$k" "$lo" "$hi" "$note"
-  } | tee -a "$out"
+  } >>"$raw"
 }
 # gcra.lua's ARGV: nh nl L' cq cr sq sr mode ttl_ms. The issue's ceiling runs
 # without a TTL (ttl_ms 0); the contract wants one on every write, so the
@@ -66,26 +71,48 @@ ceiling() {
 ALLOW=(0 1000 1 1 0 1000000000000000 0 1 0)
 ALLOW_PX=(0 1000 1 1 0 1000000000000000 0 1 60000)
 DENY=(0 1000 1 1000000000 0 1000000000 0 1 0)
-ceiling redis-incr-c1-P1 10000 1 1 "redis-benchmark INCR, 1 connection, -P 1" -- -t incr
-ceiling redis-incr-c1-P16 160000 1 16 "redis-benchmark INCR, 1 connection, -P 16" -- -t incr
-ceiling redis-incr-c50-P16 1000000 50 16 "redis-benchmark INCR, 50 connections, -P 16 (server ceiling)" -- -t incr
-for c in 1 2; do
-  for p in 1 16; do
-    n=$((p == 1 ? 10000 : 60000))
-    ceiling "redis-gcra-exact-allow-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
-    ceiling "redis-gcra-exact-px-allow-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua with its TTL set (PX 60000), 1 key, allowed, $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${ALLOW_PX[@]}"
-    PRESPEND=1 ceiling "redis-gcra-exact-deny-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, denied (read-only), $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+ceilings() {
+  ceiling redis-incr-c1-P1 10000 1 1 "redis-benchmark INCR, 1 connection, -P 1" -- -t incr
+  ceiling redis-incr-c1-P16 160000 1 16 "redis-benchmark INCR, 1 connection, -P 16" -- -t incr
+  ceiling redis-incr-c50-P16 1000000 50 16 "redis-benchmark INCR, 50 connections, -P 16 (server ceiling)" -- -t incr
+  for c in 1 2; do
+    for p in 1 16; do
+      n=$((p == 1 ? 10000 : 60000))
+      ceiling "redis-gcra-exact-allow-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
+      ceiling "redis-gcra-exact-px-allow-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua with its TTL set (PX 60000), 1 key, allowed, $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${ALLOW_PX[@]}"
+      PRESPEND=1 ceiling "redis-gcra-exact-deny-c$c-P$p" $n $c $p "redis-benchmark EVALSHA research gcra.lua, 1 key, denied (read-only), $c connection(s), -P $p" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+    done
   done
-done
-ceiling redis-gcra-exact-100kkeys-allow-c1-P16 60000 1 16 "redis-benchmark EVALSHA research gcra.lua, a random key of 100k (-r), allowed, 1 connection, -P 16" -- -r 100000 evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW[@]}"
-ceiling redis-gcra-exact-px-100kkeys-allow-c1-P16 60000 1 16 "redis-benchmark EVALSHA research gcra.lua with its TTL set (PX 60000), a random key of 100k (-r), allowed, 1 connection, -P 16" -- -r 100000 evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW_PX[@]}"
-ceiling redis-gcra-exact-allow-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
-PRESPEND=1 ceiling redis-gcra-exact-deny-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, denied, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+  ceiling redis-gcra-exact-100kkeys-allow-c1-P16 60000 1 16 "redis-benchmark EVALSHA research gcra.lua, a random key of 100k (-r), allowed, 1 connection, -P 16" -- -r 100000 evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW[@]}"
+  ceiling redis-gcra-exact-px-100kkeys-allow-c1-P16 60000 1 16 "redis-benchmark EVALSHA research gcra.lua with its TTL set (PX 60000), a random key of 100k (-r), allowed, 1 connection, -P 16" -- -r 100000 evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW_PX[@]}"
+  ceiling redis-gcra-exact-allow-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, allowed, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${ALLOW[@]}"
+  PRESPEND=1 ceiling redis-gcra-exact-deny-c50-P16 200000 50 16 "redis-benchmark EVALSHA research gcra.lua, 1 key, denied, 50 connections, -P 16 (server ceiling)" -- evalsha "$SHA" 1 rb:hot "${DENY[@]}"
+}
 
 # ---- sluice::redis ------------------------------------------------------------------
 filter_args=()
 [ -n "$FILTER" ] && filter_args=(--filter "$FILTER")
-taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs "$RUNS" --scale "$SCALE" "${filter_args[@]}" | tee -a "$out"
+
+# ---- the rounds ---------------------------------------------------------------------
+for round in $(seq 1 "$RUNS"); do
+  say "round $round of $RUNS: the ceilings, then sluice::redis ($(cut -d' ' -f1 /proc/loadavg) load)"
+  RUNS=1 ceilings
+  taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs 1 --scale "$SCALE" "${filter_args[@]}" | grep '^RESULT' >>"$raw"
+done
+# One RESULT line per row: the median of its rounds' ns/op, their range.
+awk -F'\t' -v OFS='\t' '$1 == "RESULT" {
+    k = $2 "\t" $3; if (!(k in n)) order[++rows] = k
+    v[k, ++n[k]] = $4; note[k] = $10
+  }
+  END {
+    for (r = 1; r <= rows; r++) {
+      k = order[r]; m = n[k]
+      for (i = 1; i <= m; i++) a[i] = v[k, i] + 0
+      for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      med = (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+      printf "RESULT\t%s\t%.2f\t%.0f\t-\t%d\t%.2f\t%.2f\t%s\n", k, med, 1e9 / med, m, a[1], a[m], note[k]
+    }
+  }' "$raw" | tee "$out"
 
 # ---- table and ratios -------------------------------------------------------------
 echo
@@ -126,4 +153,4 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
       if (ops[a]) printf "  %-36s = %d answers/s (target >= 1,000,000)\n", a, ops[a]
     }
   }' "$out"
-rm -f "$out"
+rm -f "$out" "$raw"

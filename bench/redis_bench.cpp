@@ -373,7 +373,9 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
         auto st = make_store(false);
         const auto pol = st->define("lease", *s.p);
         if (!pol) die("define: " + pol.err().what());
-        const std::uint64_t ops = std::min<std::uint64_t>(scaled(10000), s.keys->size());
+        // An acquire alone takes a new key each time (one lease each); an
+        // acquire and its release cycle over the keys (on one key: 10,000 pairs).
+        const std::uint64_t ops = s.release ? scaled(10000) : std::min<std::uint64_t>(scaled(10000), s.keys->size());
         const std::uint64_t f0 = fcalls();
         const auto t0 = steady::now();
         for (std::uint64_t i = 0; i < ops; ++i) {
