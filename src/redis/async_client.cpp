@@ -183,6 +183,10 @@ struct async_client::impl {
     writing = true;
     owner.writes_.fetch_add(1, std::memory_order_relaxed);
     owner.commands_.fetch_add(commands, std::memory_order_relaxed);
+    if (owner.options_.caller_driven && !tr->tls && write_now(*tr)) {
+      writing = false;  // all of it went out in this call: no completion to wait for
+      return;
+    }
     tr->with([&](auto& s) {
       asio::async_write(s, asio::buffer(tr->wbuf),
                         [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t) {
@@ -196,6 +200,24 @@ struct async_client::impl {
                           if (m.ph == phase::ready) m.start_write();
                         });
     });
+  }
+
+  // A caller-driven plaintext connection writes at once, without blocking:
+  // true when every byte went out. What would block (or failed) is left in
+  // `wbuf` for async_write, which reports a failure as for any write.
+  static bool write_now(transport& tr) {
+    std::size_t n = 0;
+    tr.with([&](auto& s) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(s)>, tls_stream>) {
+        error_code ec;
+        if (!s.non_blocking()) s.non_blocking(true, ec);  // once per connection (an ioctl)
+        if (!ec) n = s.write_some(asio::buffer(tr.wbuf), ec);
+        if (ec) n = 0;
+      }
+    });
+    if (n == tr.wbuf.size()) return true;
+    tr.wbuf.erase(0, n);
+    return false;
   }
 
   // ------------------------------------------------------------ reading

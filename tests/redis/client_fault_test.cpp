@@ -250,6 +250,39 @@ TEST(ClientFault, MaxmemoryRefusesWritesAsServerErrors) {
   EXPECT_TRUE(std::holds_alternative<reply>(c.call({"PING"})));
 }
 
+// A caller's call larger than the socket buffers, to a hung server: what
+// the caller could write at once went out on its thread, the rest waits
+// on the connection; the call still ends at its deadline, and the
+// connection serves the next call once the server is back.
+TEST(ClientFault, ACallLargerThanTheSocketBuffersToAHungServerEndsAtItsDeadline) {
+  redis_server srv;
+  test_client c(fast_options(srv.url()));
+  ASSERT_TRUE(std::holds_alternative<reply>(c.call({"PING"})));
+  const std::string big(32u << 20, 'x');  // 32 MiB: far past loopback's buffers
+  srv.pause();
+  const auto t0 = steady::now();
+  const auto r = c.call({"SET", "big", big});
+  const auto took = since(t0);
+  srv.resume();
+  ASSERT_TRUE(std::holds_alternative<call_error>(r));
+  const call_error& e = std::get<call_error>(r);
+  EXPECT_EQ(e.kind, call_error::timeout) << e.what();
+  EXPECT_TRUE(e.maybe_applied) << "part of it was written";
+  EXPECT_LT(took, 1000ms) << "the 100 ms command timeout bounds the call";
+  // The next calls drive the connection: the rest of the SET goes out, or
+  // the stall timeout closes it and a new one answers.
+  bool back = false;
+  for (const auto t1 = steady::now(); !back && since(t1) < 3000ms;)
+    back = std::holds_alternative<reply>(c.call({"PING"}));
+  ASSERT_TRUE(back);
+  auto len = c.call({"STRLEN", "big"});
+  ASSERT_TRUE(std::holds_alternative<reply>(len)) << std::get<call_error>(len).what();
+  // Either the whole SET arrived (the connection kept writing it) or none
+  // of it was applied (the stall timeout closed the connection first).
+  const auto n = std::get<reply>(len).as_integer().value_or(-1);
+  EXPECT_TRUE(n == static_cast<std::int64_t>(big.size()) || n == 0) << n;
+}
+
 TEST(ClientFault, ConnectionClosedByTheServerIsReplacedBeforeTheNextCommand) {
   redis_server srv;
   test_client c(fast_options(srv.url()));
