@@ -59,11 +59,25 @@ void async_client::start_fcalls(std::span<const function_call> calls, each_handl
   auto lib = current_library();
   if (!lib) return fail_all(call_error{call_error::protocol, "fcall before set_library", false});
   auto j = std::make_shared<fcall_job>();
-  j->calls.reserve(n);
+  std::size_t bytes = 0, pieces = 0;
   for (const function_call& fc : calls) {
     if (fc.num_keys > fc.keys_then_args.size())
       return fail_all(call_error{call_error::protocol, "function_call: num_keys exceeds keys_then_args", false});
-    j->calls.push_back({std::string(fc.function), fc.num_keys, {fc.keys_then_args.begin(), fc.keys_then_args.end()}});
+    bytes += fc.function.size();
+    for (std::string_view a : fc.keys_then_args) bytes += a.size();
+    pieces += 1 + fc.keys_then_args.size();
+  }
+  j->arena.reserve(bytes);
+  j->pieces.reserve(pieces);
+  j->calls.reserve(n);
+  auto keep = [&j](std::string_view v) {
+    j->pieces.emplace_back(j->arena.size(), v.size());
+    j->arena.append(v);
+  };
+  for (const function_call& fc : calls) {
+    j->calls.push_back({j->pieces.size(), fc.keys_then_args.size(), fc.num_keys});
+    keep(fc.function);
+    for (std::string_view a : fc.keys_then_args) keep(a);
   }
   j->out.resize(n);
   j->pending.reserve(n);
@@ -100,18 +114,20 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
   for (std::size_t i : j->pending) {
     const auto& c = j->calls[i];
     const std::string num_keys = std::to_string(c.num_keys);
+    const std::string_view function = j->piece(c.first);
+    auto keys_and_args = [&](std::size_t from, std::size_t to) {
+      for (std::size_t k = from; k < to; ++k) cmd.push_back(j->piece(c.first + 1 + k));
+    };
     cmd.clear();
     if (j->asking) format_command(bytes, std::span<const std::string_view>(asking_cmd));
-    const auto keys = std::span(c.keys_then_args).subspan(0, c.num_keys);
-    const auto args = std::span(c.keys_then_args).subspan(c.num_keys);
     if (j->script) {
       cmd.insert(cmd.end(), {"EVALSHA", j->sha, num_keys});
-      cmd.insert(cmd.end(), keys.begin(), keys.end());
-      cmd.push_back(c.function);
-      cmd.insert(cmd.end(), args.begin(), args.end());
+      keys_and_args(0, c.num_keys);
+      cmd.push_back(function);
+      keys_and_args(c.num_keys, c.count);
     } else {
-      cmd.insert(cmd.end(), {"FCALL", c.function, num_keys});
-      cmd.insert(cmd.end(), c.keys_then_args.begin(), c.keys_then_args.end());
+      cmd.insert(cmd.end(), {"FCALL", function, num_keys});
+      keys_and_args(0, c.count);
     }
     format_command(bytes, cmd);
   }

@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redis/async_client.hpp"
@@ -37,12 +39,20 @@ struct async_client::library {
 /// One async_fcall_each: the calls (owned), their replies so far, the calls
 /// of the round in flight.
 struct async_client::fcall_job {
+  /// One call: its function, then its keys and arguments, as pieces of
+  /// `arena` (the caller's views are copied once, into one buffer, so that
+  /// a round may be sent again).
   struct call {
-    std::string function;
+    std::size_t first = 0;  ///< its function's index in `pieces`
+    std::size_t count = 0;  ///< its keys and arguments, the pieces after it
     std::size_t num_keys = 0;
-    std::vector<std::string> keys_then_args;
   };
+  std::string arena;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;  ///< (offset, length) in `arena`
   std::vector<call> calls;
+  [[nodiscard]] std::string_view piece(std::size_t i) const {
+    return std::string_view(arena).substr(pieces[i].first, pieces[i].second);
+  }
   std::vector<reply> out;
   std::vector<std::size_t> pending;
   std::shared_ptr<const library> lib;
