@@ -73,13 +73,6 @@ std::uint16_t leaf_slot(const redis::entry& e, std::string_view key, std::string
   return redis::key_slot(whole);
 }
 
-/// Gives `b` the store's FUNCTION library: the store's own backend at open,
-/// and each event loop's (attach_loops).
-template <class Backend>
-result<bool> give_library(Backend& b) {
-  return b.set_library(std::string(redis_store::library_name()), std::string(redis::lua_library));
-}
-
 }  // namespace
 
 bool redis_store::impl::one_slot(const store_request& r, const entry* const* es) const {
@@ -416,7 +409,8 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
           self->health_changed(n, healthy, why);
         });
   }
-  if (auto lib = give_library(*p->cli); !lib) return lib.err();
+  if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
+    return lib.err();
   return std::unique_ptr<redis_store>(new redis_store(std::move(p)));
 }
 
@@ -527,7 +521,6 @@ result<bool> redis_store::attach_loops(std::span<boost::asio::io_context* const>
   for (boost::asio::io_context* ctx : loops) {
     auto b = im.cli->make_on(ctx->get_executor());
     if (!b) return b.err();
-    if (auto lib = give_library(**b); !lib) return lib.err();
     made.push_back(impl::loop_backend{ctx, std::move(b).value()});
   }
   im.loops = std::move(made);

@@ -91,6 +91,16 @@ result<std::unique_ptr<sync_client>> sync_client::open(const factory& make) {
   return std::unique_ptr<sync_client>(new sync_client(std::move(loop), std::move(b).value(), make));
 }
 
+namespace {
+
+/// Gives `b` the library set on its sync_client, if one is.
+result<bool> give_library(async_backend& b, const std::optional<std::pair<std::string, std::string>>& lib) {
+  if (!lib) return true;
+  return b.set_library(lib->first, lib->second);
+}
+
+}  // namespace
+
 result<bool> sync_client::set_library(std::string name, std::string code) {
   auto ok = backend_->set_library(name, code);
   if (!ok) return ok;
@@ -111,7 +121,7 @@ std::unique_ptr<sync_client::caller_connection> sync_client::take_connection() {
   auto made = async_client::create(conn->ctx.get_executor(), *direct_);
   if (!made) return nullptr;  // cannot happen after open made one; the I/O thread answers then
   conn->c = std::move(made).value();
-  if (library_) (void)conn->c->set_library(library_->first, library_->second);  // checked by set_library
+  (void)give_library(*conn->c, library_);  // checked by set_library
   made_.push_back(conn->c.get());
   return conn;
 }
@@ -175,7 +185,11 @@ std::optional<library_mode> sync_client::mode() const {
 }
 
 result<std::shared_ptr<async_backend>> sync_client::make_on(asio::any_io_executor ex) const {
-  return make_(std::move(ex));
+  auto b = make_(std::move(ex));
+  if (!b) return b.err();
+  std::lock_guard lock(mu_);
+  if (auto lib = give_library(**b, library_); !lib) return lib.err();
+  return std::move(b).value();
 }
 
 namespace {

@@ -71,9 +71,9 @@ class sync_client final : public backend {
   /// One server: `script` once any of its connections fell back to EVALSHA.
   [[nodiscard]] std::optional<library_mode> mode() const;
 
-  /// Another backend of the same deployment on `ex` (a caller's event
-  /// loop: remote/event_loops.hpp): its own connections, nothing shared
-  /// with this one's; no library set yet.
+  /// Another backend of the same deployment, with the same library, on
+  /// `ex` (a caller's event loop: remote/event_loops.hpp): its own
+  /// connections, nothing shared with this one's.
   result<std::shared_ptr<async_backend>> make_on(boost::asio::any_io_executor ex) const;
 
  private:
