@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -63,6 +64,12 @@ struct transport {
     if (auto* t = std::get_if<tcp::socket>(&stream)) t->close(ec);
     if (auto* s = std::get_if<tls_stream>(&stream)) s->lowest_layer().close(ec);
     if (auto* u = std::get_if<unix_socket>(&stream)) u->close(ec);
+  }
+  /// The plaintext socket's descriptor (-1 over TLS or unconnected).
+  int plain_fd() {
+    if (auto* t = std::get_if<tcp::socket>(&stream)) return t->native_handle();
+    if (auto* u = std::get_if<unix_socket>(&stream)) return u->native_handle();
+    return -1;
   }
   tcp::socket* tcp_layer() {
     if (auto* t = std::get_if<tcp::socket>(&stream)) return t;
@@ -224,39 +231,115 @@ struct async_client::impl {
 
   void start_read(const std::shared_ptr<transport>& tr) {
     tr->with([&](auto& s) {
-      s.async_read_some(
-          asio::buffer(tr->rbuf), [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
-            impl& m = *self->impl_;
-            if (tr != m.t) return;
-            if (ec) {
-              const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-              std::string why = eof ? "the server closed the connection" : m.describe(ec);
-              m.lost(call_error{call_error::io, m.where + ": read: " + why, true});
-              return;
-            }
-            if (redisReaderFeed(tr->reader, tr->rbuf.data(), n) != REDIS_OK) {
-              m.lost(call_error{call_error::protocol, m.where + ": " + std::string(tr->reader->errstr), true});
-              return;
-            }
-            while (tr == m.t) {
-              void* raw = nullptr;
-              if (redisReaderGetReply(tr->reader, &raw) != REDIS_OK) {
-                m.lost(call_error{call_error::protocol, m.where + ": " + std::string(tr->reader->errstr), true});
-                return;
-              }
-              if (raw == nullptr) break;
-              reply r;
-              const bool ok = convert_reply(static_cast<redisReply*>(raw), r);
-              freeReplyObject(raw);
-              if (!ok) {
-                m.lost(call_error{call_error::protocol, m.where + ": a reply of an unknown RESP type", true});
-                return;
-              }
-              m.deliver(std::move(r));
-            }
-            if (tr == m.t) m.start_read(tr);
-          });
+      s.async_read_some(asio::buffer(tr->rbuf),
+                        [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
+                          impl& m = *self->impl_;
+                          if (tr != m.t) return;
+                          if (ec) {
+                            const bool eof = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+                            std::string why = eof ? "the server closed the connection" : m.describe(ec);
+                            m.lost(call_error{call_error::io, m.where + ": read: " + why, true});
+                            return;
+                          }
+                          if (m.consume(tr, n)) m.start_read(tr);
+                        });
     });
+  }
+
+  // Feeds `n` bytes of `tr->rbuf` to the reader and delivers every whole
+  // reply; false when the connection is gone (lost here, or by a handler).
+  bool consume(const std::shared_ptr<transport>& tr, std::size_t n) {
+    if (redisReaderFeed(tr->reader, tr->rbuf.data(), n) != REDIS_OK) {
+      lost(call_error{call_error::protocol, where + ": " + std::string(tr->reader->errstr), true});
+      return false;
+    }
+    while (tr == t) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(tr->reader, &raw) != REDIS_OK) {
+        lost(call_error{call_error::protocol, where + ": " + std::string(tr->reader->errstr), true});
+        return false;
+      }
+      if (raw == nullptr) break;
+      reply r;
+      const bool ok = convert_reply(static_cast<redisReply*>(raw), r);
+      freeReplyObject(raw);
+      if (!ok) {
+        lost(call_error{call_error::protocol, where + ": a reply of an unknown RESP type", true});
+        return false;
+      }
+      deliver(std::move(r));
+    }
+    return tr == t;
+  }
+
+  // ------------------------------------------------------------ caller reads
+  //
+  // A caller-driven plaintext connection is read by its caller, never by
+  // the reactor (no read is queued on it): a wait is one ppoll until the
+  // socket is readable or the next deadline, then recv until a short read.
+  // With the write, a round trip is three system calls (hiredis's write,
+  // poll, read); through the reactor it was five (an epoll_wait for what
+  // came while idle, sendto, epoll_wait, recvfrom and the next async read's
+  // speculative recvfrom). Timers, the connect, a write that would block
+  // and TLS still run on the context.
+  //
+  // Before a call, a connection idle for `idle_check_after` or more is
+  // peeked at (one recv) for a server's EOF, so that the call goes out on a
+  // new connection instead of failing on the closed one. A connection in
+  // continuous use is not: a close then almost always cuts a call in
+  // flight anyway, and the peek would be a fourth system call a round trip.
+  static constexpr std::chrono::milliseconds idle_check_after{1};
+  steady::time_point last_read{};
+
+  [[nodiscard]] bool caller_reads() const { return owner.options_.caller_driven && t && !t->tls; }
+
+  bool caller_idle() {
+    if (!caller_reads() || ph != phase::ready || writing) return false;
+    if (steady::now() - last_read < idle_check_after) return true;  // in use, not idle
+    char c = 0;
+    if (::recv(t->plain_fd(), &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return true;  // nothing came while idle
+    read_now();     // a server's EOF (the call then goes on a new connection), an error, or stray bytes
+    return true;
+  }
+
+  bool caller_wait() {
+    if (!caller_reads() || writing || (ph != phase::login && ph != phase::ready)) return false;
+    auto until = timer_armed ? armed_at : steady::time_point::max();
+    if (ph == phase::login) until = std::min(until, connect_timer.expiry());
+    const auto now = steady::now();
+    if (until == steady::time_point::max() || now >= until) return false;  // the context runs the due timer
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
+    const timespec ts{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+    pollfd p{t->plain_fd(), POLLIN, 0};
+    const int r = ::ppoll(&p, 1, &ts, nullptr);
+    if (r < 0 && errno != EINTR) {
+      lost(call_error{call_error::io,
+                      where + ": poll: " + error_code(errno, boost::system::system_category()).message(), true});
+      return true;
+    }
+    if (r > 0) {
+      read_now();
+      last_read = steady::now();
+    }
+    return true;
+  }
+
+  void read_now() {
+    const auto tr = t;
+    for (;;) {
+      const ssize_t n = ::recv(tr->plain_fd(), tr->rbuf.data(), tr->rbuf.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        if (!consume(tr, static_cast<std::size_t>(n)) || static_cast<std::size_t>(n) < tr->rbuf.size()) return;
+        continue;  // a full buffer: there may be more
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      const std::string why =
+          n == 0 ? "the server closed the connection" : error_code(errno, boost::system::system_category()).message();
+      lost(call_error{call_error::io, where + ": read: " + why, true});
+      return;
+    }
   }
 
   void deliver(reply r) {
@@ -414,7 +497,7 @@ struct async_client::impl {
       }
     }
     if (!t->tls) {
-      start_read(t);
+      if (!caller_reads()) start_read(t);
       login();
       return;
     }
@@ -640,6 +723,10 @@ void async_client::set_push_handler(push_handler h) {
   asio::post(impl_->strand,
              [self = shared_from_this(), h = std::move(h)]() mutable { self->impl_->push = std::move(h); });
 }
+
+bool async_client::caller_idle() { return impl_->caller_idle(); }
+
+bool async_client::caller_wait() { return impl_->caller_wait(); }
 
 asio::any_io_executor async_client::executor() const { return impl_->strand; }
 

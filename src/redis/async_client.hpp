@@ -79,7 +79,8 @@ struct async_client_options {
   /// The executor's context is run by one thread only, the one that makes
   /// the calls, and only while it waits for them (sync_client's caller
   /// connections): a call is queued and written at once, on the calling
-  /// thread, instead of through a post to the strand.
+  /// thread, instead of through a post to the strand; a plaintext socket is
+  /// read by the caller (caller_wait), never by the reactor.
   bool caller_driven = false;
 };
 
@@ -191,6 +192,16 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// Replies no caller asked for go to `h` (a subscriber connection) instead
   /// of closing the connection as a protocol error.
   void set_push_handler(push_handler h);
+
+  /// For a caller-driven connection (async_client_options::caller_driven),
+  /// whose plaintext socket its caller reads directly. Before a call: reads
+  /// what came while the connection was idle (a server's EOF); false when
+  /// the context must be polled for it instead (TLS, not connected).
+  bool caller_idle();
+  /// While a call waits: waits once for the socket (up to the next
+  /// deadline) and reads it; false when the context must run once instead
+  /// (connecting, TLS, a write that would have blocked, a deadline due).
+  bool caller_wait();
 
   [[nodiscard]] boost::asio::any_io_executor executor() const;
   [[nodiscard]] library_mode mode() const noexcept;

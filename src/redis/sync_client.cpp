@@ -150,12 +150,16 @@ T sync_client::wait(Start&& start, Lost&& lost) {
   }
   std::optional<T> out;
   asio::io_context& ctx = conn->ctx;
-  ctx.restart();
-  ctx.poll();     // what came while it was idle (a server's EOF: the call goes on a new connection)
-  ctx.restart();  // a poll that found no work at all left the context stopped
+  ctx.restart();  // a run that found no work at all left the context stopped
+  if (!conn->c->caller_idle()) {
+    ctx.poll();  // what came while it was idle (a server's EOF: the call goes on a new connection)
+    ctx.restart();
+  }
   try {
     start(*conn->c, [&out](T r) { out.emplace(std::move(r)); });
-    while (!out && ctx.run_one() != 0) {
+    while (!out) {
+      if (conn->c->caller_wait()) continue;  // the socket was waited on and read
+      if (ctx.run_one() == 0) break;
     }
   } catch (...) {
     forget(std::move(conn));  // its calls are failed while `out` still lives; the pool never sees it again

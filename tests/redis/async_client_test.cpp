@@ -107,6 +107,26 @@ TEST(AsyncClient, BinarySafeArguments) {
   EXPECT_EQ(ok(c->call({"GET", key})).as_string(), value);
 }
 
+// A caller reads its socket itself until a short read: replies larger than
+// its 64 KiB buffer arrive whole, over TCP and a Unix socket.
+TEST(AsyncClient, ACallerReadsRepliesLargerThanItsBuffer) {
+  redis_server srv({.unix_socket = true});
+  for (const std::string& where : {srv.url(), srv.unix_url()}) {
+    auto c = open_sync(where);
+    std::string big(3 * 64 * 1024 + 17, '\0');
+    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
+    EXPECT_EQ(ok(c->call({"SET", "big", big})).as_status(), "OK");
+    EXPECT_EQ(ok(c->call({"GET", "big"})).as_string(), big);
+    std::vector<std::string_view> mget(41, "big");
+    mget[0] = "MGET";
+    const reply all = ok(c->call(mget));  // 40 values, 7.7 MiB in one reply
+    ASSERT_NE(all.as_array(), nullptr);
+    ASSERT_EQ(all.elements.size(), 40u);
+    for (const reply& rep : all.elements) EXPECT_EQ(rep.as_string(), big);
+    EXPECT_EQ(async_of(*c).stats().commands, 0u) << "the caller's own connection read it";
+  }
+}
+
 TEST(AsyncClient, ErrorReplyIsServerErrorAndTheConnectionStays) {
   redis_server srv;
   auto c = open_sync(srv.url());
@@ -322,7 +342,9 @@ TEST(AsyncClient, AServerThatClosedAnIdleConnectionIsReconnected) {
   EXPECT_EQ(async_of(*c).stats().broken, 1u);
   EXPECT_EQ(c->stats().value().broken, 1u) << "the caller's connection has not run since";
   // Either way, the next call goes out on a new connection: a caller's
-  // connection reads what came while it was idle before it writes.
+  // connection idle for a millisecond or more reads what came while it was
+  // idle before it writes.
+  std::this_thread::sleep_for(5ms);
   EXPECT_EQ(ok(call_async(*c, {"PING"})).as_status(), "PONG");
   EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");
   EXPECT_EQ(c->stats().value().broken, 2u);
