@@ -82,6 +82,10 @@ struct async_client_options {
   /// thread, instead of through a post to the strand; a plaintext socket is
   /// read by the caller (caller_wait), never by the reactor.
   bool caller_driven = false;
+  /// sync_client: a caller connection left idle this long is closed the
+  /// next time a call hands a connection back to the pool (0: never), so a
+  /// burst of callers does not keep its connections for good.
+  std::chrono::milliseconds caller_idle_close{60'000};
 };
 
 /// Counters of what an async client did (monotone, relaxed reads).

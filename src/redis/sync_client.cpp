@@ -5,6 +5,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <future>
 #include <thread>
@@ -35,6 +37,7 @@ struct sync_client::io {
 struct sync_client::caller_connection {
   asio::io_context ctx{1};
   std::shared_ptr<async_client> c;
+  std::chrono::steady_clock::time_point idle_since{};  // when it was last handed back
   caller_connection() = default;
   caller_connection(const caller_connection&) = delete;
   caller_connection& operator=(const caller_connection&) = delete;
@@ -127,16 +130,39 @@ std::unique_ptr<sync_client::caller_connection> sync_client::take_connection() {
 }
 
 void sync_client::give_back(std::unique_ptr<caller_connection> c) {
-  std::lock_guard lock(mu_);
-  idle_.push_back(std::move(c));
+  std::vector<std::unique_ptr<caller_connection>> aged;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    c->idle_since = now;
+    if (const auto limit = direct_->caller_idle_close; limit.count() > 0) {
+      // The pool is a stack (take_connection takes the most recent), so
+      // its front has been idle longest: the aged ones are a prefix.
+      std::size_t n = 0;
+      while (n < idle_.size() && now - idle_[n]->idle_since >= limit) {
+        retire(*idle_[n]);
+        aged.push_back(std::move(idle_[n]));
+        ++n;
+      }
+      idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    idle_.push_back(std::move(c));
+  }
+  aged.clear();  // closed outside the lock: each runs its own context to close
 }
 
 void sync_client::forget(std::unique_ptr<caller_connection> c) {
   {
     std::lock_guard lock(mu_);
-    std::erase(made_, c->c.get());
+    retire(*c);
   }
   c.reset();
+}
+
+void sync_client::retire(const caller_connection& c) {
+  retired_ += c.c->stats();
+  retired_script_ = retired_script_ || c.c->mode() == library_mode::script;
+  std::erase(made_, c.c.get());
 }
 
 template <class T, class Start, class Lost>
@@ -175,6 +201,7 @@ std::optional<async_stats> sync_client::stats() const {
   if (main == nullptr) return std::nullopt;
   async_stats s = main->stats();
   std::lock_guard lock(mu_);
+  s += retired_;
   for (const async_client* c : made_) s += c->stats();
   return s;
 }
@@ -183,7 +210,7 @@ std::optional<library_mode> sync_client::mode() const {
   const auto* main = dynamic_cast<const async_client*>(backend_.get());
   if (main == nullptr) return std::nullopt;
   std::lock_guard lock(mu_);
-  bool script = main->mode() == library_mode::script;
+  bool script = retired_script_ || main->mode() == library_mode::script;
   for (const async_client* c : made_) script = script || c->mode() == library_mode::script;
   return script ? library_mode::script : library_mode::function;
 }

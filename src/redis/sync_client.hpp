@@ -6,8 +6,8 @@
 //   uses meanwhile (an async_client on a private io_context the caller runs
 //   while it waits): no hand-off to another thread and back. Concurrent
 //   callers use one such connection each, made when first needed and kept
-//   for the next caller; a caller's own pipeline (fcall_each) still goes out
-//   in one write.
+//   for the next caller (closed once idle for `caller_idle_close`); a
+//   caller's own pipeline (fcall_each) still goes out in one write.
 // - A Sentinel deployment or any other factory: calls from every thread are
 //   pipelined on the backend's connection, on an I/O thread of its own; each
 //   caller waits for its own reply.
@@ -89,6 +89,8 @@ class sync_client final : public backend {
   void give_back(std::unique_ptr<caller_connection> c);
   /// Closes a connection a call left in an unknown state (an exception).
   void forget(std::unique_ptr<caller_connection> c);
+  /// Keeps a closing caller connection's counts in the sums; requires mu_.
+  void retire(const caller_connection& c);
 
   std::unique_ptr<io> io_;
   std::shared_ptr<async_backend> backend_;
@@ -99,6 +101,8 @@ class sync_client final : public backend {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<caller_connection>> idle_;  // requires mu_
   std::vector<async_client*> made_;  // every caller connection's client (owned by it); requires mu_
+  async_stats retired_;              // the counts of caller connections since closed; requires mu_
+  bool retired_script_ = false;      // one of them had fallen back to EVALSHA; requires mu_
   std::optional<std::pair<std::string, std::string>> library_;  // requires mu_
 };
 

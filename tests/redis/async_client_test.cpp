@@ -202,6 +202,44 @@ TEST(AsyncClient, SynchronousCallersEachDriveAConnectionOfTheirOwn) {
   std::printf("8 threads x 500 calls: %llu connections\n", static_cast<unsigned long long>(s.connects));
 }
 
+// A burst of callers does not keep its connections for good: one left idle
+// for `caller_idle_close` is closed when a call next hands its own back, and
+// the counts of the closed ones stay in stats().
+TEST(AsyncClient, CallerConnectionsLeftIdleAreClosed) {
+  redis_server srv;
+  auto o = options_for(srv.url());
+  o.caller_idle_close = 100ms;
+  auto c = sync_client::open(o).value();
+  // Four callers at once, each held 200 ms by the server: four connections.
+  EXPECT_EQ(failures_from_threads(4, 1, [&] { return c->call({"BLPOP", "nothing", "0.2"}); }), 0);
+  EXPECT_EQ(c->stats().value().connects, 4u);
+  std::uint64_t infos = 0;
+  const auto connected = [&] {
+    ++infos;
+    const std::string info(ok(c->call({"INFO", "clients"})).as_string().value_or(""));
+    const auto at = info.find("connected_clients:");
+    return at == std::string::npos ? -1 : std::atoi(info.c_str() + at + 18);
+  };
+  EXPECT_EQ(connected(), 4);  // none idle for 100 ms yet
+  std::this_thread::sleep_for(150ms);
+  // This call takes the most recent connection; handing it back closes the
+  // three others. The server sees them go a moment later.
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  int now = connected();
+  while (now != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+    now = connected();
+  }
+  EXPECT_EQ(now, 1) << "the idle caller connections are closed";
+  const auto s = c->stats().value();
+  EXPECT_EQ(s.connects, 4u) << "no connection was made again";
+  EXPECT_EQ(s.commands, 4u + infos) << "the closed connections' counts are kept";
+  EXPECT_EQ(s.replies, s.commands);
+  // A new burst connects again.
+  EXPECT_EQ(failures_from_threads(3, 1, [&] { return c->call({"BLPOP", "nothing", "0.2"}); }), 0);
+  EXPECT_EQ(c->stats().value().connects, 6u);
+}
+
 // Its asynchronous face: calls from every thread pipelined on the I/O
 // thread's one connection.
 TEST(AsyncClient, AsynchronousCallersSharePipelinedOneConnection) {
