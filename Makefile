@@ -32,11 +32,13 @@ run: configure
 # (build/asan): a memory error or undefined behaviour fails the test that
 # meets it. One build: CI compiling the project twice, plain and sanitized,
 # took half its time to run the same tests again. `make run` uses the plain
-# build; `ctest --test-dir build` runs the suite on that one.
+# build; `ctest --test-dir build` runs the suite on that one. A failed
+# test's output is printed again after the summary, where a log cut to its
+# tail still shows it.
 test: setup
 	cmake --preset asan
 	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS) || { scripts/show-failed-tests.sh build/asan; exit 1; }
 
 # The suite on the plain debug build (build/), the one `make run` starts.
 test-plain: build
@@ -47,7 +49,7 @@ asan: test
 tsan: setup
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
-	ctest --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS) || { scripts/show-failed-tests.sh build/tsan; exit 1; }
 
 # The threaded tests (the keyed store) under ThreadSanitizer, as CI runs them:
 # sluice_keyed_threaded_tests, the keyed tests without the files of suites
