@@ -272,6 +272,23 @@ bool service::handle(const http_request& req, http_response& res, listener_role 
   return gate->routed();
 }
 
+// The JSON endpoints (POST with a body, on the decision listener): a
+// request with another method is answered 405 naming `usage`, one without
+// the bearer token 401; both counted as bad requests.
+bool service::post_allowed(const config& c, const http_request& req, http_response& res, std::string_view usage) {
+  if (req.method != "POST") {
+    bad_request(metrics_, res, 405, "method", usage);
+    res.fields.push_back({"Allow", "POST"});
+    return false;
+  }
+  if (!token_ok(c, req)) {
+    bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
+    res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
+    return false;
+  }
+  return true;
+}
+
 void service::internal_error(http_response& res) {
   res.clear();
   res.status = 500;
@@ -319,43 +336,16 @@ bool service::route(const http_request& req, http_response& res, listener_role r
       return authorize(std::move(a), req, res, gate);
     }
   } else if (path == "/v1/decide" && role == listener_role::decision) {
-    if (req.method != "POST") {
-      bad_request(metrics_, res, 405, "method", "POST /v1/decide with a JSON body");
-      res.fields.push_back({"Allow", "POST"});
-    } else if (!token_ok(*a->cfg, req)) {
-      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
-      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-    } else {
+    if (post_allowed(*a->cfg, req, res, "POST /v1/decide with a JSON body"))
       return decide_json(std::move(a), req, res, gate);
-    }
   } else if (path == "/v1/report" && role == listener_role::decision) {
-    if (req.method != "POST") {
-      bad_request(metrics_, res, 405, "method", "POST /v1/report with a JSON body");
-      res.fields.push_back({"Allow", "POST"});
-    } else if (!token_ok(*a->cfg, req)) {
-      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
-      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-    } else {
+    if (post_allowed(*a->cfg, req, res, "POST /v1/report with a JSON body"))
       return report_json(std::move(a), req, res, gate);
-    }
   } else if (path == "/v1/release" && role == listener_role::decision) {
-    if (req.method != "POST") {
-      bad_request(metrics_, res, 405, "method", "POST /v1/release with a JSON body {\"lease\": ...}");
-      res.fields.push_back({"Allow", "POST"});
-    } else if (!token_ok(*a->cfg, req)) {
-      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
-      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-    } else {
+    if (post_allowed(*a->cfg, req, res, "POST /v1/release with a JSON body {\"lease\": ...}"))
       return offload(req, res, gate, [this, a](const http_request& q, http_response& r) { release_json(*a, q, r); });
-    }
   } else if (path == "/v1/refund" && role == listener_role::decision) {
-    if (req.method != "POST") {
-      bad_request(metrics_, res, 405, "method", "POST /v1/refund with a JSON body {\"id\": ...}");
-      res.fields.push_back({"Allow", "POST"});
-    } else if (!token_ok(*a->cfg, req)) {
-      bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
-      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-    } else {
+    if (post_allowed(*a->cfg, req, res, "POST /v1/refund with a JSON body {\"id\": ...}")) {
       const bool client_time = a->cfg->client_time;
       return offload(req, res, gate,
                      [this, client_time](const http_request& q, http_response& r) { refund_json(client_time, q, r); });

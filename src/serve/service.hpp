@@ -149,6 +149,9 @@ class service {
   // Each returns true when it has arranged the answer's completion (now or
   // later); false when `res` holds a complete answer for handle to count.
   bool route(const http_request& req, http_response& res, listener_role role, const std::shared_ptr<answer_gate>& gate);
+  /// Whether a request to a JSON endpoint may go on: a POST with the bearer
+  /// token; otherwise `res` holds its 405 or 401 (naming `usage`).
+  bool post_allowed(const config& c, const http_request& req, http_response& res, std::string_view usage);
   bool decide_json(std::shared_ptr<const active> a, const http_request& req, http_response& res,
                    const std::shared_ptr<answer_gate>& gate);
   bool authorize(std::shared_ptr<const active> a, const http_request& req, http_response& res,
