@@ -4,55 +4,17 @@
 // See migrate.hpp and docs/redis.md, "Redefining a policy".
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "redis/id_record.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/concurrency.hpp"
 
 namespace sluice {
 
 using redis::outcome;
-
-namespace {
-
-/// A record's item: '-' or length ':' bytes.
-void put_item(std::string& out, std::optional<std::string_view> v) {
-  if (!v) {
-    out.push_back('-');
-    return;
-  }
-  out.append(std::to_string(v->size())).push_back(':');
-  out.append(*v);
-}
-
-/// Reads an item at `pos` of `rec`; false when malformed.
-bool get_item(std::string_view rec, std::size_t& pos, std::optional<std::string_view>& v) {
-  if (pos < rec.size() && rec[pos] == '-') {
-    ++pos;
-    v.reset();
-    return true;
-  }
-  std::size_t len = 0;
-  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), len);
-  if (ec != std::errc{} || p == rec.data() + pos || p == rec.data() + rec.size() || *p != ':') return false;
-  pos = static_cast<std::size_t>(p - rec.data()) + 1;
-  if (len > rec.size() - pos) return false;
-  v = rec.substr(pos, len);
-  pos += len;
-  return true;
-}
-
-bool get_int(std::string_view rec, std::size_t& pos, std::int64_t& v) {
-  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), v);
-  if (ec != std::errc{} || p == rec.data() + pos) return false;
-  pos = static_cast<std::size_t>(p - rec.data());
-  return true;
-}
-
-}  // namespace
 
 outcome redis_store::impl::decide_carried(const store_request& r, const entry* const* es,
                                           const std::vector<std::optional<std::string>>& values, bool peek,
@@ -113,14 +75,14 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
         // The override that decided this check: a repeat recomputes under
         // it even after it changed (semantics.md, "Overrides").
         record.append("|V");
-        put_item(record, es[i]->override_bytes);
+        redis::put_item(record, es[i]->override_bytes);
       }
       for (const auto& lp : es[i]->p->leaves()) {
         record.push_back('|');
         record.append(lp.tag_view());
-        put_item(record, before[at]);
-        put_item(record,
-                 written[at] && !written[at]->empty() ? std::optional<std::string_view>(*written[at]) : std::nullopt);
+        redis::put_item(record, before[at]);
+        redis::put_item(record, written[at] && !written[at]->empty() ? std::optional<std::string_view>(*written[at])
+                                                                     : std::nullopt);
         ++at;
       }
     }
@@ -191,37 +153,9 @@ std::optional<std::int64_t> redis_store::impl::px_of(const redis::plan& p, std::
 outcome redis_store::impl::replay(const store_request& r, const entry* const* es, std::string_view rec, bool peek,
                                   store_decision& out, std::span<decision> per_check,
                                   std::span<std::optional<tick>> grows) {
-  std::size_t pos = 0;
-  std::int64_t h = 0;
-  std::int64_t l = 0;
-  std::int64_t admitted = 0;
-  if (!get_int(rec, pos, h) || pos >= rec.size() || rec[pos++] != ' ' || !get_int(rec, pos, l) || pos >= rec.size() ||
-      rec[pos++] != ' ' || !get_int(rec, pos, admitted) || (admitted != 0 && admitted != 1) ||
-      h < -(std::int64_t{1} << 31) || h >= (std::int64_t{1} << 31) || l < 0 || l >= (std::int64_t{1} << 32))
-    return outcome::corrupt;
-  const tick now = static_cast<tick>(static_cast<std::uint64_t>(h) << 32 | static_cast<std::uint64_t>(l));
-  std::vector<std::string_view> tags;
-  std::vector<std::optional<std::string_view>> before;
-  std::vector<std::optional<std::string_view>> after;
-  // The overrides that decided: (index of the check's first leaf, bytes).
-  std::vector<std::pair<std::size_t, std::string_view>> marks;
-  while (pos < rec.size()) {
-    if (rec.size() - pos >= 2 && rec[pos] == '|' && rec[pos + 1] == 'V') {
-      pos += 2;
-      std::optional<std::string_view> o;
-      if (!get_item(rec, pos, o) || !o) return outcome::corrupt;
-      marks.emplace_back(tags.size(), *o);
-      continue;
-    }
-    if (rec[pos++] != '|' || rec.size() - pos < redis::tag_size) return outcome::corrupt;
-    tags.push_back(rec.substr(pos, redis::tag_size));
-    pos += redis::tag_size;
-    std::optional<std::string_view> b;
-    std::optional<std::string_view> a;
-    if (!get_item(rec, pos, b) || !get_item(rec, pos, a)) return outcome::corrupt;
-    before.push_back(b);
-    after.push_back(a);
-  }
+  const auto record = redis::read_id_record(rec);
+  if (!record) return outcome::corrupt;
+  const auto& [now, admitted, tags, before, after, marks] = *record;
   // Each check's entry as it was decided: the override the record names
   // (the first decision stands after the override changed), else the
   // configured policy's.
@@ -272,7 +206,7 @@ outcome redis_store::impl::replay(const store_request& r, const entry* const* es
       if (nonce == 0) nonce = p.issued_nonce(j, before[at], after[at]);
   }
   const lease_scope scope(nonce);
-  const outcome o = decide_on(r, es, now, epoch_of, before, after, admitted == 1, peek, false, out, per_check, nullptr,
+  const outcome o = decide_on(r, es, now, epoch_of, before, after, admitted, peek, false, out, per_check, nullptr,
                               nullptr, {}, grows);
   if (o == outcome::ok) out.from = source::replayed;
   return o;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/id_record.hpp"
 #include "redis/store_impl.hpp"
 #include "sluice/concurrency.hpp"
 #include "sluice/detail/log_rebuild.hpp"
@@ -31,23 +32,6 @@ using redis::outcome;
 namespace {
 
 constexpr int refund_attempts = 4;
-
-/// An item of a record: '-' or length ':' bytes; false when malformed.
-bool read_item(std::string_view rec, std::size_t& pos, std::optional<std::string_view>& v) {
-  if (pos < rec.size() && rec[pos] == '-') {
-    ++pos;
-    v.reset();
-    return true;
-  }
-  std::size_t len = 0;
-  const auto [p, ec] = std::from_chars(rec.data() + pos, rec.data() + rec.size(), len);
-  if (ec != std::errc{} || p == rec.data() + pos || p == rec.data() + rec.size() || *p != ':') return false;
-  pos = static_cast<std::size_t>(p - rec.data()) + 1;
-  if (len > rec.size() - pos) return false;
-  v = rec.substr(pos, len);
-  pos += len;
-  return true;
-}
 
 template <typename Int>
 bool read_int(std::string_view rec, std::size_t& pos, Int& v, char end) {
@@ -262,48 +246,20 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       return a;
     }
     const std::string record(*raw);
-    // The record: item(identity), "th tl admitted", then per leaf '|' tag
-    // item(before) item(after) (main.lua, carry.cpp).
+    // The record: item(identity), then the decision's (id_record.hpp).
     std::size_t pos = 0;
     std::optional<std::string_view> identity;
-    std::int64_t th = 0;
-    std::int64_t tl = 0;
-    int admitted = 0;
     std::vector<id_check> wanted;
-    if (!read_item(record, pos, identity) || !identity || !parse_identity(*identity, wanted) ||
-        !read_int(record, pos, th, ' ') || !read_int(record, pos, tl, ' ') || pos >= record.size() ||
-        (record[pos] != '0' && record[pos] != '1') || th < -(std::int64_t{1} << 31) || th >= (std::int64_t{1} << 31) ||
-        tl < 0 || tl >= (std::int64_t{1} << 32)) {
+    std::optional<redis::id_record> parsed;
+    if (!redis::read_item(record, pos, identity) || !identity || !parse_identity(*identity, wanted) ||
+        !(parsed = redis::read_id_record(std::string_view(record).substr(pos)))) {
       corrupt.fetch_add(1, std::memory_order_relaxed);
       return failed(false);
     }
-    admitted = record[pos++] - '0';
-    if (admitted == 0) {
+    const auto& [at, admitted, tags, before, wrote, marks] = *parsed;
+    if (!admitted) {
       a.status = refund_status::not_refundable;
       return a;
-    }
-    const tick at = static_cast<tick>(static_cast<std::uint64_t>(th) << 32 | static_cast<std::uint64_t>(tl));
-    std::vector<std::string_view> tags;
-    std::vector<std::optional<std::string_view>> before;
-    std::vector<std::optional<std::string_view>> wrote;
-    // The overrides that decided: (index of the check's first leaf, bytes).
-    std::vector<std::pair<std::size_t, std::string_view>> marks;
-    while (pos < record.size()) {
-      if (record.size() - pos >= 2 && record[pos] == '|' && record[pos + 1] == 'V') {
-        pos += 2;
-        std::optional<std::string_view> o;
-        if (!read_item(record, pos, o) || !o) return failed(false);
-        marks.emplace_back(tags.size(), *o);
-        continue;
-      }
-      if (record[pos++] != '|' || record.size() - pos < redis::tag_size) return failed(false);
-      tags.push_back(std::string_view(record).substr(pos, redis::tag_size));
-      pos += redis::tag_size;
-      std::optional<std::string_view> b;
-      std::optional<std::string_view> w;
-      if (!read_item(record, pos, b) || !read_item(record, pos, w)) return failed(false);
-      before.push_back(b);
-      wrote.push_back(w);
     }
     // The checks' entries, by name: a name this store does not define
     // cannot be refunded here (its state keys and rules are unknown).

@@ -19,13 +19,6 @@
 namespace sluice::redis_test {
 namespace {
 
-redis::test_client raw_client() {
-  redis::async_client_options co;
-  co.where = redis::parse_url(shared_server().url()).value();
-  co.command_timeout = std::chrono::seconds(2);
-  return redis::test_client(co);
-}
-
 std::int64_t pttl(redis::test_client& c, const std::string& key) {
   const auto r = c.call({"PTTL", key});
   const auto* rep = std::get_if<redis::reply>(&r);

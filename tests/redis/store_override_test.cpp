@@ -32,13 +32,6 @@ using namespace redefine;
 
 any_policy expr(std::string_view text) { return parse_policy(text).value(); }
 
-redis::test_client raw_client() {
-  redis::async_client_options co;
-  co.where = redis::parse_url(shared_server().url()).value();
-  co.command_timeout = std::chrono::seconds(10);
-  return redis::test_client(co);
-}
-
 class RedisOverride : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisOverride, DecidesAsTheMemoryStoreOneCallAtATime) {

@@ -1,6 +1,7 @@
 // Shared by the Redis store's tests: one redis-server for the whole binary
 // (started on first use, on a free 127.0.0.1 port, stopped by PID at exit),
-// a store on it under a fresh prefix, and decision printing.
+// a store on it under a fresh prefix, a raw client of it, and decision
+// printing.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "redis/test_client.hpp"
 #include "sluice/redis.hpp"
 #include "support/redis_server.hpp"
 
@@ -20,6 +22,15 @@ namespace sluice::redis_test {
 inline testing::redis_server& shared_server() {
   static testing::redis_server srv;
   return srv;
+}
+
+/// A client of the shared server, for reading and editing keys behind a
+/// store's back.
+inline redis::test_client raw_client() {
+  redis::async_client_options co;
+  co.where = redis::parse_url(shared_server().url()).value();
+  co.command_timeout = std::chrono::seconds(10);
+  return redis::test_client(co);
 }
 
 /// A prefix no other test of this run uses.
