@@ -3,6 +3,7 @@
 // bad snapshot is a usage error (exit 2) that names the flag and the file;
 // and a real `sluice replay --save-state` killed with SIGKILL at random
 // moments leaves the old snapshot or the new one, never a torn file.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -146,16 +147,17 @@ TEST(ReplayState, BadSnapshotsAreUsageErrors) {
 
 /// Runs the real binary with stdout to /dev/null; returns its pid.
 pid_t spawn(const std::vector<std::string>& args) {
+  // Made before fork: the child makes only async-signal-safe calls (no
+  // allocation, no stdio) until exec.
+  std::string bin = SLUICE_BINARY;
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv{bin.data()};
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    std::FILE* null = std::freopen("/dev/null", "w", stdout);
-    (void)null;
-    std::vector<char*> argv;
-    std::string bin = SLUICE_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) ::dup2(null, 1);
     ::execv(bin.c_str(), argv.data());
     ::_exit(127);
   }

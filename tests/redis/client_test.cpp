@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis {
@@ -53,6 +54,23 @@ TEST(RedisServer, TwoServersGetDifferentPorts) {
   redis_server a;
   redis_server b;
   EXPECT_NE(a.port(), b.port());
+}
+
+// The harness's tool runner (redis-cli for the cluster tests): output and
+// status, and a tool past its timeout killed with what it was doing.
+TEST(RedisServer, ToolsRunWithTheirOutputAndAreKilledAtTheirTimeout) {
+  const auto r = testing::run_tool({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, std::chrono::seconds(10));
+  EXPECT_EQ(r.out, "out\nerr\n");
+  EXPECT_EQ(r.status, 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)testing::run_tool({"/bin/sleep", "30"}, std::chrono::milliseconds(300));
+    ADD_FAILURE() << "no timeout";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("took longer than 300 ms (killed; it was running"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 TEST(Client, CallDecodesEveryReplyType) {

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -34,12 +36,36 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 std::string tail(const std::string& s, std::size_t n = 1500) { return s.size() <= n ? s : s.substr(s.size() - n); }
 
+/// What a child that outlived its timeout was doing, from /proc: whether it
+/// ever became `program` (a child stuck between fork and exec has not) and
+/// where the kernel has it waiting.
+std::string what_it_was_doing(pid_t pid, const std::string& program) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink(proc + "/exe", ec);
+  std::string out = ec                                              ? "no /proc entry"
+                    : std::filesystem::equivalent(exe, program, ec) ? "it was running"
+                                                                    : "it never reached exec";
+  std::ifstream wchan(proc + "/wchan");
+  std::string where;
+  if (std::getline(wchan, where) && !where.empty() && where != "0") out += ", waiting in " + where;
+  return out;
+}
+
 }  // namespace
 
 tool_output run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   if (argv.empty()) throw std::logic_error("run_tool: no program");
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("run_tool: pipe: ") + std::strerror(errno));
+  // Everything the child needs is made before fork: in the child of a
+  // process with other threads, only async-signal-safe calls are safe.
+  // Another thread may have held the allocator's lock at the fork (with
+  // ASan's allocator, the child's first malloc then waited for ever: a
+  // redis-cli that never ran, killed at its timeout with no output).
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -55,9 +81,6 @@ tool_output run_tool(const std::vector<std::string>& argv, std::chrono::millisec
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     for (int fd = 3; fd < 4096; ++fd) ::close(fd);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -84,10 +107,11 @@ tool_output run_tool(const std::vector<std::string>& argv, std::chrono::millisec
   ::close(fds[0]);
   int status = 0;
   if (timed_out) {
+    const std::string seen = what_it_was_doing(pid, argv[0]);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
     throw std::runtime_error("run_tool: " + argv[0] + " " + (argv.size() > 1 ? argv[1] : "") + " took longer than " +
-                             std::to_string(timeout.count()) + " ms (killed): " + tail(r.out, 500));
+                             std::to_string(timeout.count()) + " ms (killed; " + seen + "): " + tail(r.out, 500));
   }
   ::waitpid(pid, &status, 0);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
