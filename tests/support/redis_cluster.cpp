@@ -250,6 +250,10 @@ std::optional<std::size_t> redis_cluster::replica_of(std::size_t primary) const 
 
 std::string redis_cluster::reshard(std::size_t from, std::size_t to, int slots,
                                    std::chrono::milliseconds timeout) const {
+  // redis-cli refuses to reshard (and moves nothing) while any node's view
+  // of the slots differs from the others': right after another reshard, a
+  // replica may not have heard of the last slots moved yet.
+  wait_ready(options_.ready_timeout);
   const auto r = run_tool({cli_binary_, "--cluster", "reshard", address(from), "--cluster-from", id_of(from),
                            "--cluster-to", id_of(to), "--cluster-slots", std::to_string(slots), "--cluster-yes"},
                           timeout);

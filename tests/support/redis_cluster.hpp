@@ -94,7 +94,8 @@ class redis_cluster {
   [[nodiscard]] std::optional<std::size_t> replica_of(std::size_t primary) const;
 
   /// Moves `slots` hash slots from node `from` to node `to` with `redis-cli
-  /// --cluster reshard`; returns its output; throws when it fails.
+  /// --cluster reshard` once every node agrees on the slots (wait_ready);
+  /// returns its output; throws when it fails.
   std::string reshard(std::size_t from, std::size_t to, int slots,
                       std::chrono::milliseconds timeout = std::chrono::seconds(120)) const;
 

@@ -129,7 +129,7 @@ void assign_slot(testing::redis_cluster& c, int slot, std::size_t target) {
 TEST(ClusterTopology, AskMovedAndTryagainAreFollowed) {
   auto& c = shared_cluster();
   redis_store_options o;
-  o.command_timeout = 3s;
+  o.command_timeout = 10s;  // the migration ends in another thread: redis-cli runs, slow on a loaded machine
   o.breaker_failures = 0;
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
@@ -160,14 +160,18 @@ TEST(ClusterTopology, AskMovedAndTryagainAreFollowed) {
   // is split every call on it touches a key one side lacks: a answers ASK
   // for a key it lacks, b (after ASKING) and a both answer TRYAGAIN while
   // the call's keys are not all there, and the call waits, within the
-  // command timeout, until the migration ends (in another thread, a little
-  // later): a key whose keys a still holds, a fresh key, and a request
-  // over both.
+  // command timeout, until the migration ends (in another thread, 200 ms
+  // after the store was first told TRYAGAIN: a fixed delay from the start
+  // could end the migration before a slow machine made the call): a key
+  // whose keys a still holds, a fresh key, and a request over both.
   ASSERT_EQ(c.cli(b, {"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", c.id_of(a)}).out, "OK\n");
   ASSERT_EQ(c.cli(a, {"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", c.id_of(b)}).out, "OK\n");
   const std::string b_port = std::to_string(c.node(b).port());
   const auto finish_later = [&] {
     return std::thread([&] {
+      for (const auto until = std::chrono::steady_clock::now() + 2s;
+           st->redis_stats().cluster_retries == 0 && std::chrono::steady_clock::now() < until;)
+        std::this_thread::sleep_for(1ms);
       std::this_thread::sleep_for(200ms);
       const auto rest = c.cli(a, {"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"});
       std::vector<std::string> args{"MIGRATE", "127.0.0.1", b_port, "", "0", "5000", "KEYS"};
@@ -191,7 +195,7 @@ TEST(ClusterTopology, AskMovedAndTryagainAreFollowed) {
   EXPECT_EQ(fresh.from, source::store);
   EXPECT_EQ(fresh.d.remaining, 95);
   EXPECT_GE(st->redis_stats().asked, 1U);
-  EXPECT_GE(waited, 150ms);  // it waited for the migration, within the command timeout
+  EXPECT_GE(waited, 200ms);  // it waited for the migration, within the command timeout
   EXPECT_GT(st->redis_stats().cluster_retries, 0U);
   // The slot is b's and its keys moved: the request over both keys is
   // decided there (MOVED from a, for a store whose map still says a).
