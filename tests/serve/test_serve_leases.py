@@ -270,7 +270,13 @@ class LeaseFleetOnRedis(ServeCase):
         self.assertEqual(seen["bad"], [], failures)
         self.assertLessEqual(seen["most"], self.N)
         self.assertLessEqual(store_most[0], self.N)
-        self.assertEqual(seen["most"], self.N, "the limit was reached")
+        # The limit was reached: a concurrency check denies only while N
+        # unexpired leases are held, so a store denial is the proof. The
+        # clients' own count is a lower bound of the store's (it rises after
+        # an admit's answer and falls before the release is sent), so it
+        # reaching N depends on the scheduler, not on the limiter (CI once
+        # saw 4 on a busy machine); it is reported, not asserted. That
+        # exactly N fit, not fewer, is checked below, one acquire at a time.
         self.assertGreater(seen["denials"], 0, "some acquires met a full limit")
         self.assertEqual(seen["releases"], seen["admits"])
         self.assertEqual(seen["crossed"], seen["releases"])  # every release through another process
