@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,28 @@ inline std::string slurp(const std::filesystem::path& p) {
   EXPECT_TRUE(f.good()) << "cannot read " << p;
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
+
+/// A fresh directory under the system's temporary folder (mkdtemp), removed
+/// with all it holds when the object goes.
+class temp_dir {
+ public:
+  temp_dir() {
+    std::string t = (std::filesystem::temp_directory_path() / "sluice-test-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp: cannot make " + t);
+    path_ = t;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 struct run_result {
   int status = -1;

@@ -22,24 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cli;
 
-class temp_dir {
- public:
-  temp_dir() {
-    path_ = fs::temp_directory_path() /
-            ("sluice_file_output_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~temp_dir() { fs::remove_all(path_); }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using test::temp_dir;
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

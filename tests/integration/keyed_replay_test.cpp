@@ -29,19 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cli;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::string t = (fs::temp_directory_path() / "sluice-replay-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~temp_dir() { fs::remove_all(path_); }
-  [[nodiscard]] std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::temp_dir;
 
 /// The rows of a CSV replay without the header and the request numbers.
 std::vector<std::string> rows(const std::string& csv) {
@@ -54,7 +42,7 @@ std::vector<std::string> rows(const std::string& csv) {
 }
 
 /// A trace of `n` lines over a few keys, times in seconds from `start`.
-std::string trace(int n, double start, std::uint64_t seed) {
+std::string trace_text(int n, double start, std::uint64_t seed) {
   std::mt19937_64 g(seed);
   std::string t;
   double now = start;
@@ -79,8 +67,8 @@ TEST(ReplayState, ASecondTraceContinuesTheFirst) {
       {"--algorithm", "leaky-queue", "--limit", "5/s", "--queue", "4"},
       {"--algorithm", "quota", "--quota", "30"},
   };
-  const std::string a = trace(120, 0, 1);
-  const std::string b = trace(120, 30, 2);
+  const std::string a = trace_text(120, 0, 1);
+  const std::string b = trace_text(120, 30, 2);
   for (const auto& lim : limiters) {
     const std::string snap = dir.file("state.snap");
     auto with = [&](std::vector<std::string> extra) {

@@ -12,13 +12,12 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
+#include "keyed/memory_store_support.hpp"
+
 namespace sluice {
 namespace {
 
-store_decision one(memory_store& s, policy_id p, std::string_view key, tick now, std::int64_t cost = 1) {
-  const check c{p, key};
-  return s.decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}});
-}
+using memory_store_test::one;
 
 const gcra spec = gcra::make({1, 100}, 2).value();  // 1 per 100 ticks, burst 2
 

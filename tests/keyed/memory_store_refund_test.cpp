@@ -13,14 +13,12 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
+#include "keyed/memory_store_support.hpp"
+
 namespace sluice {
 namespace {
 
-any_policy policy(std::string_view text) {
-  auto p = parse_policy(text);
-  EXPECT_TRUE(p.ok()) << text;
-  return p.value();
-}
+using memory_store_test::policy;
 
 store_decision with_id(memory_store& s, std::span<const check> cs, std::string_view id, tick now,
                        std::int64_t cost = 1) {

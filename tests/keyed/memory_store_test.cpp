@@ -12,19 +12,13 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
+#include "keyed/memory_store_support.hpp"
+
 namespace sluice {
 namespace {
 
-any_policy policy(std::string_view text) {
-  auto p = parse_policy(text);
-  EXPECT_TRUE(p.ok()) << text;
-  return p.value();
-}
-
-store_decision one(memory_store& s, policy_id p, std::string_view key, tick now, std::int64_t cost = 1) {
-  const check c{p, key};
-  return s.decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = {}});
-}
+using memory_store_test::one;
+using memory_store_test::policy;
 
 TEST(MemoryStore, OneCheckDecidesAsTheKeyedStore) {
   memory_store s;

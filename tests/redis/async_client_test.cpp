@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "redis/client_support.hpp"
 #include "redis/sync_client.hpp"
 #include "support/redis_server.hpp"
 
@@ -28,17 +29,13 @@ using namespace std::chrono_literals;
 using testing::redis_server;
 using testing::redis_server_options;
 
-async_client_options options_for(const std::string& text) {
-  auto u = parse_url(text);
-  EXPECT_TRUE(u.ok()) << (u.ok() ? "" : u.err().what());
-  async_client_options o;
-  o.where = u.ok() ? u.value() : url{};
-  o.command_timeout = 2000ms;
-  return o;
-}
+using client_test::ok;
+
+/// Options with a 2 s deadline: these tests wait on purpose.
+async_client_options options_2s(const std::string& text) { return client_test::options_for(text, 2000ms); }
 
 std::unique_ptr<sync_client> open_sync(const std::string& text) {
-  auto c = sync_client::open(options_for(text));
+  auto c = sync_client::open(options_2s(text));
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.err().what());
   return c.ok() ? std::move(c).value() : nullptr;
 }
@@ -52,14 +49,6 @@ call_result call_async(sync_client& s, std::initializer_list<std::string_view> a
   s.async().async_call(std::span<const std::string_view>(argv.begin(), argv.size()),
                        [&p](call_result r) { p.set_value(std::move(r)); });
   return f.get();
-}
-
-reply ok(call_result r) {
-  if (auto* e = std::get_if<call_error>(&r)) {
-    ADD_FAILURE() << e->what();
-    return reply{};
-  }
-  return std::get<reply>(std::move(r));
 }
 
 call_error failure(call_result r) {
@@ -207,7 +196,7 @@ TEST(AsyncClient, SynchronousCallersEachDriveAConnectionOfTheirOwn) {
 // the counts of the closed ones stay in stats().
 TEST(AsyncClient, CallerConnectionsLeftIdleAreClosed) {
   redis_server srv;
-  auto o = options_for(srv.url());
+  auto o = options_2s(srv.url());
   o.caller_idle_close = 100ms;
   auto c = sync_client::open(o).value();
   // Four callers at once, each held 200 ms by the server: four connections.
@@ -312,7 +301,7 @@ TEST(AsyncClient, PipelinedFcallEachKeepsOrder) {
 TEST(AsyncPipelining, OneWriteForEverythingPendingRepliesInOrder) {
   redis_server srv;
   asio::io_context io;
-  auto made = async_client::create(io.get_executor(), options_for(srv.url()));
+  auto made = async_client::create(io.get_executor(), options_2s(srv.url()));
   ASSERT_TRUE(made.ok());
   auto c = std::move(made).value();
   constexpr int n = 1000;
@@ -356,7 +345,7 @@ TEST(AsyncPipelining, CompletionTokenFuture) {
   asio::io_context io;
   auto guard = asio::make_work_guard(io);
   std::thread loop([&] { io.run(); });
-  auto c = async_client::create(io.get_executor(), options_for(srv.url())).value();
+  auto c = async_client::create(io.get_executor(), options_2s(srv.url())).value();
   auto f = c->async_command({"SET", "k", "v"}, asio::use_future);
   EXPECT_EQ(ok(f.get()).as_status(), "OK");
   EXPECT_EQ(ok(c->async_command({"GET", "k"}, asio::use_future).get()).as_string(), "v");
@@ -391,7 +380,7 @@ TEST(AsyncClient, AServerThatClosedAnIdleConnectionIsReconnected) {
 
 TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {
   redis_server srv;
-  auto o = options_for(srv.url());
+  auto o = options_2s(srv.url());
   o.command_timeout = 200ms;
   auto c = sync_client::open(o).value();
   EXPECT_EQ(ok(c->call({"PING"})).as_status(), "PONG");

@@ -1,6 +1,7 @@
 // The client against a real redis-server (through test_client: the
 // asynchronous client's synchronous face): call, pipeline, AUTH/ACL,
 // SELECT, unix sockets, threads.
+#include "redis/client_support.hpp"
 #include "redis/test_client.hpp"
 
 #include <gtest/gtest.h>
@@ -19,22 +20,8 @@ namespace {
 using testing::redis_server;
 using testing::redis_server_options;
 
-async_client_options options_for(const std::string& text) {
-  auto u = parse_url(text);
-  EXPECT_TRUE(u.ok()) << (u.ok() ? "" : u.err().what());
-  async_client_options o;
-  o.where = u.value();
-  return o;
-}
-
-// The reply of a call that must succeed.
-reply ok(call_result r) {
-  if (auto* e = std::get_if<call_error>(&r)) {
-    ADD_FAILURE() << e->what();
-    return reply{};
-  }
-  return std::get<reply>(std::move(r));
-}
+using client_test::ok;
+using client_test::options_for;
 
 TEST(RedisServer, StartsAnswersAndStopsByPid) {
   redis_server srv;

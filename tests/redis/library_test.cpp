@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/client_support.hpp"
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
@@ -24,11 +25,7 @@ redis.register_function{function_name = 'echo', callback = function(keys, args) 
 redis.register_function('fail', function(keys, args) return redis.error_reply('sluice: corrupt state') end)
 )";
 
-async_client_options options_for(const std::string& text) {
-  async_client_options o;
-  o.where = parse_url(text).value();
-  return o;
-}
+using client_test::options_for;
 
 std::int64_t incr(test_client& c, std::string_view key, std::string_view by) {
   const std::string_view argv[] = {key, by};

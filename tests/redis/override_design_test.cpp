@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "redis/binary.hpp"
+#include "redis/client_support.hpp"
 #include "redis/protocol.hpp"
 #include "redis/slots.hpp"
 #include "redis/store_impl.hpp"
@@ -25,11 +26,7 @@ namespace {
 
 using testing::redis_server;
 
-async_client_options options_for(const std::string& text) {
-  async_client_options o;
-  o.where = parse_url(text).value();
-  return o;
-}
+using client_test::options_for;
 
 /// `L_cas` without a request id over `keys`, with per key its expected,
 /// new and px arguments: the status it answers, or -1.

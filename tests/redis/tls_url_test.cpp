@@ -5,15 +5,10 @@
 #include <string>
 
 #include "redis/client.hpp"
+#include "redis/url_support.hpp"
 
 namespace sluice::redis {
 namespace {
-
-url parsed(std::string_view text) {
-  auto r = parse_url(text);
-  EXPECT_TRUE(r.ok()) << text << ": " << (r.ok() ? "" : r.err().what());
-  return r.ok() ? r.value() : url{};
-}
 
 TEST(TlsUrl, RedissIsTlsWithVerificationOnByDefault) {
   const url u = parsed("rediss://app:pw@cache.example:6380/2");
@@ -41,13 +36,6 @@ TEST(TlsUrl, EveryQueryParameterPercentDecoded) {
   EXPECT_FALSE(parsed("rediss://h?verify=no").tls.verify);
   EXPECT_EQ(parsed("rediss://h:1?ca_file=/a").port, 1);
 }
-
-struct bad_case {
-  const char* text;
-  const char* part;
-};
-
-void PrintTo(const bad_case& c, std::ostream* os) { *os << c.part << " <" << c.text << ">"; }
 
 class TlsUrlRejects : public ::testing::TestWithParam<bad_case> {};
 

@@ -5,15 +5,10 @@
 #include <string>
 
 #include "redis/client.hpp"
+#include "redis/url_support.hpp"
 
 namespace sluice::redis {
 namespace {
-
-url parsed(std::string_view text) {
-  auto r = parse_url(text);
-  EXPECT_TRUE(r.ok()) << text << ": " << (r.ok() ? "" : r.err().what());
-  return r.ok() ? r.value() : url{};
-}
 
 TEST(ParseUrl, HostOnlyDefaultsPortAndDb) {
   const url u = parsed("redis://localhost");
@@ -70,19 +65,6 @@ TEST(ParseUrl, UnixSocket) {
   EXPECT_EQ(d.socket_path, "/tmp/r.sock");
   EXPECT_EQ(d.db, 3);
   EXPECT_EQ(d.redacted(), "unix:///tmp/r.sock?db=3");
-}
-
-struct bad_case {
-  const char* text;
-  const char* part;
-};
-
-// Printed in ctest's test names: the part and the text, its control characters as '?'.
-void PrintTo(const bad_case& c, std::ostream* os) {
-  std::string t = c.text;
-  for (char& ch : t)
-    if (static_cast<unsigned char>(ch) < 0x20) ch = '?';
-  *os << c.part << " <" << t << ">";
 }
 
 class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
