@@ -30,7 +30,7 @@ std::vector<std::string> with(std::vector<std::string> base, std::initializer_li
   return base;
 }
 
-const message_case cases[] = {
+const message_case message_cases[] = {
     // Trace times that are not written as times.
     {gcra, ".5\n", "sluice: trace line 1: '.5' is not a time in seconds\n"},
     {gcra, "5.\n", "sluice: trace line 1: '5.' is not a time in seconds\n"},
@@ -69,7 +69,7 @@ TEST_P(Message, NamesTheRealProblem) {
   EXPECT_EQ(r.err, GetParam().message);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, Message, ::testing::ValuesIn(cases));
+INSTANTIATE_TEST_SUITE_P(Table, Message, ::testing::ValuesIn(message_cases));
 
 // Counts may carry a sign, in the flags as in the expressions
 // (docs/policy-expressions.md: count = [ "+" | "-" ] digits).

@@ -41,7 +41,7 @@ struct output_case {
   const char* input;
 };
 
-const output_case cases[] = {
+const output_case output_cases[] = {
     {"replay_csv", "replay --algorithm gcra --limit 1/1s", "0\n0\n"},
     {"replay_json", "replay --algorithm gcra --limit 1/1s --format json", "0\n0\n"},
     {"replay_table", "replay --algorithm gcra --limit 1/1s --format table", "0\n0\n"},
@@ -82,7 +82,7 @@ TEST_P(OutputLost, WritableOutputIsStatusZero) {
   EXPECT_EQ(r.out, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryCommand, OutputLost, ::testing::ValuesIn(cases),
+INSTANTIATE_TEST_SUITE_P(EveryCommand, OutputLost, ::testing::ValuesIn(output_cases),
                          [](const auto& p) { return std::string(p.param.name); });
 
 TEST(OutputLost, LongReplayStopsAtTheFirstFailedWrite) {

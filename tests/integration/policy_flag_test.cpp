@@ -196,8 +196,8 @@ TEST(PolicyFlag, CompareShowsTheWorstCaseOfEveryAlgorithm) {
             "  always-allow             1         0                 1    unbounded\n"
             "  always-deny              0         1                 0            0\n"
             "Worst case: the most each limiter lets into any 60 s, whatever the trace.\n");
-  auto json = run_cli({"compare", "--algorithms", "always-allow", "--limit", "1/s", "--format", "json"}, "0\n");
-  EXPECT_NE(json.out.find("\"worst_case\":null"), std::string::npos) << json.out;
+  auto as_json = run_cli({"compare", "--algorithms", "always-allow", "--limit", "1/s", "--format", "json"}, "0\n");
+  EXPECT_NE(as_json.out.find("\"worst_case\":null"), std::string::npos) << as_json.out;
 }
 
 TEST(PolicyFlag, CompareMarksABoundAsABound) {
@@ -209,12 +209,12 @@ TEST(PolicyFlag, CompareMarksABoundAsABound) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("<=4\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(<=: an upper bound; sluice could not pin the exact worst case down.)\n"), std::string::npos);
-  auto json = run_cli({"compare", "--policy",
-                       "all(fixed-window 2/3ns origin=2ns, any(sliding-buckets 2/4ns buckets=2, leaky-queue 2/3ns "
-                       "queue=1))",
-                       "--window", "3ns", "--granularity", "2ns", "--format", "json"},
-                      "0\n");
-  EXPECT_NE(json.out.find("\"worst_case\":4,\"worst_case_exact\":false"), std::string::npos) << json.out;
+  auto as_json = run_cli({"compare", "--policy",
+                          "all(fixed-window 2/3ns origin=2ns, any(sliding-buckets 2/4ns buckets=2, leaky-queue 2/3ns "
+                          "queue=1))",
+                          "--window", "3ns", "--granularity", "2ns", "--format", "json"},
+                         "0\n");
+  EXPECT_NE(as_json.out.find("\"worst_case\":4,\"worst_case_exact\":false"), std::string::npos) << as_json.out;
 }
 
 TEST(PolicyFlag, CompareErrors) {
@@ -279,10 +279,10 @@ TEST(PolicyFlag, WorstCaseCsvJsonAndBounds) {
   EXPECT_EQ(csv.out,
             "policy,window,granularity,worst_case,exact,reached,start\n"
             "fixed-window 10/1m,60,0.000000001,20,yes,20,-0.000000001\n");
-  auto json = run_cli({"worst-case", "--policy", "fixed-window 10/1m", "--format", "json"});
-  ASSERT_EQ(json.status, 0) << json.err;
+  auto as_json = run_cli({"worst-case", "--policy", "fixed-window 10/1m", "--format", "json"});
+  ASSERT_EQ(as_json.status, 0) << as_json.err;
   EXPECT_EQ(
-      json.out,
+      as_json.out,
       "{\"policy\":\"fixed-window 10/1m\",\"window\":60,\"granularity\":0.000000001,\"worst_case\":20,"
       "\"unbounded\":false,\"saturated\":false,\"exact\":true,\"reached\":20,\"start\":-0.000000001,\"complete\":true,"
       "\"witness\":[{\"time\":-0.000000001,\"count\":10},{\"time\":0,\"count\":10}]}\n");

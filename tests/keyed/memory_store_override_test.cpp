@@ -23,7 +23,7 @@ constexpr tick ms = 1'000'000;
 
 any_policy expr(std::string_view text) { return parse_policy(text).value(); }
 
-decision one(memory_store& st, policy_id p, std::string_view key, tick now, std::int64_t cost = 1) {
+decision decided(memory_store& st, policy_id p, std::string_view key, tick now, std::int64_t cost = 1) {
   const check c{p, key, cost};
   return st.decide_at(store_request{std::span<const check>(&c, 1), now, cost, {}}).d;
 }
@@ -37,19 +37,19 @@ memory_store_options opts() {
 TEST(MemoryStoreOverride, AThrottledKeyStaysThrottledAsReconfigureSays) {
   memory_store st(opts());
   const policy_id p = st.define_at("api", expr("gcra 10/1s"), 0).value();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(one(st, p, "alice", 0).allowed);
-  EXPECT_EQ(one(st, p, "alice", 0).retry_after, 100 * ms);  // one token every 100 ms
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(decided(st, p, "alice", 0).allowed);
+  EXPECT_EQ(decided(st, p, "alice", 0).retry_after, 100 * ms);  // one token every 100 ms
   // A bigger rate, the same burst: the deficit of 10 tokens is kept and
   // paid off at 20/s, so the first token comes after 50 ms, not at once.
   ASSERT_EQ(st.set_override_at(p, "alice", expr("gcra 20/1s burst=10"), 0).value(), override_change::created);
-  const decision d = one(st, p, "alice", 0);
+  const decision d = decided(st, p, "alice", 0);
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after, 50 * ms);
-  EXPECT_FALSE(one(st, p, "alice", 49 * ms).allowed);
-  EXPECT_TRUE(one(st, p, "alice", 50 * ms).allowed);
+  EXPECT_FALSE(decided(st, p, "alice", 49 * ms).allowed);
+  EXPECT_TRUE(decided(st, p, "alice", 50 * ms).allowed);
   // Another key keeps the configured policy.
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(one(st, p, "bob", 0).allowed);
-  EXPECT_EQ(one(st, p, "bob", 0).retry_after, 100 * ms);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(decided(st, p, "bob", 0).allowed);
+  EXPECT_EQ(decided(st, p, "bob", 0).retry_after, 100 * ms);
 }
 
 TEST(MemoryStoreOverride, SetGetListDeleteAndErrorsChangeNothing) {
@@ -92,17 +92,17 @@ TEST(MemoryStoreOverride, TheBoundRefusesANewOneAndNothingChanges) {
   const policy_id p = st.define_at("api", expr("quota 10"), 0).value();
   ASSERT_TRUE(st.set_override_at(p, "a", expr("quota 20"), 0));
   ASSERT_TRUE(st.set_override_at(p, "b", expr("quota 20"), 0));
-  ASSERT_TRUE(one(st, p, "c", 0, 10).allowed);
+  ASSERT_TRUE(decided(st, p, "c", 0, 10).allowed);
   const auto r = st.set_override_at(p, "c", expr("quota 20"), 0);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.err().field, "overrides");
-  EXPECT_FALSE(one(st, p, "c", 0).allowed);  // still the configured quota, spent
+  EXPECT_FALSE(decided(st, p, "c", 0).allowed);  // still the configured quota, spent
   // Replacing one is not a new one; deleting one makes room.
   EXPECT_TRUE(st.set_override_at(p, "a", expr("quota 30"), 0));
   EXPECT_TRUE(st.delete_override_at(p, "b", 0).value());
   EXPECT_TRUE(st.set_override_at(p, "c", expr("quota 20"), 0));
-  EXPECT_TRUE(one(st, p, "c", 0, 10).allowed);  // 10 used of 20
-  EXPECT_FALSE(one(st, p, "c", 0).allowed);
+  EXPECT_TRUE(decided(st, p, "c", 0, 10).allowed);  // 10 used of 20
+  EXPECT_FALSE(decided(st, p, "c", 0).allowed);
 }
 
 /// The definition written out: one core state and one policy per key.
@@ -207,7 +207,7 @@ TEST(MemoryStoreOverride, DecidesAsTheDefinitionOnRandomTraces) {
       } else {
         const auto cost = static_cast<std::int64_t>(1 + next(3));
         const decision want = ref.decide_at(k, now, cost);
-        const decision got = one(st, p, k, now, cost);
+        const decision got = decided(st, p, k, now, cost);
         ASSERT_EQ(got.allowed, want.allowed);
         ASSERT_EQ(got.remaining, want.remaining);
         ASSERT_EQ(got.retry_after, want.retry_after);
@@ -237,7 +237,7 @@ TEST(MemoryStoreOverride, ABatchAndAMultiCheckRequestUseTheOverride) {
   EXPECT_TRUE(st.decide_at(store_request{both, 0, 1, {}}).d.allowed);
   EXPECT_TRUE(st.decide_at(store_request{both, 0, 1, {}}).d.allowed);
   EXPECT_FALSE(st.decide_at(store_request{both, 0, 1, {}}).d.allowed);  // the override's 2 spent: org charged twice
-  EXPECT_EQ(one(st, q, "two", 0, 98).allowed, true);
+  EXPECT_EQ(decided(st, q, "two", 0, 98).allowed, true);
 }
 
 TEST(MemoryStoreOverride, ManyOverridesEachFoundAndNoOtherKeyTouched) {
@@ -255,7 +255,7 @@ TEST(MemoryStoreOverride, ManyOverridesEachFoundAndNoOtherKeyTouched) {
     const bool has = i % 2 == 0 && i % 3 != 0;
     EXPECT_EQ(st.override_of(p, key(i)).value().has_value(), has) << i;
     int admitted = 0;
-    while (admitted < 5 && one(st, p, key(i), 0).allowed) ++admitted;
+    while (admitted < 5 && decided(st, p, key(i), 0).allowed) ++admitted;
     EXPECT_EQ(admitted, has ? 2 : 1) << i;
   }
   // A batch sees the same.
@@ -286,7 +286,7 @@ TEST(MemoryStoreOverride, RacingDecisionsLoseNoAdmitAndSeeNoFreshState) {
   for (int t = 0; t < 3; ++t)
     ts.emplace_back([&] {
       for (int i = 0; i < 200000 && !stop.load(); ++i)
-        if (one(st, p, "k", 0).allowed) admitted.fetch_add(1);
+        if (decided(st, p, "k", 0).allowed) admitted.fetch_add(1);
     });
   for (int i = 0; i < 200; ++i) {
     ASSERT_TRUE(st.set_override_at(p, "k", expr(i % 2 == 0 ? "quota 300" : "quota 150"), 0));
@@ -297,7 +297,7 @@ TEST(MemoryStoreOverride, RacingDecisionsLoseNoAdmitAndSeeNoFreshState) {
   ASSERT_TRUE(st.set_override_at(p, "k", expr("quota 400"), 0));
   stop = true;
   for (auto& t : ts) t.join();
-  while (one(st, p, "k", 0).allowed) admitted.fetch_add(1);
+  while (decided(st, p, "k", 0).allowed) admitted.fetch_add(1);
   EXPECT_EQ(admitted.load(), 400);
 }
 
@@ -306,7 +306,7 @@ TEST(MemoryStoreOverride, SnapshotStatesRoundTrip) {
   const policy_id p = a.define_at("api", expr("gcra 10/1s"), 0).value();
   ASSERT_TRUE(a.set_override_at(p, "x", expr("gcra 20/1s burst=4"), 0));
   ASSERT_TRUE(a.set_override_at(p, "y", expr("gcra 1/1s"), 0));
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(one(a, p, "x", 0).allowed);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(decided(a, p, "x", 0).allowed);
   const auto saved = a.override_states(p);
   ASSERT_EQ(saved.size(), 2U);
   EXPECT_EQ(saved[0].key, "x");
@@ -316,8 +316,8 @@ TEST(MemoryStoreOverride, SnapshotStatesRoundTrip) {
   EXPECT_EQ(b.override_count(), 2U);
   for (tick t : {0 * ms, 10 * ms, 50 * ms, 60 * ms})
     for (const char* k : {"x", "y", "z"}) {
-      const decision da = one(a, p, k, t);
-      const decision db = one(b, pb, k, t);
+      const decision da = decided(a, p, k, t);
+      const decision db = decided(b, pb, k, t);
       EXPECT_EQ(da.allowed, db.allowed) << k << " at " << t;
       EXPECT_EQ(da.retry_after, db.retry_after) << k << " at " << t;
     }

@@ -8,7 +8,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice {
+namespace sluice::property_clock_back {
 namespace {
 
 using namespace sluice::model;
@@ -33,4 +33,4 @@ TYPED_TEST(ClockBack, EarnsNoAdmit) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::property_clock_back

@@ -9,7 +9,7 @@
 
 #include "property/definitions.hpp"
 
-namespace sluice {
+namespace sluice::property_definitions {
 namespace {
 
 using namespace sluice::definitions;
@@ -59,4 +59,4 @@ TEST(Definitions, RandomNestedComposites) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::property_definitions

@@ -11,7 +11,7 @@
 
 #include "sluice/policy_expr.hpp"
 
-namespace sluice {
+namespace sluice::property_policy_expr_fuzz {
 namespace {
 
 const std::vector<std::string> valid = {
@@ -163,4 +163,4 @@ TEST(PolicyExprFuzz, EveryValidExpressionIsCanonicalOrBecomesSo) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::property_policy_expr_fuzz

@@ -6,7 +6,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice {
+namespace sluice::property_windows {
 namespace {
 
 using namespace sluice::model;
@@ -30,4 +30,4 @@ TEST(FixedWindowBound, TwoLAtABoundaryAndNeverMore) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::property_windows

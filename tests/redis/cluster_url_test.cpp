@@ -35,12 +35,12 @@ TEST(ClusterUrl, SeedsWithTheirCredentials) {
   EXPECT_FALSE(is_cluster_url("redis://h:1"));
 }
 
-struct bad_case {
+struct cluster_bad_case {
   const char* url;
   const char* field;
 };
 
-class ClusterUrlRejects : public ::testing::TestWithParam<bad_case> {};
+class ClusterUrlRejects : public ::testing::TestWithParam<cluster_bad_case> {};
 
 TEST_P(ClusterUrlRejects, NamingThePart) {
   const auto r = parse_cluster_url(GetParam().url);
@@ -50,13 +50,14 @@ TEST_P(ClusterUrlRejects, NamingThePart) {
 
 INSTANTIATE_TEST_SUITE_P(
     Hostile, ClusterUrlRejects,
-    ::testing::Values(bad_case{"redis://h:1", "scheme"}, bad_case{"redis+cluster://", "seed"},
-                      bad_case{"redis+cluster://h:1,", "seed"}, bad_case{"redis+cluster://,h:1", "seed"},
-                      bad_case{"redis+cluster://h:1,,h:2", "seed"}, bad_case{"redis+cluster://h:0", "port"},
-                      bad_case{"redis+cluster://h:1,h:99999", "port"}, bad_case{"redis+cluster://h:x", "port"},
-                      bad_case{"redis+cluster://h:1,bad host:2", "host"}, bad_case{"redis+cluster://h:1/1", "db"},
-                      bad_case{"redis+cluster://h:1/x", "db"}, bad_case{"redis+cluster://:%zz@h:1", "password"},
-                      bad_case{"redis+cluster://[::1:1", "host"}, bad_case{"redis+cluster://h:1?x=1", "query"}));
+    ::testing::Values(
+        cluster_bad_case{"redis://h:1", "scheme"}, cluster_bad_case{"redis+cluster://", "seed"},
+        cluster_bad_case{"redis+cluster://h:1,", "seed"}, cluster_bad_case{"redis+cluster://,h:1", "seed"},
+        cluster_bad_case{"redis+cluster://h:1,,h:2", "seed"}, cluster_bad_case{"redis+cluster://h:0", "port"},
+        cluster_bad_case{"redis+cluster://h:1,h:99999", "port"}, cluster_bad_case{"redis+cluster://h:x", "port"},
+        cluster_bad_case{"redis+cluster://h:1,bad host:2", "host"}, cluster_bad_case{"redis+cluster://h:1/1", "db"},
+        cluster_bad_case{"redis+cluster://h:1/x", "db"}, cluster_bad_case{"redis+cluster://:%zz@h:1", "password"},
+        cluster_bad_case{"redis+cluster://[::1:1", "host"}, cluster_bad_case{"redis+cluster://h:1?x=1", "query"}));
 
 TEST(ClusterUrl, PasswordHoldingCommaOrSlashIsTheUserinfos) {
   auto r = parse_cluster_url("redis+cluster://app:p,a/s@s@h:1,h:2");

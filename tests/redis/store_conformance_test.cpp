@@ -99,25 +99,26 @@ figures run(gen_algo a, std::size_t traces, std::uint64_t seed, int regimes) {
   return f;
 }
 
-constexpr std::size_t traces = 3'000;  // edge-of-range regimes; the shared suite runs 10,000 per algorithm
+constexpr std::size_t traces_per_algorithm =
+    3'000;  // edge-of-range regimes; the shared suite runs 10,000 per algorithm
 
 void expect_all(const figures& f) {
-  EXPECT_EQ(f.traces, traces);
+  EXPECT_EQ(f.traces, traces_per_algorithm);
   EXPECT_EQ(f.traces_ok, f.traces);
   EXPECT_EQ(f.decisions_ok, f.decisions);
   EXPECT_GT(f.allowed, 0U);
   EXPECT_GT(f.denied, 0U);
 }
 
-TEST(RedisConformance, Gcra) { expect_all(run(gen_algo::gcra, traces, 1, 4)); }
-TEST(RedisConformance, TokenBucket) { expect_all(run(gen_algo::token_bucket, traces, 2, 4)); }
-TEST(RedisConformance, LeakyQueue) { expect_all(run(gen_algo::leaky_queue, traces, 3, 4)); }
-TEST(RedisConformance, FixedWindow) { expect_all(run(gen_algo::fixed_window, traces, 4, 6)); }
-TEST(RedisConformance, SlidingCounter) { expect_all(run(gen_algo::sliding_counter, traces, 5, 6)); }
-TEST(RedisConformance, SlidingLog) { expect_all(run(gen_algo::sliding_log, traces, 6, 6)); }
-TEST(RedisConformance, SlidingBuckets) { expect_all(run(gen_algo::sliding_buckets, traces, 7, 6)); }
+TEST(RedisConformance, Gcra) { expect_all(run(gen_algo::gcra, traces_per_algorithm, 1, 4)); }
+TEST(RedisConformance, TokenBucket) { expect_all(run(gen_algo::token_bucket, traces_per_algorithm, 2, 4)); }
+TEST(RedisConformance, LeakyQueue) { expect_all(run(gen_algo::leaky_queue, traces_per_algorithm, 3, 4)); }
+TEST(RedisConformance, FixedWindow) { expect_all(run(gen_algo::fixed_window, traces_per_algorithm, 4, 6)); }
+TEST(RedisConformance, SlidingCounter) { expect_all(run(gen_algo::sliding_counter, traces_per_algorithm, 5, 6)); }
+TEST(RedisConformance, SlidingLog) { expect_all(run(gen_algo::sliding_log, traces_per_algorithm, 6, 6)); }
+TEST(RedisConformance, SlidingBuckets) { expect_all(run(gen_algo::sliding_buckets, traces_per_algorithm, 7, 6)); }
 TEST(RedisConformance, Quota) {
-  const figures f = run(gen_algo::quota, traces, 8, 4);
+  const figures f = run(gen_algo::quota, traces_per_algorithm, 8, 4);
   EXPECT_EQ(f.traces_ok, f.traces);
   EXPECT_EQ(f.decisions_ok, f.decisions);
   EXPECT_GT(f.allowed, 0U);

@@ -38,7 +38,7 @@ tick sat(detail::i128 v) {
   return static_cast<tick>(v);
 }
 
-struct figures {
+struct cache_figures {
   std::size_t steps = 0, cache_hits = 0, back_probes = 0, store_denials = 0;
 };
 
@@ -60,7 +60,7 @@ got decide(store& s, std::span<const check> checks, tick now, std::int64_t cost)
 /// end of the latest denial, or back to before the end of a denial whose end
 /// some request has reached, or far back or forward. Returns "" or the first
 /// difference.
-std::string run(const conformance::trace& t, std::uint64_t seed, store& with, store& without, figures& f,
+std::string run(const conformance::trace& t, std::uint64_t seed, store& with, store& without, cache_figures& f,
                 const std::string& prefix) {
   auto ref = reference_store();
   auto [ids_ref, e0] = conformance::define_all(*ref, t, prefix);
@@ -158,7 +158,7 @@ TEST_P(RedisDenyCacheClock, DecidesAsWithoutItWhenTheClockJumpsBothWays) {
     auto t = conformance::make_trace(GetParam(), seed, to);
     if (in_range(t, true)) traces.push_back(std::move(t));
   }
-  figures f;
+  cache_figures f;
   for (std::size_t j = 0; j < traces.size(); ++j)
     ASSERT_EQ(run(traces[j], j, *with, *without, f, "dc" + std::to_string(j) + ":"), "");
   std::printf(

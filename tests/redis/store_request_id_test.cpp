@@ -29,24 +29,24 @@ std::unique_ptr<memory_store> memory() {
   return std::make_unique<memory_store>(o);
 }
 
-struct answer {
+struct id_answer {
   store_decision d;
   std::vector<decision> per;
   std::vector<std::optional<tick>> grows;
-  bool operator==(const answer& o) const {
+  bool operator==(const id_answer& o) const {
     return d.from == o.d.from && d.d == o.d.d && per == o.per && grows == o.grows;
   }
 };
 
-std::string show(const answer& a) {
+std::string show(const id_answer& a) {
   std::string s = std::string(name_of(a.d.from)) + " " + redis_test::show(a.d.d);
   for (std::size_t i = 0; i < a.per.size(); ++i)
     s += " [" + redis_test::show(a.per[i]) + " t=" + (a.grows[i] ? show_tick(*a.grows[i]) : "-") + "]";
   return s;
 }
 
-answer ask(store& s, std::vector<check> cs, tick now, std::string_view id, std::int64_t cost = 1) {
-  answer a;
+id_answer ask(store& s, std::vector<check> cs, tick now, std::string_view id, std::int64_t cost = 1) {
+  id_answer a;
   a.per.assign(cs.size(), decision{});
   a.grows.assign(cs.size(), std::nullopt);
   a.d = s.decide_at({.checks = cs, .now = now, .cost = cost, .id = id}, a.per, a.grows);
@@ -63,11 +63,11 @@ void other_checks_under_a_used_id_are_refused(store& s, const std::string& tag) 
   ASSERT_TRUE(ask(s, {{p, "bob"}}, 0, {}).d.d.allowed);
   ASSERT_FALSE(ask(s, {{p, "bob"}}, 1, {}).d.d.allowed);
   // alice's request under id "x" admits.
-  const answer first = ask(s, {{p, "alice"}}, 2, "x");
+  const id_answer first = ask(s, {{p, "alice"}}, 2, "x");
   ASSERT_TRUE(first.d.d.allowed);
   EXPECT_EQ(first.d.from, source::store);
   // The same id for bob: not alice's replayed admit.
-  const answer bob = ask(s, {{p, "bob"}}, 3, "x");
+  const id_answer bob = ask(s, {{p, "bob"}}, 3, "x");
   EXPECT_FALSE(bob.d.d.allowed) << show(bob);
   EXPECT_EQ(bob.d.from, source::id_conflict) << show(bob);
   EXPECT_EQ(bob.d.d.retry_after, never);
@@ -86,7 +86,7 @@ void other_checks_under_a_used_id_are_refused(store& s, const std::string& tag) 
   EXPECT_FALSE(ask(s, {{p, "bob"}}, 6, {}).d.d.allowed);
   // The first request is still remembered as it was: the same checks replay
   // its decision, with its figures; its own cost given either way is the same.
-  const answer again = ask(s, {{p, "alice"}}, 7, "x");
+  const id_answer again = ask(s, {{p, "alice"}}, 7, "x");
   EXPECT_EQ(again.d.from, source::replayed);
   EXPECT_EQ(again.d.d, first.d.d);
   EXPECT_EQ(again.per, first.per);
@@ -158,8 +158,8 @@ TEST_P(RequestIdTraces, MemoryAndRedisAnswerAlike) {
         cr.push_back({ri[st.checks[k].policy], keys[k], st.checks[k].cost});
       }
       const tick now = t.steps[i].now;
-      const answer a = ask(*m, cm, now, id, st.cost);
-      const answer b = ask(*r, cr, now, id, st.cost);
+      const id_answer a = ask(*m, cm, now, id, st.cost);
+      const id_answer b = ask(*r, cr, now, id, st.cost);
       ++steps;
       replayed += a.d.from == source::replayed;
       conflicts += a.d.from == source::id_conflict;

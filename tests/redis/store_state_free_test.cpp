@@ -40,17 +40,17 @@ std::map<std::string, policy_id> define(store& s) {
   return ids;
 }
 
-struct answer {
+struct free_answer {
   store_decision d;
   std::vector<decision> per;
   std::vector<std::optional<tick>> grows;
 };
 
-answer ask(store& s, const std::map<std::string, policy_id>& ids,
-           std::vector<std::pair<std::string, std::int64_t>> checks, tick now, std::string_view id = {}) {
+free_answer ask(store& s, const std::map<std::string, policy_id>& ids,
+                std::vector<std::pair<std::string, std::int64_t>> checks, tick now, std::string_view id = {}) {
   std::vector<check> cs;
   for (const auto& [name, cost] : checks) cs.push_back({ids.at(name), "k", cost});
-  answer a;
+  free_answer a;
   a.per.assign(cs.size(), decision{});
   a.grows.assign(cs.size(), std::nullopt);
   a.d = s.decide_at({.checks = cs, .now = now, .cost = 1, .id = id}, a.per, a.grows);
@@ -99,8 +99,8 @@ TEST(RedisStateFree, AlwaysAllowAndAlwaysDenyAreDecidedWithoutACallExactlyAsInPr
   int n = 0;
   for (const auto& req : stateless_requests)
     for (const std::string id : {"", "rid"}) {
-      const answer a = ask(*r, ri, req, 100 + n, id);
-      const answer b = ask(m, mi, req, 100 + n, id);
+      const free_answer a = ask(*r, ri, req, 100 + n, id);
+      const free_answer b = ask(m, mi, req, 100 + n, id);
       ++n;
       EXPECT_EQ(a.d.from, source::store) << req[0].first;
       EXPECT_EQ(b.d.from, source::store) << req[0].first;
@@ -139,8 +139,8 @@ TEST_P(RedisStateFreeDown, KnownAnswersStandWhateverTheFailureMode) {
   // Stateless: the memory store's answer, from the store, every time.
   for (int round = 0; round < 3; ++round)
     for (const auto& req : stateless_requests) {
-      const answer a = ask(*r, ri, req, 10 + round, round == 1 ? "rid" : "");
-      const answer b = ask(m, mi, req, 10 + round);
+      const free_answer a = ask(*r, ri, req, 10 + round, round == 1 ? "rid" : "");
+      const free_answer b = ask(m, mi, req, 10 + round);
       EXPECT_EQ(a.d.from, source::store) << req[0].first;
       EXPECT_EQ(a.d.d, b.d.d) << req[0].first;
     }
@@ -155,7 +155,7 @@ TEST_P(RedisStateFreeDown, KnownAnswersStandWhateverTheFailureMode) {
       {{{"g", 1}, {"deny_or_g", 9}}, false},  // any(always-deny, X) is X, here past its burst
   };
   for (const auto& [req, allowed] : known) {
-    const answer a = ask(*r, ri, req, 20);
+    const free_answer a = ask(*r, ri, req, 20);
     EXPECT_EQ(a.d.d.allowed, allowed) << req[0].first << " " << show(a.d.d);
     EXPECT_EQ(a.d.from, is_local ? source::fallback : source::rule) << req[0].first;
     if (!allowed) {
@@ -163,7 +163,7 @@ TEST_P(RedisStateFreeDown, KnownAnswersStandWhateverTheFailureMode) {
     }
   }
   // Answers that depend on a state are the failure mode's.
-  const answer dep = ask(*r, ri, {{"allow", 1}, {"g", 1}}, 30);
+  const free_answer dep = ask(*r, ri, {{"allow", 1}, {"g", 1}}, 30);
   EXPECT_EQ(dep.d.from, mode == failure_mode::fail_open     ? source::fail_open
                         : mode == failure_mode::fail_closed ? source::fail_closed
                                                             : source::fallback);
@@ -201,8 +201,8 @@ TEST(RedisStateFree, KnownAnswersWithStateFiguresStillAskRedisForTheFigures) {
   const std::vector<std::vector<std::pair<std::string, std::int64_t>>> reqs = {
       {{"g", 4}}, {{"g_or_deny", 1}}, {{"deny", 1}, {"g", 1}}, {{"allow_or_g", 1}}, {{"allow", 1}, {"g", 1}}};
   for (const auto& req : reqs) {
-    const answer a = ask(*r, ri, req, 5);
-    const answer b = ask(m, mi, req, 5);
+    const free_answer a = ask(*r, ri, req, 5);
+    const free_answer b = ask(m, mi, req, 5);
     EXPECT_EQ(a.d.from, source::store) << req[0].first;
     EXPECT_EQ(a.d.d, b.d.d) << req[0].first << ": redis " << show(a.d.d) << ", memory " << show(b.d.d);
     EXPECT_EQ(a.per, b.per) << req[0].first;

@@ -11,7 +11,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_any {
 namespace {
 
 struct request {
@@ -120,4 +120,4 @@ TEST(AnyPolicy, WindowOf) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_any

@@ -13,7 +13,7 @@
 #include "sluice/fresh.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_compose {
 namespace {
 
 using test::ok;
@@ -226,4 +226,4 @@ TEST(ComposeFold, SameRuleAsTheStoresFold) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_compose

@@ -10,7 +10,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_limiter {
 namespace {
 
 struct step {
@@ -128,4 +128,4 @@ TEST(Limiter, SteadyClockByDefault) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_limiter

@@ -12,7 +12,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_live_limiter {
 namespace {
 
 using test::N;
@@ -232,4 +232,4 @@ TEST(LiveLimiter, OnAnyPolicyComposites) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_live_limiter

@@ -5,7 +5,7 @@
 
 #include "sluice/redact.hpp"
 
-namespace sluice {
+namespace sluice::unit_redact {
 namespace {
 
 TEST(RedactUrl, HidesThePasswordKeepsTheRest) {
@@ -35,4 +35,4 @@ TEST(RedactUrl, ToldWhetherAUrlGivesAPassword) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_redact

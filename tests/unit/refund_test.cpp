@@ -13,7 +13,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_refund {
 namespace {
 
 using test::N;
@@ -321,4 +321,4 @@ TEST(Refund, NothingAfterAReconfiguration) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_refund

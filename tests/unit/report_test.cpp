@@ -15,7 +15,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_report {
 namespace {
 
 /// A spec of `a` with L per W, its other fields set afterwards.
@@ -312,4 +312,4 @@ TEST(Report, ALiveLimiterChargesAReportBehindItsReservations) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_report

@@ -15,7 +15,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_schedule {
 namespace {
 
 using test::N;
@@ -162,4 +162,4 @@ TEST(AdmittedAt, SaturatesAtNever) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_schedule

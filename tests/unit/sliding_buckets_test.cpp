@@ -15,7 +15,7 @@
 #include "sluice/sliding_log.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_sliding_buckets {
 namespace {
 
 using test::N;
@@ -99,4 +99,4 @@ TEST(SlidingBuckets, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_sliding_buckets

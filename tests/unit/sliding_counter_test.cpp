@@ -14,7 +14,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice {
+namespace sluice::unit_sliding_counter {
 namespace {
 
 using test::N;
@@ -91,4 +91,4 @@ TEST(SlidingCounter, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::unit_sliding_counter
