@@ -16,7 +16,7 @@
 #include "redis/store_support.hpp"
 #include "sluice/policy_expr.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_id_record_test {
 namespace {
 
 using opt_bytes = std::optional<std::string>;
@@ -158,10 +158,8 @@ TEST(RedisIdRecord, AnEditedRecordIsAnErrorForARepeatAndARefundAndStaysAsItWas) 
   const store_request first{.checks = std::span(&ch, 1), .now = 5, .cost = 1, .id = "r1"};
   ASSERT_TRUE(st->decide_at(first).d.allowed);
   const std::string key = o.prefix + "i:r1";
-  const auto got = c.call({"GET", key});
-  const auto* rep = std::get_if<redis::reply>(&got);
-  ASSERT_TRUE(rep != nullptr && rep->as_string());
-  const std::string good(*rep->as_string());
+  const std::string good = value_at(c, key);
+  ASSERT_NE(good, "(nil)") << "the request id's record was not written";
   const std::size_t head = identity_end(good);
   ASSERT_TRUE(redis::read_id_record(std::string_view(good).substr(head))) << good;
   const std::string body = good.substr(head);
@@ -184,10 +182,7 @@ TEST(RedisIdRecord, AnEditedRecordIsAnErrorForARepeatAndARefundAndStaysAsItWas) 
     EXPECT_EQ(st->refund_at("r1", 7).status, refund_status::error) << v;
     EXPECT_EQ(st->redis_stats().corrupt, ++corrupt) << v;
     EXPECT_EQ(left(), 9) << v << ": nothing charged, nothing given back";
-    const auto now = c.call({"GET", key});
-    const auto* r = std::get_if<redis::reply>(&now);
-    ASSERT_TRUE(r != nullptr && r->as_string());
-    EXPECT_EQ(*r->as_string(), v) << "an error wrote";
+    EXPECT_EQ(value_at(c, key), v) << "an error wrote";
   }
   // The record as written: the repeat is replayed, then refunded once.
   (void)c.call({"SET", key, good});
@@ -201,4 +196,4 @@ TEST(RedisIdRecord, AnEditedRecordIsAnErrorForARepeatAndARefundAndStaysAsItWas) 
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_id_record_test

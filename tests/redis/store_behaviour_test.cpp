@@ -25,12 +25,6 @@ std::int64_t pttl(redis::test_client& c, const std::string& key) {
   return rep && rep->as_integer() ? *rep->as_integer() : -100;
 }
 
-std::string get(redis::test_client& c, const std::string& key) {
-  const auto r = c.call({"GET", key});
-  const auto* rep = std::get_if<redis::reply>(&r);
-  return rep && rep->as_string() ? std::string(*rep->as_string()) : std::string("(nil)");
-}
-
 void set(redis::test_client& c, const std::string& key, const std::string& v) { (void)c.call({"SET", key, v}); }
 
 // ---- exact ranges ----
@@ -187,7 +181,7 @@ TEST(RedisStore, AQuotaPartOfACompositeNeverExpiresAndItsOtherPartsDo) {
   std::size_t others = 0;
   for (const redis::reply& k : *rep->as_array()) {
     const std::string key(*k.as_string());
-    const std::string value = get(c, key);
+    const std::string value = value_at(c, key);
     const std::int64_t left = pttl(c, key);
     if (value.rfind('u', 0) == 0) {  // a quota leaf's tag starts with 'u'
       EXPECT_EQ(left, -1) << key;
@@ -215,14 +209,14 @@ TEST(RedisStore, DenialsAndPeeksWriteNothing) {
   const check ch{id, "k"};
   ASSERT_TRUE(st->decide_at(one_check(ch, 5000)).d.allowed);
   const std::string prefix = o.prefix + "s:g:{k}";
-  const std::string v = get(c, prefix);
+  const std::string v = value_at(c, prefix);
   const auto d = st->decide_at(one_check(ch, 5500));
   EXPECT_FALSE(d.d.allowed);
   EXPECT_EQ(d.d.retry_after, 500);
-  EXPECT_EQ(get(c, prefix), v) << "a denial moved the stored state";
+  EXPECT_EQ(value_at(c, prefix), v) << "a denial moved the stored state";
   const auto p = st->peek_at(one_check(ch, 7000));
   EXPECT_TRUE(p.d.allowed);
-  EXPECT_EQ(get(c, prefix), v) << "a peek wrote";
+  EXPECT_EQ(value_at(c, prefix), v) << "a peek wrote";
 }
 
 // ---- idempotent request ids ----
@@ -314,7 +308,7 @@ TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
   const check ch{id, "k"};
   ASSERT_TRUE(st->decide_at(one_check(ch, 0)).d.allowed);
   const std::string key = o.prefix + "s:g:{k}";
-  const std::string good = get(c, key);
+  const std::string good = value_at(c, key);
   ASSERT_EQ(good.size(), 9U + 4 * 8) << "the tag, then dq dr lh ll as doubles";
   // The value with its field `i` (0: dq, 1: dr, 2: lh, 3: ll) replaced by
   // the double whose bits are `bits`.
@@ -344,7 +338,7 @@ TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
     EXPECT_FALSE(d.d.allowed);
     EXPECT_EQ(st->stats().errors, ++errors);
     EXPECT_EQ(st->redis_stats().corrupt, ++corrupt);
-    EXPECT_EQ(get(c, key), v) << "an error wrote";
+    EXPECT_EQ(value_at(c, key), v) << "an error wrote";
   }
   (void)c.call({"DEL", key});
   (void)c.call({"HSET", key, "a", "b"});
@@ -358,10 +352,10 @@ TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
   auto other = open_store(o);
   const auto id2 = other->define("g", any_policy{gcra::make(rate{5, 1000}, 10).value()}).value();
   ASSERT_TRUE(other->decide_at(one_check(check{id2, "k"}, 0)).d.allowed);
-  const std::string theirs = get(c, key);
+  const std::string theirs = value_at(c, key);
   EXPECT_EQ(st->decide_at(one_check(ch, 1)).from, source::error);
   EXPECT_EQ(st->redis_stats().unknown_config, 1U);
-  EXPECT_EQ(get(c, key), theirs);
+  EXPECT_EQ(value_at(c, key), theirs);
   set(c, key, theirs.substr(0, 1) + "00000000" + theirs.substr(9));
   EXPECT_EQ(st->decide_at(one_check(ch, 1)).from, source::error);
   EXPECT_EQ(st->redis_stats().unknown_config, 2U);

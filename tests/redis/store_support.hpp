@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "redis/test_client.hpp"
 #include "sluice/redis.hpp"
@@ -31,6 +32,14 @@ inline redis::test_client raw_client() {
   co.where = redis::parse_url(shared_server().url()).value();
   co.command_timeout = std::chrono::seconds(10);
   return redis::test_client(co);
+}
+
+/// The string at `key`, read behind the store's back: "(nil)" when there is
+/// none, or when the reply is an error or not a string.
+inline std::string value_at(redis::test_client& c, const std::string& key) {
+  const auto r = c.call({"GET", key});
+  const auto* rep = std::get_if<redis::reply>(&r);
+  return rep && rep->as_string() ? std::string(*rep->as_string()) : std::string("(nil)");
 }
 
 /// A prefix no other test of this run uses.
