@@ -14,7 +14,7 @@
 
 #include "sluice/sluice.hpp"
 
-namespace sluice {
+namespace sluice::cli_acquire_real_clock_test {
 namespace {
 
 constexpr tick ms = 1'000'000;  // steady-clock ticks are nanoseconds
@@ -77,4 +77,4 @@ TEST(AcquireRealClock, ThreadsShareAGuardedLimiter) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_acquire_real_clock_test

@@ -10,7 +10,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_compare_test {
 namespace {
 
 using test::run_cli;
@@ -163,4 +163,4 @@ TEST(Compare, AnEmptyTraceIsNotAnError) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_compare_test

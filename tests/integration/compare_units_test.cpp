@@ -14,7 +14,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_compare_units_test {
 namespace {
 
 using test::run_cli;
@@ -83,4 +83,4 @@ TEST(CompareUnits, OneKeyIsSingular) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_compare_units_test

@@ -10,7 +10,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_docs_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -77,4 +77,4 @@ TEST(Readme, ExplorerTranscriptIsTheRealSession) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_docs_test

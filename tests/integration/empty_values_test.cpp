@@ -9,7 +9,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_empty_values_test {
 namespace {
 
 using test::run_cli;
@@ -112,4 +112,4 @@ TEST(EmptyValue, EmptyTraceNameIsAUsageError) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_empty_values_test

@@ -15,7 +15,7 @@
 #include "cli.hpp"
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_explore_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -307,4 +307,4 @@ TEST(ExploreBinary, EndOfInputIsStatusZero) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_explore_test

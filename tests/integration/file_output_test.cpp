@@ -16,7 +16,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_file_output_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -188,4 +188,4 @@ INSTANTIATE_TEST_SUITE_P(SaveStateAndPlot, FileOutput, ::testing::ValuesIn(write
                          [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_file_output_test

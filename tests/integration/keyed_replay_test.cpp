@@ -23,7 +23,7 @@
 #include "cli_support.hpp"
 #include "sluice/snapshot.hpp"
 
-namespace sluice {
+namespace sluice::cli_keyed_replay_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -210,4 +210,4 @@ TEST(ReplayState, KilledMidSaveLeavesTheOldOrTheNewFile) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_keyed_replay_test

@@ -10,7 +10,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_messages_test {
 namespace {
 
 using test::run_cli;
@@ -119,4 +119,4 @@ TEST(Message, OneRequestIsSingular) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_messages_test

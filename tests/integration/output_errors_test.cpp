@@ -12,7 +12,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_output_errors_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -130,4 +130,4 @@ TEST(InputLost, DirectoryAsStandardInputIsReportedAlikeByReplayAndTheExplorer) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_output_errors_test

@@ -11,7 +11,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_output_format_test {
 namespace {
 
 using test::run_cli;
@@ -161,4 +161,4 @@ TEST(ReleaseAfter, DeniedByACompositeWithAQueueHasNone) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_output_format_test

@@ -10,7 +10,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_policy_flag_test {
 namespace {
 
 using test::run_cli;
@@ -338,4 +338,4 @@ TEST(PolicyFlag, TheRealBinaryPipesAWitnessIntoReplay) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_policy_flag_test

@@ -10,7 +10,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_replay_ops_test {
 namespace {
 
 using test::run_cli;
@@ -157,4 +157,4 @@ TEST(ReplayOperations, CompareTakesNoOperations) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_replay_ops_test

@@ -9,7 +9,7 @@
 #include "cli_support.hpp"
 #include "support/redis_cluster.hpp"
 
-namespace sluice {
+namespace sluice::cli_replay_redis_cluster_test {
 namespace {
 
 using test::random_trace;
@@ -42,4 +42,4 @@ TEST(ReplayRedisCluster, ABadClusterUrlNamesThePart) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_replay_redis_cluster_test

@@ -10,7 +10,7 @@
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice {
+namespace sluice::cli_replay_redis_test {
 namespace {
 
 using test::random_trace;
@@ -106,4 +106,4 @@ TEST(ReplayRedis, AStoreThatIsDownStopsTheReplay) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_replay_redis_test

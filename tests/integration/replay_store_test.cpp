@@ -6,7 +6,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_replay_store_test {
 namespace {
 
 using test::run_cli;
@@ -36,4 +36,4 @@ TEST(ReplayStore, AnUnknownStoreIsAUsageErrorNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_replay_store_test

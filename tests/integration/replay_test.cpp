@@ -9,7 +9,7 @@
 
 #include "cli_support.hpp"
 
-namespace sluice {
+namespace sluice::cli_replay_test {
 namespace {
 
 using test::run_cli;
@@ -263,4 +263,4 @@ TEST(Replay, TheRealBinaryReadsAFileArgument) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::cli_replay_test

@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-namespace sluice {
+namespace sluice::keyed_atomic_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -78,4 +78,4 @@ TEST_F(AtomicFile, ReturnsTheTargetOfALink) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_atomic_file_test

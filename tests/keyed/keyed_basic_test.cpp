@@ -6,7 +6,7 @@
 #include "sluice/fresh.hpp"
 #include "sluice/keyed.hpp"
 
-namespace sluice {
+namespace sluice::keyed_basic_test {
 namespace {
 
 TEST(Keyed, GcraIsLockFreeAndKeysAreIsolated) {
@@ -21,4 +21,4 @@ TEST(Keyed, GcraIsLockFreeAndKeysAreIsolated) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_basic_test

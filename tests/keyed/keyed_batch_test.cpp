@@ -15,7 +15,7 @@
 
 #include "keyed/keyed_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_batch_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -123,4 +123,4 @@ TEST(KeyedBatch, AnEmptyBatchDoesNothing) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_batch_test

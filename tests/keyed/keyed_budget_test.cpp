@@ -11,7 +11,7 @@
 #include "keyed/keyed_support.hpp"
 #include "sluice/limiter.hpp"
 
-namespace sluice {
+namespace sluice::keyed_budget_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -166,4 +166,4 @@ TEST(KeyedBudget, NeverPastTheBoundAndEveryRefusalCounted) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_budget_test

@@ -11,7 +11,7 @@
 
 #include "keyed/keyed_impl.hpp"
 
-namespace sluice {
+namespace sluice::keyed_churn_test {
 namespace {
 
 struct cluster_stats {
@@ -66,4 +66,4 @@ TEST(KeyedChurn, SweepsNeverPackTheTable) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_churn_test

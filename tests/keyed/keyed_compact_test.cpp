@@ -9,7 +9,7 @@
 
 #include "keyed/keyed_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_compact_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -63,4 +63,4 @@ TEST(KeyedCompact, WideStatesFallBackToTheLockedPath) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_compact_test

@@ -9,7 +9,7 @@
 
 #include "keyed/keyed_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_evict_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -105,4 +105,4 @@ TEST(KeyedEvict, DeniedNewKeysTakeNoRoom) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_evict_test

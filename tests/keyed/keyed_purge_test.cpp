@@ -15,7 +15,7 @@
 #include "keyed/keyed_support.hpp"
 #include "sluice/limiter.hpp"
 
-namespace sluice {
+namespace sluice::keyed_purge_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -158,4 +158,4 @@ TEST(KeyedPurge, AHeldKeyNeverReadsTheDropBound) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_purge_test

@@ -15,7 +15,7 @@
 #include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
-namespace sluice {
+namespace sluice::keyed_report_test {
 namespace {
 
 /// Plays `t` on the core (reports and decisions, one state per (policy,
@@ -115,4 +115,4 @@ TEST(KeyedReport, AReportOnAKeyIsAtomicAcrossChecksAndNeverDenied) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_report_test

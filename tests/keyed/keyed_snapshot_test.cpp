@@ -16,7 +16,7 @@
 #include "keyed/keyed_support.hpp"
 #include "sluice/snapshot.hpp"
 
-namespace sluice {
+namespace sluice::keyed_snapshot_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -486,4 +486,4 @@ TEST(KeyedSnapshot, PolicyEncodingRoundTripsAndDescribes) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_snapshot_test

@@ -13,7 +13,7 @@
 
 #include "sluice/keyed.hpp"
 
-namespace sluice {
+namespace sluice::keyed_threads_test {
 namespace {
 
 /// Runs `fn(thread_index)` on `n` threads started together.
@@ -205,4 +205,4 @@ TEST(KeyedThreads, RestoreAndClearWhileDeciding) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_threads_test

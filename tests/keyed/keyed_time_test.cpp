@@ -15,7 +15,7 @@
 #include "keyed/keyed_support.hpp"
 #include "sluice/limiter.hpp"
 
-namespace sluice {
+namespace sluice::keyed_time_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -155,4 +155,4 @@ TEST(KeyedTime, ARequestNowNeverPurgesOutOfTimeOrder) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_time_test

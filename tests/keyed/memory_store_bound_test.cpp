@@ -14,7 +14,7 @@
 
 #include "keyed/memory_store_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_bound_test {
 namespace {
 
 using memory_store_test::one;
@@ -120,4 +120,4 @@ TEST(MemoryStoreBound, BatchesAnswerRefusedKeysByTheMode) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_bound_test

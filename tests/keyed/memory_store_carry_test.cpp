@@ -22,7 +22,7 @@
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_carry_test {
 namespace {
 
 using namespace sluice::keyed_test;
@@ -232,4 +232,4 @@ TEST(MemoryStoreCarry, RedefiningManyStatesReturnsAtOnce) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_carry_test

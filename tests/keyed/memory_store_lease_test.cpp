@@ -16,7 +16,7 @@
 
 #include "keyed/memory_store_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_lease_test {
 namespace {
 
 using memory_store_test::one;
@@ -155,4 +155,4 @@ TEST(MemoryStoreLeases, ASnapshotKeepsEveryLeaseExactly) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_lease_test

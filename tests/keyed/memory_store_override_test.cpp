@@ -16,7 +16,7 @@
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_override_test {
 namespace {
 
 constexpr tick ms = 1'000'000;
@@ -330,4 +330,4 @@ TEST(MemoryStoreOverride, SnapshotStatesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_override_test

@@ -15,7 +15,7 @@
 
 #include "keyed/memory_store_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_refund_test {
 namespace {
 
 using memory_store_test::policy;
@@ -165,4 +165,4 @@ TEST(MemoryStoreRefund, RacingRefundsOfOneIdRefundItExactlyOnce) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_refund_test

@@ -14,7 +14,7 @@
 
 #include "keyed/memory_store_support.hpp"
 
-namespace sluice {
+namespace sluice::keyed_memory_store_test {
 namespace {
 
 using memory_store_test::one;
@@ -296,4 +296,4 @@ TEST(MemoryStore, ShrinkingABurstKeepsTheDebt) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_memory_store_test

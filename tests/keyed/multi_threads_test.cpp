@@ -16,7 +16,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice {
+namespace sluice::keyed_multi_threads_test {
 namespace {
 
 any_policy policy(std::string_view text) { return parse_policy(text).value(); }
@@ -250,4 +250,4 @@ TEST(MemoryStoreThreads, ARequestIdRacingItselfIsChargedOnce) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_multi_threads_test

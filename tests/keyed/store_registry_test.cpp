@@ -9,7 +9,7 @@
 
 #include "sluice/gcra.hpp"
 
-namespace sluice {
+namespace sluice::keyed_store_registry_test {
 namespace {
 
 TEST(StoreRegistry, SchemeOfReadsThePartBeforeTheSeparator) {
@@ -111,4 +111,4 @@ TEST(StoreRegistry, AnOpenerIsRegisteredForAKnownRemoteSchemeOnly) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::keyed_store_registry_test

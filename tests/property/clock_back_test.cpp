@@ -8,7 +8,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_clock_back {
+namespace sluice::property_clock_back_test {
 namespace {
 
 using namespace sluice::model;
@@ -33,4 +33,4 @@ TYPED_TEST(ClockBack, EarnsNoAdmit) {
 }
 
 }  // namespace
-}  // namespace sluice::property_clock_back
+}  // namespace sluice::property_clock_back_test

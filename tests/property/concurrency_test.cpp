@@ -17,7 +17,7 @@
 
 #include "sluice/concurrency.hpp"
 
-namespace sluice::property_concurrency {
+namespace sluice::property_concurrency_test {
 namespace {
 
 struct ref_lease {
@@ -131,4 +131,4 @@ TEST(ConcurrencyProperty, EveryDecisionAndReleaseIsTheDefinitions) {
 }
 
 }  // namespace
-}  // namespace sluice::property_concurrency
+}  // namespace sluice::property_concurrency_test

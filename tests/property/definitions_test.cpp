@@ -9,7 +9,7 @@
 
 #include "property/definitions.hpp"
 
-namespace sluice::property_definitions {
+namespace sluice::property_definitions_test {
 namespace {
 
 using namespace sluice::definitions;
@@ -59,4 +59,4 @@ TEST(Definitions, RandomNestedComposites) {
 }
 
 }  // namespace
-}  // namespace sluice::property_definitions
+}  // namespace sluice::property_definitions_test

@@ -7,7 +7,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_denial {
+namespace sluice::property_denial_test {
 namespace {
 
 using namespace sluice::model;
@@ -42,4 +42,4 @@ TYPED_TEST(Denials, RetryAfterIsExactAndStateUntouched) {
 }
 
 }  // namespace
-}  // namespace sluice::property_denial
+}  // namespace sluice::property_denial_test

@@ -12,7 +12,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_extremes {
+namespace sluice::property_extremes_test {
 namespace {
 
 using namespace sluice::model;
@@ -165,4 +165,4 @@ TEST(Extremes, RandomEdgeTracesAgreeWithTheModels) {
 }
 
 }  // namespace
-}  // namespace sluice::property_extremes
+}  // namespace sluice::property_extremes_test

@@ -19,7 +19,7 @@
 #include "sluice/sliding_buckets.hpp"
 #include "sluice/sliding_counter.hpp"
 
-namespace sluice::property_fast_path {
+namespace sluice::property_fast_path_test {
 namespace {
 
 using namespace sluice::model;
@@ -160,4 +160,4 @@ TEST(FastPath, LeakyQueueDecidesAsItsReference) {
 }
 
 }  // namespace
-}  // namespace sluice::property_fast_path
+}  // namespace sluice::property_fast_path_test

@@ -7,7 +7,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_gcra_token_bucket {
+namespace sluice::property_gcra_token_bucket_test {
 namespace {
 
 using namespace sluice::model;
@@ -22,4 +22,4 @@ TEST(GcraIsTokenBucket, OnRandomTraces) {
 }
 
 }  // namespace
-}  // namespace sluice::property_gcra_token_bucket
+}  // namespace sluice::property_gcra_token_bucket_test

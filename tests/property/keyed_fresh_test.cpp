@@ -11,7 +11,7 @@
 #include "property/models.hpp"
 #include "sluice/fresh.hpp"
 
-namespace sluice::property_keyed_fresh {
+namespace sluice::property_keyed_fresh_test {
 namespace {
 
 using namespace sluice::model;
@@ -90,4 +90,4 @@ TEST(IsFreshProperty, CompositesToo) {
 }
 
 }  // namespace
-}  // namespace sluice::property_keyed_fresh
+}  // namespace sluice::property_keyed_fresh_test

@@ -13,7 +13,7 @@
 #include "property/sched_gen.hpp"
 #include "sluice/sluice.hpp"
 
-namespace sluice::property_leaky_queue_shaper {
+namespace sluice::property_leaky_queue_shaper_test {
 namespace {
 
 using namespace sched_test;
@@ -85,4 +85,4 @@ TEST(LeakyQueueShaperProperty, DecidesAsTheMeterAndReleasesInOrder) {
 }
 
 }  // namespace
-}  // namespace sluice::property_leaky_queue_shaper
+}  // namespace sluice::property_leaky_queue_shaper_test

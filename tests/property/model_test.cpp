@@ -7,7 +7,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_model {
+namespace sluice::property_model_test {
 namespace {
 
 using namespace sluice::model;
@@ -39,4 +39,4 @@ TYPED_TEST(AgreesWithModel, AnyPolicyDecidesAsTheConcreteType) {
 }
 
 }  // namespace
-}  // namespace sluice::property_model
+}  // namespace sluice::property_model_test

@@ -11,7 +11,7 @@
 
 #include "sluice/policy_expr.hpp"
 
-namespace sluice::property_policy_expr_fuzz {
+namespace sluice::property_policy_expr_fuzz_test {
 namespace {
 
 const std::vector<std::string> valid = {
@@ -163,4 +163,4 @@ TEST(PolicyExprFuzz, EveryValidExpressionIsCanonicalOrBecomesSo) {
 }
 
 }  // namespace
-}  // namespace sluice::property_policy_expr_fuzz
+}  // namespace sluice::property_policy_expr_fuzz_test

@@ -30,7 +30,7 @@
 #include "property/sched_gen.hpp"
 #include "sluice/sluice.hpp"
 
-namespace sluice::property_reconfigure {
+namespace sluice::property_reconfigure_test {
 namespace {
 
 using namespace sched_test;
@@ -314,4 +314,4 @@ TEST(ReconfigureProperty, CompositesArePartByPart) {
 }
 
 }  // namespace
-}  // namespace sluice::property_reconfigure
+}  // namespace sluice::property_reconfigure_test

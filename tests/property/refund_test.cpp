@@ -23,7 +23,7 @@
 #include "property/sched_gen.hpp"
 #include "sluice/sluice.hpp"
 
-namespace sluice::property_refund {
+namespace sluice::property_refund_test {
 namespace {
 
 using namespace sched_test;
@@ -214,4 +214,4 @@ TEST(RefundProperty, TokenBucketAndGcraStayIdentical) {
 }
 
 }  // namespace
-}  // namespace sluice::property_refund
+}  // namespace sluice::property_refund_test

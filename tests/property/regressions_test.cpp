@@ -10,7 +10,7 @@
 #include "property/checks.hpp"
 #include "property/definitions.hpp"
 
-namespace sluice::property_regressions {
+namespace sluice::property_regressions_test {
 namespace {
 
 using namespace sluice::model;
@@ -59,4 +59,4 @@ TEST(Regressions, EverySeedThroughEveryProperty) {
 }
 
 }  // namespace
-}  // namespace sluice::property_regressions
+}  // namespace sluice::property_regressions_test

@@ -10,7 +10,7 @@
 #include "property/sched_gen.hpp"
 #include "sluice/sluice.hpp"
 
-namespace sluice::property_schedule {
+namespace sluice::property_schedule_test {
 namespace {
 
 using namespace sched_test;
@@ -65,4 +65,4 @@ TEST(NextAllowedAtProperty, ExactForEveryAlgorithmAndComposite) {
 }
 
 }  // namespace
-}  // namespace sluice::property_schedule
+}  // namespace sluice::property_schedule_test

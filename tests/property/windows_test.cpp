@@ -6,7 +6,7 @@
 
 #include "property/checks.hpp"
 
-namespace sluice::property_windows {
+namespace sluice::property_windows_test {
 namespace {
 
 using namespace sluice::model;
@@ -30,4 +30,4 @@ TEST(FixedWindowBound, TwoLAtABoundaryAndNeverMore) {
 }
 
 }  // namespace
-}  // namespace sluice::property_windows
+}  // namespace sluice::property_windows_test

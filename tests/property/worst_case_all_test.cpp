@@ -19,7 +19,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/worst_case.hpp"
 
-namespace sluice::property_worst_case_all {
+namespace sluice::property_worst_case_all_test {
 namespace {
 
 constexpr int max_window2 = 8;  // W′ from 1 to 8 ticks
@@ -316,4 +316,4 @@ TEST(WorstCaseAllRandom, SearchMatchesNaiveGreedyOnLargerParameters) {
 }
 
 }  // namespace
-}  // namespace sluice::property_worst_case_all
+}  // namespace sluice::property_worst_case_all_test

@@ -17,7 +17,7 @@
 #include "sluice/sliding_log.hpp"
 #include "sluice/token_bucket.hpp"
 
-namespace sluice::property_worst_case {
+namespace sluice::property_worst_case_test {
 namespace {
 
 constexpr int max_window2 = 8;  // W′ from 1 to 8 ticks
@@ -157,4 +157,4 @@ TEST(WorstCaseRandom, FixedWindowMatchesEveryStartOnLargerParameters) {
 }
 
 }  // namespace
-}  // namespace sluice::property_worst_case
+}  // namespace sluice::property_worst_case_test

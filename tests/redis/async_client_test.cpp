@@ -21,7 +21,7 @@
 #include "redis/sync_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_async_client_test {
 namespace {
 
 namespace asio = boost::asio;
@@ -406,4 +406,4 @@ TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_async_client_test

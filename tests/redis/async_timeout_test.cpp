@@ -13,7 +13,7 @@
 #include "redis/async_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_async_timeout_test {
 namespace {
 
 namespace asio = boost::asio;
@@ -143,4 +143,4 @@ TEST(AsyncTimeout, AConnectionHungPastTheStallTimeoutIsClosed) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_async_timeout_test

@@ -11,7 +11,7 @@
 
 #include "redis/binary.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_binary_test {
 namespace {
 
 std::uint64_t hardware_bits(std::int64_t v) { return std::bit_cast<std::uint64_t>(static_cast<double>(v)); }
@@ -64,4 +64,4 @@ TEST(RedisBinary, ReadingRefusesWhatIsNotAnIntegerBelow2To53) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_binary_test

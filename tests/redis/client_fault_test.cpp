@@ -13,7 +13,7 @@
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_client_fault_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -302,4 +302,4 @@ TEST(ClientFault, ConnectionClosedByTheServerIsReplacedBeforeTheNextCommand) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_client_fault_test

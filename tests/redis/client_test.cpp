@@ -14,7 +14,7 @@
 #include "support/redis_cluster.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_client_test {
 namespace {
 
 using testing::redis_server;
@@ -205,4 +205,4 @@ TEST(Client, ThreadsShareOneClient) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_client_test

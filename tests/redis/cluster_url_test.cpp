@@ -9,7 +9,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_cluster_url_test {
 namespace {
 
 TEST(ClusterUrl, SeedsWithTheirCredentials) {
@@ -121,4 +121,4 @@ TEST(ClusterUrl, TheStoreRefusesWhatAClusterCannotHold) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_cluster_url_test

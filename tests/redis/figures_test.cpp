@@ -6,7 +6,7 @@
 
 #include "sluice/remote/circuit_breaker.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_figures_test {
 namespace {
 
 std::size_t index_of(std::string_view name) {
@@ -82,4 +82,4 @@ TEST(CircuitBreaker, TellsEachChangeOfHealthOnce) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_figures_test

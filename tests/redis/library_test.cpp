@@ -10,7 +10,7 @@
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_library_test {
 namespace {
 
 using testing::redis_server;
@@ -132,4 +132,4 @@ TEST(Library, FallsBackToEvalshaWhenFunctionIsRefused) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_library_test

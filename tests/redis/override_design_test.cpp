@@ -21,7 +21,7 @@
 #include "sluice/gcra.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_override_design_test {
 namespace {
 
 using testing::redis_server;
@@ -242,4 +242,4 @@ TEST(OverrideDesign, DecidePeekReportCheckEveryOverrideBeforeWriting) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_override_design_test

@@ -16,7 +16,7 @@
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_sentinel_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -204,4 +204,4 @@ TEST(Sentinel, FollowsAFailoverUnderLoad) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_sentinel_test

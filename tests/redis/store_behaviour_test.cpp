@@ -16,7 +16,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/snapshot.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_behaviour_test {
 namespace {
 
 std::int64_t pttl(redis::test_client& c, const std::string& key) {
@@ -444,4 +444,4 @@ TEST(RedisStore, TheDenyCacheKeysEachCheckByItsOwnCost) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_behaviour_test

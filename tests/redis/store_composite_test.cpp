@@ -16,7 +16,7 @@
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_composite_test {
 namespace {
 
 /// A leaf drawn small (regimes bar and tiny, always in the exact range) so
@@ -167,4 +167,4 @@ TEST(RedisComposite, ADeniedRequestWritesNothing) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_composite_test

@@ -14,7 +14,7 @@
 #include "redis/trace_gen.hpp"
 #include "sluice/snapshot.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_conformance_test {
 namespace {
 
 struct figures {
@@ -125,4 +125,4 @@ TEST(RedisConformance, Quota) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_conformance_test

@@ -19,7 +19,7 @@
 #include "redis/store_support.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_deny_cache_clock_test {
 namespace {
 
 /// A memory store that decides as one limiter per key whatever the clock
@@ -196,4 +196,4 @@ TEST(RedisDenyCacheClock, AnEntryWhoseEndHasPassedIsNotRevivedByAnEarlierStamp) 
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_deny_cache_clock_test

@@ -15,7 +15,7 @@
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_fault_test {
 namespace {
 
 using clock_t_ = std::chrono::steady_clock;
@@ -254,4 +254,4 @@ TEST(RedisFaults, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_fault_test

@@ -22,7 +22,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_lease_test {
 namespace {
 
 void run_face(face f, std::uint64_t seeds) {
@@ -320,4 +320,4 @@ TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeep
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_lease_test

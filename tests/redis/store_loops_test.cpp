@@ -21,7 +21,7 @@
 #include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_loops_test {
 namespace {
 
 namespace asio = boost::asio;
@@ -187,4 +187,4 @@ TEST(RedisLoops, DetachingAnswersTheCallsWaitingOnAStoppedServerAtOnce) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_loops_test

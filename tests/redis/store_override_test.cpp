@@ -24,7 +24,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/quota.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_override_test {
 namespace {
 
 using conformance::answer;
@@ -486,4 +486,4 @@ TEST(RedisOverrides, ALeaseTakenUnderAnOverrideIsReleasedUnderIt) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_override_test

@@ -17,7 +17,7 @@
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_pipelined_test {
 namespace {
 
 redis_store_options pipelined() {
@@ -188,9 +188,9 @@ TEST(RedisPipelinedStore, DestroyedWithDecisionsInFlightAnswersEachOnce) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_pipelined_test
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_pipelined_test {
 namespace {
 
 TEST(RedisPipelinedStore, ServerClockModeAsynchronousDecisionsTakeTheSlowLane) {
@@ -218,4 +218,4 @@ TEST(RedisPipelinedStore, ServerClockModeReadsTimeThroughTheAsyncClient) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_pipelined_test

@@ -17,7 +17,7 @@
 #include "redis/store_support.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_redefine_test {
 namespace {
 
 using conformance::answer;
@@ -194,4 +194,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRedefine, ::testing::ValuesIn(conf
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_redefine_test

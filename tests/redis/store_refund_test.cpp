@@ -17,7 +17,7 @@
 #include "sluice/policy_expr.hpp"
 #include "support/redis_server.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_refund_test {
 namespace {
 
 any_policy policy(std::string_view text) { return parse_policy(text).value(); }
@@ -195,4 +195,4 @@ TEST(RedisRefund, AStoreThatCannotReachItsServerRefundsNothingARetryAfterALostRe
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_refund_test

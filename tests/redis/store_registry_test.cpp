@@ -9,7 +9,7 @@
 #include "sluice/gcra.hpp"
 #include "sluice/store/registry.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_registry_test {
 namespace {
 
 TEST(RedisRegistry, RegistersEveryRedisScheme) {
@@ -68,4 +68,4 @@ TEST(RedisRegistry, TheStoresOwnErrorNamesThePartOfTheUrl) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_registry_test

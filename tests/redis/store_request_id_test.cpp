@@ -17,7 +17,7 @@
 #include "redis/store_support.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_request_id_test {
 namespace {
 
 std::unique_ptr<memory_store> memory() {
@@ -184,4 +184,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RequestIdTraces, ::testing::ValuesIn(co
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_request_id_test

@@ -11,7 +11,7 @@
 
 #include "redis/store_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_server_clock_test {
 namespace {
 
 tick realtime_ns() {
@@ -111,4 +111,4 @@ TEST(RedisServerClock, NoServerMeansTheFailureMode) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_server_clock_test

@@ -19,7 +19,7 @@
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_shared_conformance_test {
 namespace {
 
 class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
@@ -63,4 +63,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::Valu
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_shared_conformance_test

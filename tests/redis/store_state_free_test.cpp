@@ -19,7 +19,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_store_state_free_test {
 namespace {
 
 const std::map<std::string, std::string> policies = {
@@ -212,4 +212,4 @@ TEST(RedisStateFree, KnownAnswersWithStateFiguresStillAskRedisForTheFigures) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_store_state_free_test

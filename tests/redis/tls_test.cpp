@@ -17,7 +17,7 @@
 #include "support/redis_server.hpp"
 #include "support/tls_certs.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::redis_tls_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -165,4 +165,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, TlsConformance, ::testing::ValuesIn(con
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::redis_tls_test

@@ -7,7 +7,7 @@
 #include "redis/client.hpp"
 #include "redis/url_support.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_tls_url_test {
 namespace {
 
 TEST(TlsUrl, RedissIsTlsWithVerificationOnByDefault) {
@@ -59,4 +59,4 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_case{"rediss://:pw@h:0?verify=no", "port"}, bad_case{"rediss://", "host"}));
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_tls_url_test

@@ -7,7 +7,7 @@
 #include "redis/client.hpp"
 #include "redis/url_support.hpp"
 
-namespace sluice::redis {
+namespace sluice::redis::redis_url_test {
 namespace {
 
 TEST(ParseUrl, HostOnlyDefaultsPortAndDb) {
@@ -153,4 +153,4 @@ TEST(ParseUrl, NoErrorEchoesThePassword) {
 }
 
 }  // namespace
-}  // namespace sluice::redis
+}  // namespace sluice::redis::redis_url_test

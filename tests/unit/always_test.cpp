@@ -13,7 +13,7 @@
 #include "sluice/quota.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_always {
+namespace sluice::unit_always_test {
 namespace {
 
 using test::N;
@@ -74,4 +74,4 @@ TEST(Always, DecisionsSayNeverNotLater) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_always
+}  // namespace sluice::unit_always_test

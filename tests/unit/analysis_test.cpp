@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-namespace sluice::unit_analysis {
+namespace sluice::unit_analysis_test {
 namespace {
 
 constexpr tick i64max = std::numeric_limits<tick>::max();
@@ -259,4 +259,4 @@ TEST(WorstCase, TokenBucketIsP096BucketMostOnEveryP096Limit) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_analysis
+}  // namespace sluice::unit_analysis_test

@@ -11,7 +11,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_any {
+namespace sluice::unit_any_test {
 namespace {
 
 struct request {
@@ -120,4 +120,4 @@ TEST(AnyPolicy, WindowOf) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_any
+}  // namespace sluice::unit_any_test

@@ -13,7 +13,7 @@
 #include "sluice/fresh.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_compose {
+namespace sluice::unit_compose_test {
 namespace {
 
 using test::ok;
@@ -226,4 +226,4 @@ TEST(ComposeFold, SameRuleAsTheStoresFold) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_compose
+}  // namespace sluice::unit_compose_test

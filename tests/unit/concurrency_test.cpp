@@ -22,7 +22,7 @@
 #include "sluice/worst_case.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_concurrency {
+namespace sluice::unit_concurrency_test {
 namespace {
 
 using test::N;
@@ -256,4 +256,4 @@ TEST(Concurrency, NoncesAreNeverZeroAndDoNotRepeat) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_concurrency
+}  // namespace sluice::unit_concurrency_test

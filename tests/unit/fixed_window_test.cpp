@@ -14,7 +14,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_fixed_window {
+namespace sluice::unit_fixed_window_test {
 namespace {
 
 using test::N;
@@ -184,4 +184,4 @@ TEST(FixedWindow, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_fixed_window
+}  // namespace sluice::unit_fixed_window_test

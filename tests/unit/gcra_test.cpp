@@ -16,7 +16,7 @@
 #include "sluice/token_bucket.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_gcra {
+namespace sluice::unit_gcra_test {
 namespace {
 
 using test::N;
@@ -105,4 +105,4 @@ TEST(Gcra, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_gcra
+}  // namespace sluice::unit_gcra_test

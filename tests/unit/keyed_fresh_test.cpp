@@ -4,7 +4,7 @@
 
 #include "sluice/fresh.hpp"
 
-namespace sluice::unit_keyed_fresh {
+namespace sluice::unit_keyed_fresh_test {
 namespace {
 
 TEST(IsFresh, TokenBucketIsFreshWhenFullAndNotBehindTheLatestAdmit) {
@@ -88,4 +88,4 @@ TEST(IsFresh, QuotaOnlyWhenUnusedAndComposites) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_keyed_fresh
+}  // namespace sluice::unit_keyed_fresh_test

@@ -13,7 +13,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_leaky_queue_shaper {
+namespace sluice::unit_leaky_queue_shaper_test {
 namespace {
 
 using test::N;
@@ -156,4 +156,4 @@ TEST(LeakyQueueShaper, ZeroRateRejectsEverything) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_leaky_queue_shaper
+}  // namespace sluice::unit_leaky_queue_shaper_test

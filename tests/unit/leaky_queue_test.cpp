@@ -20,7 +20,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_leaky_queue {
+namespace sluice::unit_leaky_queue_test {
 namespace {
 
 using test::N;
@@ -125,4 +125,4 @@ TEST(LeakyQueue, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_leaky_queue
+}  // namespace sluice::unit_leaky_queue_test

@@ -10,7 +10,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_limiter {
+namespace sluice::unit_limiter_test {
 namespace {
 
 struct step {
@@ -128,4 +128,4 @@ TEST(Limiter, SteadyClockByDefault) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_limiter
+}  // namespace sluice::unit_limiter_test

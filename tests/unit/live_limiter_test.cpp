@@ -12,7 +12,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_live_limiter {
+namespace sluice::unit_live_limiter_test {
 namespace {
 
 using test::N;
@@ -232,4 +232,4 @@ TEST(LiveLimiter, OnAnyPolicyComposites) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_live_limiter
+}  // namespace sluice::unit_live_limiter_test

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::unit_policy_expr {
+namespace sluice::unit_policy_expr_test {
 namespace {
 
 constexpr tick s = 1'000'000'000;
@@ -195,4 +195,4 @@ TEST(PolicyExpr, CanonicalFormRoundTrips) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_policy_expr
+}  // namespace sluice::unit_policy_expr_test

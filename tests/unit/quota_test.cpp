@@ -13,7 +13,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_quota {
+namespace sluice::unit_quota_test {
 namespace {
 
 using test::N;
@@ -71,4 +71,4 @@ TEST(Quota, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_quota
+}  // namespace sluice::unit_quota_test

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace sluice::unit_rate {
+namespace sluice::unit_rate_test {
 namespace {
 
 constexpr tick s = 1'000'000'000;
@@ -97,9 +97,9 @@ TEST(ParseSeconds, ExactNanoseconds) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_rate
+}  // namespace sluice::unit_rate_test
 
-namespace sluice::unit_rate {
+namespace sluice::unit_rate_test {
 namespace {
 
 // Found by fuzz_rate: 30 decimal places times a day's nanoseconds overflowed
@@ -117,4 +117,4 @@ TEST(ParseDuration, LongFractionsOfLargeUnitsDoNotOverflow) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_rate
+}  // namespace sluice::unit_rate_test

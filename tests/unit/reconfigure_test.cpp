@@ -12,7 +12,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_reconfigure {
+namespace sluice::unit_reconfigure_test {
 namespace {
 
 using test::N;
@@ -271,4 +271,4 @@ TEST(Reconfigure, AnyPolicyOfTheSameAlgorithmOnly) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_reconfigure
+}  // namespace sluice::unit_reconfigure_test

@@ -5,7 +5,7 @@
 
 #include "sluice/redact.hpp"
 
-namespace sluice::unit_redact {
+namespace sluice::unit_redact_test {
 namespace {
 
 TEST(RedactUrl, HidesThePasswordKeepsTheRest) {
@@ -35,4 +35,4 @@ TEST(RedactUrl, ToldWhetherAUrlGivesAPassword) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_redact
+}  // namespace sluice::unit_redact_test

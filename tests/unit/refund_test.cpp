@@ -13,7 +13,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_refund {
+namespace sluice::unit_refund_test {
 namespace {
 
 using test::N;
@@ -321,4 +321,4 @@ TEST(Refund, NothingAfterAReconfiguration) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_refund
+}  // namespace sluice::unit_refund_test

@@ -7,7 +7,7 @@
 #include "sluice/reconfigure.hpp"
 #include "sluice/token_bucket.hpp"
 
-namespace sluice::unit_remaining {
+namespace sluice::unit_remaining_test {
 namespace {
 
 TEST(Remaining, NeverNegativeAfterAShrinkingReconfigure) {
@@ -38,4 +38,4 @@ TEST(Remaining, NeverNegativeAfterAShrinkingReconfigure) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_remaining
+}  // namespace sluice::unit_remaining_test

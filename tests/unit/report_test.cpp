@@ -15,7 +15,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_report {
+namespace sluice::unit_report_test {
 namespace {
 
 /// A spec of `a` with L per W, its other fields set afterwards.
@@ -312,4 +312,4 @@ TEST(Report, ALiveLimiterChargesAReportBehindItsReservations) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_report
+}  // namespace sluice::unit_report_test

@@ -15,7 +15,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_schedule {
+namespace sluice::unit_schedule_test {
 namespace {
 
 using test::N;
@@ -162,4 +162,4 @@ TEST(AdmittedAt, SaturatesAtNever) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_schedule
+}  // namespace sluice::unit_schedule_test

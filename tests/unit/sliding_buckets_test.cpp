@@ -15,7 +15,7 @@
 #include "sluice/sliding_log.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_sliding_buckets {
+namespace sluice::unit_sliding_buckets_test {
 namespace {
 
 using test::N;
@@ -99,4 +99,4 @@ TEST(SlidingBuckets, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_sliding_buckets
+}  // namespace sluice::unit_sliding_buckets_test

@@ -14,7 +14,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_sliding_counter {
+namespace sluice::unit_sliding_counter_test {
 namespace {
 
 using test::N;
@@ -91,4 +91,4 @@ TEST(SlidingCounter, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_sliding_counter
+}  // namespace sluice::unit_sliding_counter_test

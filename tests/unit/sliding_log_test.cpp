@@ -13,7 +13,7 @@
 
 #include "unit/rows.hpp"
 
-namespace sluice::unit_sliding_log {
+namespace sluice::unit_sliding_log_test {
 namespace {
 
 using test::N;
@@ -151,4 +151,4 @@ TEST(SlidingLog, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_sliding_log
+}  // namespace sluice::unit_sliding_log_test

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-namespace sluice::unit_time {
+namespace sluice::unit_time_test {
 namespace {
 
 constexpr tick max = std::numeric_limits<tick>::max();
@@ -73,4 +73,4 @@ TEST(SteadyClock, NeverGoesBackwards) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_time
+}  // namespace sluice::unit_time_test

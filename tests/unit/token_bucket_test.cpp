@@ -16,7 +16,7 @@
 #include "sluice/gcra.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_token_bucket {
+namespace sluice::unit_token_bucket_test {
 namespace {
 
 using test::N;
@@ -147,4 +147,4 @@ TEST(TokenBucket, RefusesBadConfigurationNamingTheField) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_token_bucket
+}  // namespace sluice::unit_token_bucket_test

@@ -14,7 +14,7 @@
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
-namespace sluice::unit_wait {
+namespace sluice::unit_wait_test {
 namespace {
 
 using test::N;
@@ -215,4 +215,4 @@ TEST(Acquire, NeverSleepsPastTheDeadlineNorSpins) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_wait
+}  // namespace sluice::unit_wait_test

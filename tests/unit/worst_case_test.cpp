@@ -11,7 +11,7 @@
 
 #include "sluice/policy_expr.hpp"
 
-namespace sluice::unit_worst_case {
+namespace sluice::unit_worst_case_test {
 namespace {
 
 constexpr tick s = 1'000'000'000;
@@ -161,4 +161,4 @@ TEST(WorstCase, WitnessesAreTracesThatReachTheNumber) {
 }
 
 }  // namespace
-}  // namespace sluice::unit_worst_case
+}  // namespace sluice::unit_worst_case_test

@@ -19,7 +19,7 @@
 
 #include "redis/cluster/cluster_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_async_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -176,4 +176,4 @@ TEST(ClusterAsync, AStoppedPrimaryHoldsOnlyItsOwnCallsEachUntilItsDeadline) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_async_test

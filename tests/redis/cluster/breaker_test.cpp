@@ -18,7 +18,7 @@
 
 #include "redis/cluster/cluster_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_breaker_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -189,4 +189,4 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_breaker_test

@@ -15,7 +15,7 @@
 #include "redis/cluster/cluster_support.hpp"
 #include "redis/conformance_draw.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_conformance_test {
 namespace {
 
 class ClusterConformance : public ::testing::TestWithParam<algorithm> {};
@@ -81,4 +81,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterConformance, ::testing::ValuesIn
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_conformance_test

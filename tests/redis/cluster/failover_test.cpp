@@ -16,7 +16,7 @@
 
 #include "redis/cluster/cluster_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_failover_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -180,4 +180,4 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_failover_test

@@ -14,7 +14,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_lease_test {
 namespace {
 
 TEST(ClusterLeases, TracesAsTheCoreAndTheMemoryStore) {
@@ -54,4 +54,4 @@ TEST(ClusterLeases, AReleaseAcrossSlotsIsRefusedAndReleasesNothing) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_lease_test

@@ -15,7 +15,7 @@
 #include "redis/cluster/cluster_support.hpp"
 #include "redis/redefine_scenarios.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_override_test {
 namespace {
 
 using namespace redefine;
@@ -116,4 +116,4 @@ TEST(ClusterOverrides, AKeyWithAnEmptyHashTagCannotBeOverridden) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_override_test

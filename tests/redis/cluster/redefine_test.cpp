@@ -14,7 +14,7 @@
 #include "redis/cluster/cluster_support.hpp"
 #include "redis/redefine_scenarios.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_redefine_test {
 namespace {
 
 using namespace redefine;
@@ -57,4 +57,4 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterRedefine, ::testing::ValuesIn(co
                          algorithm_test_name);
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_redefine_test

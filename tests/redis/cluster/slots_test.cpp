@@ -9,7 +9,7 @@
 
 #include "redis/cluster/cluster_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_slots_test {
 namespace {
 
 TEST(ClusterSlots, Crc16IsXmodem) {
@@ -69,4 +69,4 @@ TEST(ClusterSlots, EverySlotHasATag) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_slots_test

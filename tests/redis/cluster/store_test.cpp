@@ -10,7 +10,7 @@
 
 #include "redis/cluster/cluster_support.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_store_test {
 namespace {
 
 store_request request(std::span<const check> checks, tick now, std::int64_t cost = 1, std::string_view id = {}) {
@@ -244,4 +244,4 @@ TEST(ClusterStore, ASeedThatIsNotAClusterIsAStoreFailure) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_store_test

@@ -16,7 +16,7 @@
 #include "redis/cluster/cluster_support.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::redis_test {
+namespace sluice::redis_test::cluster_topology_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -290,4 +290,4 @@ TEST(ClusterTopology, APrimaryThatJoinsLaterGetsTheLibrary) {
 }
 
 }  // namespace
-}  // namespace sluice::redis_test
+}  // namespace sluice::redis_test::cluster_topology_test
