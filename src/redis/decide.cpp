@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <array>
 
+#include <boost/container/small_vector.hpp>
+
 #include "redis/binary.hpp"
 #include "redis/combine.hpp"
 #include "redis/resp.hpp"
@@ -457,15 +459,20 @@ void redis_store::impl::leave() {
 namespace {
 
 /// One asynchronous decision between its call and its answer: the
-/// request's own copy of what `one` keeps on its stack.
+/// request's own copy of what `one` keeps on its stack. Its per-check
+/// arrays hold a few checks in place and are sized once, before any span
+/// points into them: a request of up to four checks (nearly all of them)
+/// is one allocation small enough for malloc's per-thread cache, where
+/// arrays of max_checks made it a large one on malloc's slow path.
 struct async_job {
+  static constexpr std::size_t in_place = 4;
   store_request r;
   bool peek = false;
   std::span<decision> per_check;
   std::span<std::optional<tick>> grows;
   store::decided done;
-  std::array<const redis::entry*, max_checks> es{};
-  std::array<decision, max_checks> mine{};
+  boost::container::small_vector<const redis::entry*, in_place> es;
+  boost::container::small_vector<decision, in_place> mine;
   redis::scratch s;  // the call's bytes: the client reads them until it answers
   std::int64_t t0 = 0;
   std::uint64_t nonce = 0;  // of the leases it may take
@@ -479,12 +486,16 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   auto j = std::make_shared<async_job>();
   j->r = request;
   j->peek = peek;
+  // entries_of refuses more than max_checks before it writes an entry.
+  j->es.resize(std::min(request.checks.size(), max_checks));
   if (auto early = before_call(j->r, peek, j->es.data(), per_check, grows)) return done(*early);
   j->done = std::move(done);
   j->grows = grows;
   // Per-check decisions for the deny cache or `grows` when the caller wants none (as `one`).
-  if (!peek && per_check.empty() && (!grows.empty() || (denials && j->r.checks.size() > 1)))
-    per_check = std::span(j->mine.data(), j->r.checks.size());
+  if (!peek && per_check.empty() && (!grows.empty() || (denials && j->r.checks.size() > 1))) {
+    j->mine.resize(j->r.checks.size());
+    per_check = std::span(j->mine.data(), j->mine.size());
+  }
   j->per_check = per_check;
   enter();
   if (opt.server_clock) {
@@ -497,6 +508,9 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     return;
   }
   clear(j->s);
+  // The call's bytes in one allocation, not one per doubling (a key and a
+  // few numbers per check; a larger request grows it as it needs).
+  j->s.bytes.reserve(128 * j->r.checks.size());
   j->nonce = nonce_for(j->r, j->es.data(), peek);
   {
     const lease_scope scope(j->nonce);

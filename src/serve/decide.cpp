@@ -2,11 +2,12 @@
 #include "decide.hpp"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <limits>
 #include <span>
 #include <utility>
+
+#include <boost/container/small_vector.hpp>
 
 #include "wire.hpp"
 
@@ -31,10 +32,13 @@ struct pending {
   tick now = 0;
   checks_decided then;
   checks_outcome o;
-  std::array<check, max_checks> req{};
-  std::array<decision, max_checks> req_out{};
-  std::array<std::optional<tick>, max_checks> req_grows{};
-  std::size_t n = 0;
+  // The enforced checks as one store request, and its per-check answers:
+  // a few in place (arrays of max_checks made every request one large
+  // allocation, on malloc's slow path); sized before a span points in.
+  static constexpr std::size_t in_place = 4;
+  boost::container::small_vector<check, in_place> req;
+  boost::container::small_vector<decision, in_place> req_out;
+  boost::container::small_vector<std::optional<tick>, in_place> req_grows;
   struct shadow_call {
     std::size_t index = 0;  // into checks
     std::string key;        // "%shadow:" + the check's key
@@ -78,14 +82,14 @@ bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_p
     if (cs[j].shadow) continue;
     const check c{view.ids[cs[j].policy], cs[j].key, cs[j].cost};
     std::size_t k = 0;
-    while (k < p->n && !(p->req[k].policy == c.policy && p->req[k].key == c.key)) ++k;
-    if (k < p->n) {
+    while (k < p->req.size() && !(p->req[k].policy == c.policy && p->req[k].key == c.key)) ++k;
+    if (k < p->req.size()) {
       p->req[k].cost = std::max(p->req[k].cost, c.cost);
       out.cost[k] = p->req[k].cost;
       continue;
     }
-    if (p->n == max_checks) break;  // rules::plan keeps a request within max_checks
-    p->req[p->n++] = c;
+    if (p->req.size() == max_checks) break;  // rules::plan keeps a request within max_checks
+    p->req.push_back(c);
     out.enforced.push_back(j);
     out.cost.push_back(c.cost);
   }
@@ -120,23 +124,26 @@ bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_p
   }
   // Keys are set once `shadows` no longer moves.
   for (auto& sh : p->shadows) sh.one = check{view.ids[cs[sh.index].policy], sh.key};
-  p->outstanding.store(1 + (p->n > 0 ? 1 : 0) + p->shadows.size(), std::memory_order_relaxed);
-  if (p->n > 0) {
+  const std::size_t n = p->req.size();
+  p->req_out.resize(n);
+  p->req_grows.resize(n);
+  p->outstanding.store(1 + (n > 0 ? 1 : 0) + p->shadows.size(), std::memory_order_relaxed);
+  if (n > 0) {
     // t (when each check's `remaining` grows by one) comes with the
     // decision: the store reads it on the state it decided on, no call more.
-    const store_request r{std::span<const check>(p->req.data(), p->n), now, 1, p->id};
-    st.decide_async(r, std::span<decision>(p->req_out.data(), p->n),
-                    std::span<std::optional<tick>>(p->req_grows.data(), p->n), [p](const store_decision& sd) {
+    const store_request r{std::span<const check>(p->req.data(), n), now, 1, p->id};
+    st.decide_async(r, std::span<decision>(p->req_out.data(), n),
+                    std::span<std::optional<tick>>(p->req_grows.data(), n), [p](const store_decision& sd) {
                       checks_outcome& o = p->o;
                       p->m->count_source(sd.from);
                       o.any_enforced = true;
                       o.from = sd.from;
                       o.d = sd.d;
                       o.lease = sd.lease;
-                      o.per.assign(p->req_out.begin(), p->req_out.begin() + static_cast<std::ptrdiff_t>(p->n));
+                      o.per.assign(p->req_out.begin(), p->req_out.end());
                       // Left out past what a RateLimit field carries (and, by
                       // ratelimit_member, when it never comes).
-                      for (std::size_t k = 0; k < p->n; ++k)
+                      for (std::size_t k = 0; k < p->req_out.size(); ++k)
                         o.t.push_back(p->req_out[k].remaining < sf_integer_max ? p->req_grows[k] : std::nullopt);
                       if (p->arrive()) p->finish();
                     });
