@@ -2,6 +2,7 @@
 // "Function not found" FUNCTION LOAD REPLACE and the missing calls again,
 // once; when FUNCTION/FCALL is refused, EVALSHA of the script form from then
 // on, with SCRIPT LOAD on NOSCRIPT.
+#include <algorithm>
 #include <utility>
 
 #include "redis/async_impl.hpp"
@@ -109,8 +110,19 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
       return;
     }
   }
+  // Sized once for the round (RESP adds at most 26 bytes of header and
+  // line ends an argument): no growth step per argument appended.
+  std::size_t want = 0, most = 0;
+  for (std::size_t i : j->pending) {
+    const auto& c = j->calls[i];
+    most = std::max(most, c.count);
+    want += 64 + j->sha.size() + 26 * (c.count + 3);
+    for (std::size_t k = 0; k <= c.count; ++k) want += j->pieces[c.first + k].second;
+  }
   std::string bytes;
+  bytes.reserve(want);
   std::vector<std::string_view> cmd;
+  cmd.reserve(most + 3);
   for (std::size_t i : j->pending) {
     const auto& c = j->calls[i];
     const std::string num_keys = std::to_string(c.num_keys);
