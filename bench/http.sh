@@ -23,9 +23,12 @@
 #   sluice-rediss      sluice-redis over TLS (rediss://, certificates made by openssl for this run)
 #                      to the same server's TLS port: TLS against plaintext as a ratio
 #
-# For the Redis rows it also says where the CPU went, per request: the load client's
-# (wrk or redis-benchmark), sluice serve's and redis-server's CPU time over the row
-# (/proc), and what 2 cores allow at that sum — the bound no row on this machine can pass.
+# For the Redis rows, and the two 1-server HTTP rows (nginx's worker, sluice serve on
+# memory), it also says where the CPU went, per request: the load client's (wrk or
+# redis-benchmark), the server's and redis-server's CPU time over the row (/proc), and
+# what 2 cores allow at that sum — the bound no row on this machine can pass; then what
+# the 0.9× target leaves sluice serve on Redis a request, beside what HTTP alone costs
+# nginx and sluice serve here.
 #
 # usage: bench/http.sh [BUILD_DIR]   (env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000)
 set -euo pipefail
@@ -152,8 +155,10 @@ rcli() { redis-cli -h 127.0.0.1 -p "$P_REDIS" "$@"; }
 for _ in $(seq 100); do rcli ping >/dev/null 2>&1 && break; sleep 0.1; done
 SHA=$(rcli script load "$(cat "$GCRA_LUA")")
 nginx -p "$RUN" -c "$RUN/nginx.conf" -g 'daemon off;' & PIDS+=($!)
+PID_NGX=$!
 nginx -p "$RUN" -c "$RUN/stub.conf" -g 'daemon off;' & PIDS+=($!)
 "$SLUICE" serve --config "$RUN/sluice.toml" 2> "$RUN/sluice.log" & PIDS+=($!)
+PID_SLUICE=$!
 # On CPU 0, as redis-benchmark's client: the Redis rows compare two clients of one server alike.
 taskset -c 0 "$SLUICE" serve --config "$RUN/sluice-redis.toml" 2> "$RUN/sluice-redis.log" & PIDS+=($!)
 PID_SR=$!
@@ -164,6 +169,9 @@ PID_SRS=$!
 for p in $P_NGX $P_STUB $P_SLUICE $P_AUTH_STUB $P_AUTH_SLUICE $P_SLUICE_REDIS $P_SLUICE_REDIS2 $P_SLUICE_REDISS; do
   wait_port "$p"
 done
+# nginx's one worker (its master's only child) does the ceiling row's HTTP work.
+read -r PID_NGX_WORKER more < "/proc/$PID_NGX/task/$PID_NGX/children" || true
+[[ "$PID_NGX_WORKER" =~ ^[0-9]+$ && -z "$more" ]] || { echo "http.sh: not one nginx worker" >&2; exit 1; }
 
 # A correctness probe before timing: sluice answers 204 with the fields, nginx passes it through.
 curl -sf -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P_SLUICE/v1/authorize?key=probe" | grep -q 204
@@ -225,8 +233,8 @@ ceiling() {  # LABEL CONNS CALLS
 echo "http.sh: wrk -t1 -c$CONNS -d${DUR}s, $KEYS keys, $ROUNDS interleaved rounds" >&2
 for r in $(seq "$ROUNDS"); do
   echo "round $r" >&2
-  run nginx-return "http://127.0.0.1:$P_NGX/"
-  run sluice "http://127.0.0.1:$P_SLUICE/v1/authorize"
+  run nginx-return "http://127.0.0.1:$P_NGX/" "$PID_NGX_WORKER"
+  run sluice "http://127.0.0.1:$P_SLUICE/v1/authorize" "$PID_SLUICE"
   run authreq-stub "http://127.0.0.1:$P_AUTH_STUB/protected"
   run authreq-sluice "http://127.0.0.1:$P_AUTH_SLUICE/protected"
   ceiling redis-evalsha-c1 1 $((DUR * 8000))
@@ -292,14 +300,30 @@ for line in open(sys.argv[6]):
         cpu.setdefault(label, []).append([int(v) * 1000.0 / int(n) for v in (client_ms, server_ms, redis_ms)])
 if cpu:
     print()
-    print("| row | client µs/req | sluice µs/req | redis-server µs/req | sum | 2 cores allow |")
+    print("| row | client µs/req | server µs/req | redis-server µs/req | sum | 2 cores allow |")
     print("|---|---:|---:|---:|---:|---:|")
-    for k in ["redis-evalsha-c1", "redis-evalsha-c50", "sluice-redis", "sluice-redis-2t", "sluice-rediss"]:
+    for k in ["nginx-return", "sluice", "redis-evalsha-c1", "redis-evalsha-c50", "sluice-redis", "sluice-redis-2t",
+              "sluice-rediss"]:
         if k not in cpu:
             continue
         c, s, r = (statistics.median(v[i] for v in cpu[k]) for i in range(3))
+        server = k.startswith("sluice") or k == "nginx-return"
         print("| %s | %.1f | %s | %.1f | %.1f | %s req/s |" % (
-            k, c, "%.1f" % s if k.startswith("sluice") else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ",")))
+            k, c, "%.1f" % s if server else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ",")))
+    # What the 1-thread target leaves sluice serve, beside what HTTP alone
+    # costs a server here: at 0.9× the ceiling, two fully busy cores give
+    # each request 2 s / (0.9 × ceiling) of CPU, less the load client's and
+    # Redis's as measured in the sluice-redis row.
+    if all(k in cpu for k in ("nginx-return", "sluice", "sluice-redis")) and "redis-evalsha-c50" in med:
+        c, s, r = (statistics.median(v[i] for v in cpu["sluice-redis"]) for i in range(3))
+        budget = 2e6 / (0.9 * med["redis-evalsha-c50"][0]) - c - r
+        print()
+        busy = (c + s + r) * med["sluice-redis"][0] / 1e6  # cores the three processes kept busy
+        print("at 0.9× the ceiling, 2 fully busy cores would leave sluice serve on Redis %.1f µs a request, and"
+              " the %.2f cores the row kept busy %.1f (it used %.1f); HTTP alone costs nginx `return 200` %.1f µs"
+              " a request here and sluice serve (memory store) %.1f" % (
+                  budget, busy, busy * 1e6 / (0.9 * med["redis-evalsha-c50"][0]) - c - r, s,
+                  statistics.median(v[1] for v in cpu["nginx-return"]), statistics.median(v[1] for v in cpu["sluice"])))
 print("keys held by sluice after the run: %s" % sys.argv[2])
 print("sluice on Redis: %s decisions from Redis, %s store errors and fallbacks, %s keys in Redis" % (
     sys.argv[3], sys.argv[4], sys.argv[5]))
