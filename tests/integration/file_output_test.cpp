@@ -9,7 +9,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,13 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::run_cli;
-
+using test::slurp;
 using test::temp_dir;
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
 
 unsigned mode_of(const std::string& p) {
   struct stat st {};

@@ -17,7 +17,7 @@
 namespace sluice::keyed_memory_store_bound_test {
 namespace {
 
-using memory_store_test::one;
+using memory_store_support::one;
 
 const gcra spec = gcra::make({1, 100}, 2).value();  // 1 per 100 ticks, burst 2
 

@@ -19,8 +19,8 @@
 namespace sluice::keyed_memory_store_lease_test {
 namespace {
 
-using memory_store_test::one;
-using memory_store_test::policy;
+using memory_store_support::one;
+using memory_store_support::policy;
 
 release_result release_one(memory_store& s, policy_id p, std::string_view key, std::uint64_t nonce, tick now) {
   const check c{p, key};

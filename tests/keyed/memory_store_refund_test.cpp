@@ -18,7 +18,7 @@
 namespace sluice::keyed_memory_store_refund_test {
 namespace {
 
-using memory_store_test::policy;
+using memory_store_support::policy;
 
 store_decision with_id(memory_store& s, std::span<const check> cs, std::string_view id, tick now,
                        std::int64_t cost = 1) {

@@ -10,7 +10,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/store/memory.hpp"
 
-namespace sluice::memory_store_test {
+namespace sluice::memory_store_support {
 
 /// `text` parsed as a policy (a failed test if it does not parse).
 inline any_policy policy(std::string_view text) {
@@ -26,4 +26,4 @@ inline store_decision one(memory_store& s, policy_id p, std::string_view key, ti
   return s.decide_at({.checks = {&c, 1}, .now = now, .cost = cost, .id = id});
 }
 
-}  // namespace sluice::memory_store_test
+}  // namespace sluice::memory_store_support

@@ -17,8 +17,8 @@
 namespace sluice::keyed_memory_store_test {
 namespace {
 
-using memory_store_test::one;
-using memory_store_test::policy;
+using memory_store_support::one;
+using memory_store_support::policy;
 
 TEST(MemoryStore, OneCheckDecidesAsTheKeyedStore) {
   memory_store s;

@@ -29,10 +29,10 @@ using namespace std::chrono_literals;
 using testing::redis_server;
 using testing::redis_server_options;
 
-using client_test::ok;
+using client_support::ok;
 
 /// Options with a 2 s deadline: these tests wait on purpose.
-async_client_options options_2s(const std::string& text) { return client_test::options_for(text, 2000ms); }
+async_client_options options_2s(const std::string& text) { return client_support::options_for(text, 2000ms); }
 
 std::unique_ptr<sync_client> open_sync(const std::string& text) {
   auto c = sync_client::open(options_2s(text));

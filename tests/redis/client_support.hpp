@@ -13,7 +13,7 @@
 #include "redis/async_client.hpp"
 #include "redis/client.hpp"
 
-namespace sluice::redis::client_test {
+namespace sluice::redis::client_support {
 
 /// Options for the server at `text`, each call's deadline `command_timeout`.
 inline async_client_options options_for(
@@ -35,4 +35,4 @@ inline reply ok(call_result r) {
   return std::get<reply>(std::move(r));
 }
 
-}  // namespace sluice::redis::client_test
+}  // namespace sluice::redis::client_support

@@ -20,8 +20,8 @@ namespace {
 using testing::redis_server;
 using testing::redis_server_options;
 
-using client_test::ok;
-using client_test::options_for;
+using client_support::ok;
+using client_support::options_for;
 
 TEST(RedisServer, StartsAnswersAndStopsByPid) {
   redis_server srv;

@@ -25,7 +25,7 @@ redis.register_function{function_name = 'echo', callback = function(keys, args) 
 redis.register_function('fail', function(keys, args) return redis.error_reply('sluice: corrupt state') end)
 )";
 
-using client_test::options_for;
+using client_support::options_for;
 
 std::int64_t incr(test_client& c, std::string_view key, std::string_view by) {
   const std::string_view argv[] = {key, by};

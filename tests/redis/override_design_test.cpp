@@ -26,7 +26,7 @@ namespace {
 
 using testing::redis_server;
 
-using client_test::options_for;
+using client_support::options_for;
 
 /// `L_cas` without a request id over `keys`, with per key its expected,
 /// new and px arguments: the status it answers, or -1.
