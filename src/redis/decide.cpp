@@ -510,7 +510,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   clear(j->s);
   // The call's bytes in one allocation, not one per doubling (a key and a
   // few numbers per check; a larger request grows it as it needs).
-  j->s.bytes.reserve(128 * j->r.checks.size());
+  j->s.bytes.reserve(256 * j->r.checks.size());
   j->nonce = nonce_for(j->r, j->es.data(), peek);
   {
     const lease_scope scope(j->nonce);
