@@ -461,9 +461,9 @@ namespace {
 /// One asynchronous decision between its call and its answer: the
 /// request's own copy of what `one` keeps on its stack. Its per-check
 /// arrays hold a few checks in place and are sized once, before any span
-/// points into them: a request of up to four checks (nearly all of them)
-/// is one allocation small enough for malloc's per-thread cache, where
-/// arrays of max_checks made it a large one on malloc's slow path.
+/// points into them: a request of up to four checks is one allocation
+/// small enough for malloc's per-thread cache, where arrays of max_checks
+/// made it a large one on malloc's slow path.
 struct async_job {
   static constexpr std::size_t in_place = 4;
   store_request r;
