@@ -133,9 +133,25 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   // What each key was charged, as the store (now the promoted replica) says.
   std::int64_t lost = 0, unacknowledged = 0, lost_elsewhere = 0, acked_victim = 0;
   std::size_t keys_lost = 0;
+  // A read the store cannot make now (its node's breaker still open, or a
+  // call past its 200 ms on a loaded machine: CI once met one) is answered
+  // by the failure mode, as any call: that is the contract, not a lost
+  // charge. Such a key is read again for up to 5 s, and counted; one the
+  // store cannot read in that time fails the test.
+  std::size_t reread = 0, reread_on_victim = 0;
   for (std::size_t i = 0; i < n_keys; ++i) {
-    const auto p = st->peek_at(one_check({q, keys[i]}, 2));
-    ASSERT_EQ(p.from, source::store) << keys[i];
+    auto p = st->peek_at(one_check({q, keys[i]}, 2));
+    if (p.from != source::store) {
+      ++reread;
+      reread_on_victim += on_victim[i] ? 1 : 0;
+      std::printf("failover: reading %s%s met source %d first; reading again\n", keys[i].c_str(),
+                  on_victim[i] ? " (on the victim)" : "", static_cast<int>(p.from));
+    }
+    for (int again = 0; p.from != source::store && again < 50; ++again) {
+      std::this_thread::sleep_for(100ms);
+      p = st->peek_at(one_check({q, keys[i]}, 2));
+    }
+    ASSERT_EQ(p.from, source::store) << keys[i] << (on_victim[i] ? " (on the victim)" : "") << ", read for 5 s";
     const std::int64_t used = quota - (p.d.remaining + 1);
     const std::int64_t ack = acked[0][i] + acked[1][i];
     if (on_victim[i]) acked_victim += ack;
@@ -169,9 +185,9 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   std::printf(
       "failover: LOST %lld acknowledged admits on %zu keys (of %lld acknowledged on the victim's keys): the "
       "replica had not received them; %lld charged without an acknowledgement (a timeout or break after "
-      "sending); lost elsewhere %lld\n",
+      "sending); lost elsewhere %lld; %zu keys read again after the failure mode answered (%zu on the victim)\n",
       static_cast<long long>(lost), keys_lost, static_cast<long long>(acked_victim),
-      static_cast<long long>(unacknowledged), static_cast<long long>(lost_elsewhere));
+      static_cast<long long>(unacknowledged), static_cast<long long>(lost_elsewhere), reread, reread_on_victim);
   EXPECT_EQ(answered, calls.load());          // every call answered
   EXPECT_EQ(s.base.decisions, calls.load());  // peeks are not counted
   EXPECT_EQ(by_source[static_cast<std::size_t>(source::error)].load(), 0U);
