@@ -316,13 +316,13 @@ if cpu:
     # Redis's as measured in the sluice-redis row.
     if all(k in cpu for k in ("nginx-return", "sluice", "sluice-redis")) and "redis-evalsha-c50" in med:
         c, s, r = (statistics.median(v[i] for v in cpu["sluice-redis"]) for i in range(3))
-        budget = 2e6 / (0.9 * med["redis-evalsha-c50"][0]) - c - r
-        print()
+        core_us = 1e6 / (0.9 * med["redis-evalsha-c50"][0])  # one core's µs per request at the target
         busy = (c + s + r) * med["sluice-redis"][0] / 1e6  # cores the three processes kept busy
+        print()
         print("at 0.9× the ceiling, 2 fully busy cores would leave sluice serve on Redis %.1f µs a request, and"
               " the %.2f cores the row kept busy %.1f (it used %.1f); HTTP alone costs nginx `return 200` %.1f µs"
               " a request here and sluice serve (memory store) %.1f" % (
-                  budget, busy, busy * 1e6 / (0.9 * med["redis-evalsha-c50"][0]) - c - r, s,
+                  2 * core_us - c - r, busy, busy * core_us - c - r, s,
                   statistics.median(v[1] for v in cpu["nginx-return"]), statistics.median(v[1] for v in cpu["sluice"])))
 print("keys held by sluice after the run: %s" % sys.argv[2])
 print("sluice on Redis: %s decisions from Redis, %s store errors and fallbacks, %s keys in Redis" % (

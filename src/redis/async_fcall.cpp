@@ -110,17 +110,13 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
       return;
     }
   }
-  // Sized once for the round (RESP adds at most 26 bytes of header and
-  // line ends an argument): no growth step per argument appended.
-  std::size_t want = 0, most = 0;
-  for (std::size_t i : j->pending) {
-    const auto& c = j->calls[i];
-    most = std::max(most, c.count);
-    want += 64 + j->sha.size() + 26 * (c.count + 3);
-    for (std::size_t k = 0; k <= c.count; ++k) want += j->pieces[c.first + k].second;
-  }
+  // Sized once for the round, no growth step per argument: at most every
+  // piece of the job with its RESP header and line end (26 bytes), and per
+  // call its command name, key count, SHA and ASKING (160 bytes and the SHA).
+  std::size_t most = 0;
+  for (std::size_t i : j->pending) most = std::max(most, j->calls[i].count);
   std::string bytes;
-  bytes.reserve(want);
+  bytes.reserve(j->arena.size() + 26 * j->pieces.size() + (160 + j->sha.size()) * j->pending.size());
   std::vector<std::string_view> cmd;
   cmd.reserve(most + 3);
   for (std::size_t i : j->pending) {

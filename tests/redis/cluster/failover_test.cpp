@@ -140,7 +140,8 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   // store cannot read in that time fails the test.
   std::size_t reread = 0, reread_on_victim = 0;
   for (std::size_t i = 0; i < n_keys; ++i) {
-    auto p = st->peek_at(one_check({q, keys[i]}, 2));
+    const auto read = [&] { return st->peek_at(one_check({q, keys[i]}, 2)); };
+    auto p = read();
     if (p.from != source::store) {
       ++reread;
       reread_on_victim += on_victim[i] ? 1 : 0;
@@ -149,7 +150,7 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
     }
     for (int again = 0; p.from != source::store && again < 50; ++again) {
       std::this_thread::sleep_for(100ms);
-      p = st->peek_at(one_check({q, keys[i]}, 2));
+      p = read();
     }
     ASSERT_EQ(p.from, source::store) << keys[i] << (on_victim[i] ? " (on the victim)" : "") << ", read for 5 s";
     const std::int64_t used = quota - (p.d.remaining + 1);
