@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "bearer.hpp"
 #include "decide.hpp"
 #include "service_parts.hpp"
 #include "sluice/snapshot.hpp"
@@ -78,15 +79,7 @@ bool token_ok(const config& c, const http_request& req) {
   std::string_view got;
   for (const auto& h : req.headers)
     if (iequals(h.name, "Authorization")) got = h.value;
-  constexpr std::string_view scheme = "Bearer ";
-  if (got.size() < scheme.size() || !iequals(got.substr(0, scheme.size()), scheme)) return false;
-  got.remove_prefix(scheme.size());
-  // Constant time in the token's length: no early exit on the first mismatch.
-  unsigned diff = got.size() == c.token.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < c.token.size(); ++i)
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(c.token[i]) ^
-                                  static_cast<unsigned char>(i < got.size() ? got[i] : 0));
-  return diff == 0;
+  return bearer_ok(c.token, got);
 }
 
 }  // namespace
