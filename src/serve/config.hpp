@@ -197,6 +197,19 @@ struct envoy_tree {
   std::vector<envoy_node> nodes;
 };
 
+/// TLS on the gRPC listener (`[grpc]` tls_cert_file, tls_key_file,
+/// tls_client_ca_file; docs/serve.md, "Token and TLS"): the paths as given
+/// and the files' PEM text, read with the configuration.
+struct tls_files {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;  ///< empty: no client certificate asked for
+  std::string cert_pem;
+  std::string key_pem;
+  std::string client_ca_pem;
+  friend bool operator==(const tls_files&, const tls_files&) = default;
+};
+
 /// A named policy, as written and as parsed.
 struct named_policy {
   std::string name;
@@ -241,6 +254,8 @@ struct config {
   /// The gRPC listener of Envoy's rate limit service ([grpc] listen); none
   /// by default. Only a build with gRPC can serve it (sluice_envoy).
   std::optional<listen_address> grpc;
+  /// TLS on that listener (none: cleartext HTTP/2).
+  std::optional<tls_files> grpc_tls;
   /// The rules for Envoy's descriptors ([[envoy]], and those of the
   /// envoyproxy/ratelimit files of `[grpc] envoy_config`).
   std::vector<envoy_rule> envoy;

@@ -4,7 +4,11 @@
 
 #include <toml++/toml.h>
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "envoy_yaml.hpp"
 #include "rules.hpp"
@@ -116,6 +120,78 @@ std::optional<error> read_envoy_rule(const std::string& file, const toml::table&
   return std::nullopt;
 }
 
+// Whether `text` holds a PEM block whose label holds `kind` ("-----BEGIN
+// CERTIFICATE-----"; "PRIVATE KEY" is in "EC PRIVATE KEY" too).
+bool has_pem_block(std::string_view text, std::string_view kind) {
+  constexpr std::string_view begin = "-----BEGIN ";
+  for (auto at = text.find(begin); at != std::string_view::npos; at = text.find(begin, at + 1)) {
+    const auto label = at + begin.size();
+    const auto end = text.find("-----", label);
+    if (end == std::string_view::npos) return false;
+    if (text.substr(label, end - label).find(kind) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// A PEM file of [grpc]'s TLS keys: its text, or an error naming the key. A
+// file without a block of `kind` is refused here, not by gRPC at start.
+result<std::string> read_pem(const std::string& file, const toml::node& n, std::string_view key,
+                             std::string_view kind) {
+  const std::string field = "grpc." + std::string(key);
+  const auto* s = n.as_string();
+  if (s == nullptr || s->get().empty()) return at_node(file, n, field + ": must be a path (a string)");
+  const std::string& path = s->get();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return at_node(file, n, field + ": '" + path + "' is a folder");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return at_node(file, n, field + ": cannot read '" + path + "' (" + std::strerror(errno) + ")");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return at_node(file, n, field + ": cannot read '" + path + "'");
+  if (text.empty()) return at_node(file, n, field + ": '" + path + "' is empty");
+  if (!has_pem_block(text, kind))
+    return at_node(file, n,
+                   field + ": '" + path + "' holds no PEM " + std::string(kind) + " (\"-----BEGIN " +
+                       std::string(kind) + "-----\")");
+  return text;
+}
+
+// [grpc]'s TLS keys into c.grpc_tls: a certificate and its key, both or
+// neither; the client CAs only beside them.
+void read_grpc_tls(const std::string& file, const toml::table& t, config& c, std::vector<error>& errs) {
+  const toml::node* cert = t.get("tls_cert_file");
+  const toml::node* key = t.get("tls_key_file");
+  const toml::node* ca = t.get("tls_client_ca_file");
+  if (cert == nullptr && key == nullptr && ca == nullptr) return;
+  if (cert == nullptr || key == nullptr) {
+    const toml::node* given = cert != nullptr ? cert : key != nullptr ? key : ca;
+    const std::string missing = cert == nullptr && key == nullptr ? "tls_cert_file and tls_key_file"
+                                : cert == nullptr                 ? "tls_cert_file"
+                                                                  : "tls_key_file";
+    const std::string what = cert != nullptr ? "tls_cert_file" : key != nullptr ? "tls_key_file" : "tls_client_ca_file";
+    errs.push_back(at_node(file, *given,
+                           "grpc." + what + ": needs " + missing +
+                               " beside it (TLS on the gRPC listener takes a certificate and its key)"));
+    return;
+  }
+  tls_files tls;
+  bool ok = true;
+  const auto take = [&](const toml::node* n, std::string_view name, std::string_view block, std::string& path,
+                        std::string& pem) {
+    auto text = read_pem(file, *n, name, block);
+    if (!text) {
+      errs.push_back(text.err());
+      ok = false;
+      return;
+    }
+    path = n->as_string()->get();
+    pem = std::move(text).value();
+  };
+  take(cert, "tls_cert_file", "CERTIFICATE", tls.cert_file, tls.cert_pem);
+  take(key, "tls_key_file", "PRIVATE KEY", tls.key_file, tls.key_pem);
+  if (ca != nullptr) take(ca, "tls_client_ca_file", "CERTIFICATE", tls.client_ca_file, tls.client_ca_pem);
+  if (ok) c.grpc_tls = std::move(tls);
+}
+
 }  // namespace
 
 void read_envoy_sections(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
@@ -125,9 +201,11 @@ void read_envoy_sections(const std::string& file, const toml::table& doc, config
     const auto* t = n->as_table();
     if (t == nullptr) {
       errs.push_back(at_node(file, *n, "grpc must be a table ([grpc])"));
-    } else if (auto e = only(file, *t, "grpc", {"listen", "envoy_config"})) {
+    } else if (auto e = only(file, *t, "grpc",
+                             {"listen", "envoy_config", "tls_cert_file", "tls_key_file", "tls_client_ca_file"})) {
       errs.push_back(*e);
     } else {
+      read_grpc_tls(file, *t, c, errs);
       if (const toml::node* yn = t->get("envoy_config")) {
         const auto bad = [&] {
           errs.push_back(at_node(file, *yn,

@@ -211,7 +211,7 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   sample(out, "sluice_connection_timeouts_total", r(timeouts));
   family(out, "sluice_bad_requests_total", "counter",
          "Requests refused for their content or a missing token (400, 401, 404, 405, 413, 431, an invalid "
-         "auth_request's 403); never a denial.");
+         "auth_request's 403, a gRPC call's UNAUTHENTICATED); never a denial.");
   sample(out, "sluice_bad_requests_total", r(bad_requests));
   family(out, "sluice_refunds_total", "counter", "POST /v1/refund answers, by outcome (semantics.md, \"Refunds\").");
   for (std::size_t i = 0; i < refund_status_count; ++i)

@@ -77,8 +77,8 @@ class metrics {
   std::atomic<std::uint64_t> timeouts{0};             ///< connections closed by the idle or request timeout
   std::atomic<std::uint64_t> reloads_ok{0};           ///< configurations applied
   std::atomic<std::uint64_t> reloads_failed{0};       ///< configurations refused
-  /// Requests refused for their content (or a missing token): never a
-  /// denial, never a refused reload.
+  /// Requests refused for their content (or a missing token, on HTTP or
+  /// gRPC): never a denial, never a refused reload.
   std::atomic<std::uint64_t> bad_requests{0};
   /// POST /v1/release: leases released, ids that held none (404), and
   /// releases the store could not make (503).

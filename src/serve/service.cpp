@@ -158,6 +158,7 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     const config& oc = *old->cfg;
     if (oc.listen != cfg->listen || oc.admin != cfg->admin) report.notes.push_back("listeners change at restart only");
     if (oc.threads != cfg->threads) report.notes.push_back("threads change at restart only");
+    if (oc.grpc_tls != cfg->grpc_tls) report.notes.push_back("the gRPC listener's TLS changes at restart only");
     if (oc.store.url != cfg->store.url || oc.store.password != cfg->store.password ||
         oc.store.snapshot != cfg->store.snapshot || oc.store.max_keys != cfg->store.max_keys ||
         oc.store.purge_interval != cfg->store.purge_interval || oc.store.in_time_order != cfg->store.in_time_order)

@@ -165,6 +165,54 @@ def free_port():
     return port
 
 
+class TlsCerts:
+    """Certificates made by the `openssl` command in a temporary folder, as
+    tests/support/tls_certs.cpp makes them for the C++ tests: a CA (ca.crt),
+    a server certificate it signed for 127.0.0.1 and localhost (server.crt,
+    server.key), a client certificate it signed (client.crt, client.key),
+    and a second, unrelated CA (other.crt) with a client certificate of its
+    own (stranger.crt, stranger.key). Without openssl the test fails; it
+    never skips. `remove()` deletes the folder."""
+
+    def __init__(self):
+        if shutil.which("openssl") is None:
+            raise RuntimeError("openssl is not in PATH (Debian package openssl)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-tls-")
+        key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try:
+            for ca in ("ca", "other"):
+                self._openssl(["req", "-x509"] + key + ["-keyout", ca + ".key", "-out", ca + ".crt", "-days", "2",
+                                                        "-subj", "/CN=sluice-%s-ca" % ca])
+            with open(self.path("server.ext"), "w") as f:
+                f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+            with open(self.path("client.ext"), "w") as f:
+                f.write("extendedKeyUsage=clientAuth\n")
+            for who, ca, ext in (("server", "ca", "server"), ("client", "ca", "client"),
+                                 ("stranger", "other", "client")):
+                self._openssl(["req"] + key + ["-keyout", who + ".key", "-out", who + ".csr", "-subj",
+                                               "/CN=sluice-" + who])
+                self._openssl(["x509", "-req", "-in", who + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+                               "-CAcreateserial", "-out", who + ".crt", "-days", "2", "-extfile", ext + ".ext"])
+        except Exception:
+            self.remove()
+            raise
+
+    def _openssl(self, args):
+        r = subprocess.run(["openssl"] + args, cwd=self.dir, capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError("openssl %s failed: %s" % (" ".join(args), r.stderr))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def read(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+    def remove(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Nginx:
     """A real nginx (Debian's) with a generated config, stopped by PID."""
 

@@ -172,7 +172,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   // threads leave them to the server's loop; stopped after the loop drained.
   std::unique_ptr<envoy::grpc_front_end> grpc;
   if (cfg.grpc) {
-    auto g = envoy::grpc_front_end::start(s, *cfg.grpc);
+    auto g = envoy::grpc_front_end::start(s, *cfg.grpc, cfg.grpc_tls);
     if (!g) {
       err << "sluice: " << g.err().what() << "\n";
       return 1;
@@ -180,7 +180,11 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     grpc = std::move(g).value();
     const auto& a = grpc->address();
     err << "sluice serve: listening on grpc://" << (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host)
-        << ":" << a.port << " (envoy)\n";
+        << ":" << a.port << " (envoy"
+        << (!cfg.grpc_tls                          ? ""
+            : cfg.grpc_tls->client_ca_file.empty() ? ", TLS"
+                                                   : ", TLS with client certificates")
+        << ")\n";
   }
 #endif
   (*srv)->run(err);

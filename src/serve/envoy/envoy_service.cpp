@@ -1,17 +1,23 @@
 // Envoy's rate limit service on gRPC's callback API (envoy_service.hpp).
 #include "envoy_service.hpp"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "bearer.hpp"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "envoy_rules.hpp"
 #include "metrics.hpp"
@@ -27,6 +33,16 @@ using limit_unit = rls::RateLimitResponse::RateLimit::Unit;
 namespace {
 
 constexpr tick second = 1'000'000'000;
+
+// Whether a call carries the configuration's token: exactly one
+// `authorization` entry (gRPC's metadata keys are lower case), compared as
+// the HTTP endpoints compare theirs.
+bool authenticated(const config& cfg, const grpc::CallbackServerContext& ctx) {
+  if (cfg.token.empty()) return true;
+  const auto [first, last] = ctx.client_metadata().equal_range("authorization");
+  if (first == last || std::next(first) != last) return false;
+  return bearer_ok(cfg.token, std::string_view(first->second.data(), first->second.size()));
+}
 
 // The Envoy unit a window is exactly one of, else UNKNOWN (a 10 s window,
 // a quota without one). MONTH is 30 days and YEAR 365, as envoyproxy/
@@ -97,6 +113,32 @@ struct call_state {
   tick t0 = 0;
 };
 
+// Whether a TCP socket can bind `where` now (port 0: always, on an address
+// of this machine); closed at once.
+bool can_bind(const listen_address& where) {
+  sockaddr_storage sa{};
+  socklen_t len = 0;
+  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&sa); ::inet_pton(AF_INET, where.host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(where.port);
+    len = sizeof(sockaddr_in);
+  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&sa);
+             ::inet_pton(AF_INET6, where.host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(where.port);
+    len = sizeof(sockaddr_in6);
+  } else {
+    return false;
+  }
+  const int fd = ::socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int one = 1;  // as gRPC binds: a port in TIME_WAIT is free
+  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), len) == 0;
+  ::close(fd);
+  return ok;
+}
+
 grpc::Status invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
 
 }  // namespace
@@ -144,6 +186,12 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
     auto call = std::make_shared<call_state>();
     call->t0 = steady_clock::now();
     call->view = current();
+    if (!authenticated(*call->view->cfg, *ctx)) {
+      svc.stats().bad_requests.fetch_add(1, std::memory_order_relaxed);
+      reactor->Finish({grpc::StatusCode::UNAUTHENTICATED,
+                       "a valid bearer token is required (metadata authorization: Bearer <server.token>)"});
+      return reactor;
+    }
     std::vector<planned_check> checks;
     if (grpc::Status bad = plan(*req, *call, checks); !bad.ok()) {
       reactor->Finish(bad);
@@ -377,7 +425,8 @@ void grpc_front_end::shutdown(tick drain) {
   impl_->server.reset();
 }
 
-result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, const listen_address& where) {
+result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, const listen_address& where,
+                                                              const std::optional<tls_files>& tls) {
   auto p = std::make_unique<impl>(svc);
   const bool v6 = where.host.find(':') != std::string::npos;
   const std::string host = v6 ? "[" + where.host + "]" : where.host;
@@ -387,7 +436,16 @@ result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, cons
   // No SO_REUSEPORT (gRPC's default): a second server on the port is an
   // error here, not a silent share of the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls) {
+    grpc::SslServerCredentialsOptions o(tls->client_ca_pem.empty()
+                                            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    o.pem_root_certs = tls->client_ca_pem;
+    o.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    credentials = grpc::SslServerCredentials(o);
+  }
+  builder.AddListeningPort(target, credentials, &port);
   builder.RegisterService(p.get());
   const auto body = svc.current()->lim.body_bytes;
   builder.SetMaxReceiveMessageSize(
@@ -395,6 +453,11 @@ result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, cons
   p->server = builder.BuildAndStart();
   if (!p->server || port == 0) {
     if (p->server) p->server->Shutdown();
+    // gRPC loads the TLS files when it binds, and a port it cannot secure
+    // fails as one it cannot bind: told apart by binding it without gRPC.
+    if (tls && can_bind(where))
+      return error{"grpc.tls_key_file", "gRPC refused the TLS files: is '" + tls->key_file + "' the private key of '" +
+                                            tls->cert_file + "'?"};
     return error{"grpc.listen", "cannot listen on " + target + " (in use, or not an address of this machine)"};
   }
   p->bound = listen_address{where.host, static_cast<std::uint16_t>(port)};

@@ -8,11 +8,17 @@
 // atomic store request (a denied request charges none) with hits_addend as
 // the cost (0 → 1). docs/serve.md, "Envoy", has the whole mapping.
 //
+// With server.token set, a call without `authorization: Bearer <token>`
+// metadata is answered UNAUTHENTICATED before its request is read; the
+// listener may speak TLS and verify client certificates (config.hpp,
+// tls_files).
+//
 // This header includes no gRPC header: the server lives behind a pointer.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "config.hpp"
 #include "service.hpp"
@@ -26,8 +32,13 @@ namespace sluice::serve::envoy {
 class grpc_front_end {
  public:
   /// Binds `where` (port 0: any free port) and starts serving `svc`, which
-  /// must outlive the front end. The error names "grpc.listen".
-  static result<std::unique_ptr<grpc_front_end>> start(service& svc, const listen_address& where);
+  /// must outlive the front end: over TLS when `tls` is given (verifying
+  /// client certificates when it names client CAs), else cleartext. Every
+  /// call must carry the configuration's server.token, read at each call
+  /// (docs/serve.md, "Token and TLS"). The error names "grpc.listen", or
+  /// "grpc.tls_key_file" when gRPC refuses the TLS files.
+  static result<std::unique_ptr<grpc_front_end>> start(service& svc, const listen_address& where,
+                                                       const std::optional<tls_files>& tls = std::nullopt);
 
   ~grpc_front_end();
   grpc_front_end(const grpc_front_end&) = delete;
