@@ -13,13 +13,14 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "serve"))
 import test_envoy as envoy  # noqa: E402  (generates the stubs)
-from serve_support import BINARY, Server, TlsCerts, metric, write_config  # noqa: E402
+from serve_support import BINARY, SOURCE, Server, TlsCerts, metric, write_config  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -267,6 +268,32 @@ class TlsCheck(unittest.TestCase):
         # Not a string.
         self.refused("tls_cert_file = 5\ntls_key_file = \"%s\"\n" % key,
                      "sluice.toml:5:17: grpc.tls_cert_file: must be a path (a string)")
+
+
+class SampleAndHelp(unittest.TestCase):
+    """etc/sluice.toml's commented [grpc] listener, uncommented, is a
+    listener of its own; `sluice serve --help` says it serves gRPC."""
+
+    def test_the_sample_grpc_listener_is_not_the_admin_port(self):
+        with open(os.path.join(SOURCE, "etc", "sluice.toml")) as f:
+            text = f.read()
+        uncommented = re.sub(r"(?m)^# (\[grpc\]|listen = .*)$", r"\1", text)
+        self.assertNotEqual(uncommented, text)
+        doc = tomllib.loads(uncommented)
+        ports = {"server.listen": doc["server"]["listen"], "server.admin": doc["server"]["admin"],
+                 "grpc.listen": doc["grpc"]["listen"]}
+        self.assertEqual(len(set(ports.values())), 3, ports)
+        # ... and the file still checks, with the listener uncommented.
+        path = write_config(uncommented)
+        self.addCleanup(os.unlink, path)
+        r = subprocess.run([BINARY, "serve", "--check", path], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_serve_help_names_grpc_in_its_summary(self):
+        r = subprocess.run([BINARY, "serve", "--help"], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        summary = r.stdout.split("\n\n")[0]
+        self.assertIn("gRPC", summary, r.stdout)
 
 
 if __name__ == "__main__":

@@ -37,14 +37,19 @@ void log_health(std::string_view line) {
 }  // namespace
 
 CLI::App* add_serve(CLI::App& app, serve_flags& f) {
-  CLI::App* cmd = app.add_subcommand("serve", "The HTTP decision service (JSON API, nginx auth_request, metrics)");
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "The decision service: HTTP (JSON API, nginx auth_request, metrics) and Envoy's gRPC rate limit service "
+      "(--grpc)");
   cmd->add_option("--config", f.config, "the TOML configuration file (see docs/serve.md)");
   cmd->add_option("--check", f.check, "validate a configuration file and exit (errors name file:line:column)");
   cmd->add_option("--policy", f.policy, "without a file: the one policy, e.g. 'gcra 100/1m burst=20'");
   cmd->add_option("--key", f.key, "without a file: the key, e.g. header:X-Api-Key, client, query:key (default client)");
   cmd->add_option("--listen", f.listen, "the decision listener, HOST:PORT (default 127.0.0.1:8080)");
   cmd->add_option("--admin", f.admin, "the admin listener (POST /admin/reload), HOST:PORT");
-  cmd->add_option("--grpc", f.grpc, "Envoy's gRPC rate limit service listener, HOST:PORT (see docs/serve.md)");
+  cmd->add_option("--grpc", f.grpc,
+                  "Envoy's gRPC rate limit service (ShouldRateLimit) listener, HOST:PORT; server.token "
+                  "and the file's [grpc] TLS apply to it (see docs/serve.md)");
   cmd->add_option("--snapshot", f.snapshot,
                   "memory store: a folder to save the states to at shutdown, and load at start");
   cmd->add_option("--threads", f.threads, "event loops (default: the file's, else one per core)")
