@@ -138,7 +138,9 @@ class Auth(GrpcCase):
         self.assertEqual(self.bad_requests() - before, len(wrong) + 1)
         self.assertEqual(self.remaining(self.call, "trudy", BEARER), 2)
 
-    def test_the_right_token_is_answered(self):
+    def test_only_the_right_token_is_answered(self):
+        # The same call, without the token and with it.
+        self.refused(self.call, request("alice"), grpc.StatusCode.UNAUTHENTICATED)
         self.assertEqual(self.remaining(self.call, "alice", BEARER), 2)
         # The scheme in any case, as on HTTP.
         self.assertEqual(self.remaining(self.call, "alice", (("authorization", "bearer " + TOKEN),)), 1)
