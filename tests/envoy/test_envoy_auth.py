@@ -191,6 +191,13 @@ class Tls(GrpcCase):
         # A cleartext client against the TLS listener fails.
         self.refused(self.channel(port), request("dave"), grpc.StatusCode.UNAVAILABLE)
         self.assertEqual(self.remaining(self.channel(port, self.certs), "dave"), 1)
+        # A reload that asks for client certificates says it takes a
+        # restart, and the running listener keeps its TLS.
+        with open(s.config_path, "w") as f:
+            f.write(with_tls(envoy.CONFIG, self.certs))
+        s.signal(signal.SIGHUP)
+        self.assertTrue(s.wait_log("the gRPC listener's TLS changes at restart only"), s.log())
+        self.assertEqual(self.remaining(self.channel(port, self.certs), "dave"), 0)
         self.stop(s)
 
     def test_a_key_that_is_not_the_certificates_fails_at_start(self):
@@ -200,7 +207,7 @@ class Tls(GrpcCase):
         self.addCleanup(os.unlink, path)
         r = subprocess.run([BINARY, "serve", "--config", path], capture_output=True, text=True, timeout=20)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("grpc.tls_key_file: gRPC refused the TLS files: is '%s' the private key of '%s'?" %
+        self.assertIn("grpc.tls_key_file: gRPC refused the TLS files: is '%s' the unencrypted private key of '%s'?" %
                       (self.certs.path("client.key"), self.certs.path("server.crt")), r.stderr)
 
 

@@ -456,8 +456,8 @@ result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, cons
     // gRPC loads the TLS files when it binds, and a port it cannot secure
     // fails as one it cannot bind: told apart by binding it without gRPC.
     if (tls && can_bind(where))
-      return error{"grpc.tls_key_file", "gRPC refused the TLS files: is '" + tls->key_file + "' the private key of '" +
-                                            tls->cert_file + "'?"};
+      return error{"grpc.tls_key_file", "gRPC refused the TLS files: is '" + tls->key_file +
+                                            "' the unencrypted private key of '" + tls->cert_file + "'?"};
     return error{"grpc.listen", "cannot listen on " + target + " (in use, or not an address of this machine)"};
   }
   p->bound = listen_address{where.host, static_cast<std::uint16_t>(port)};
