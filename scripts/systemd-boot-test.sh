@@ -41,6 +41,7 @@ die() { echo "systemd-boot: $*" >&2; exit 2; }
 command -v debootstrap >/dev/null || die "needs debootstrap: apt-get install debootstrap"
 command -v systemd-nspawn >/dev/null || die "needs systemd-nspawn: apt-get install systemd-container"
 
+mkdir -p "$build"
 say "building sluice (Release) in $build"
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc >"$build.configure.log" 2>&1 ||
