@@ -28,17 +28,29 @@ if(TARGET sluice)
 endif()
 
 # sluice serve: a sample configuration, the nginx configuration it documents,
-# and a systemd unit.
+# and a systemd unit. The unit names the installed paths, so it is written at
+# install time, and the configuration goes where GNUInstallDirs says for the
+# prefix given then (`cmake --install --prefix /usr` puts it in /etc/sluice,
+# as a package would; cmake/install_dirs.cmake). A configuration already
+# there is the operator's and is kept; the sample is always also installed
+# as share/sluice/sluice.toml.
 if(TARGET sluice)
-  install(FILES ${PROJECT_SOURCE_DIR}/etc/sluice.toml DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/sluice)
-  install(FILES ${PROJECT_SOURCE_DIR}/etc/nginx-sluice.conf DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice)
-  # The unit names the installed paths, so it is written at install time
-  # (`cmake --install --prefix P` gives P's paths, the configuration in
-  # P/etc/sluice, beside where the file is installed).
+  install(FILES ${PROJECT_SOURCE_DIR}/etc/sluice.toml ${PROJECT_SOURCE_DIR}/etc/nginx-sluice.conf
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/sluice)
   install(CODE "
-    set(CMAKE_INSTALL_FULL_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
-    set(CMAKE_INSTALL_FULL_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}\")
-    set(unit \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/sluice.service\")
+    include(${CMAKE_CURRENT_LIST_DIR}/install_dirs.cmake)
+    sluice_full_dir(CMAKE_INSTALL_FULL_BINDIR \"\${CMAKE_INSTALL_PREFIX}\" \"${CMAKE_INSTALL_BINDIR}\")
+    sluice_full_sysconfdir(CMAKE_INSTALL_FULL_SYSCONFDIR \"\${CMAKE_INSTALL_PREFIX}\" \"${CMAKE_INSTALL_SYSCONFDIR}\")
+    sluice_full_dir(unit_dir \"\${CMAKE_INSTALL_PREFIX}\" lib/systemd/system)
+    set(config \"\$ENV{DESTDIR}\${CMAKE_INSTALL_FULL_SYSCONFDIR}/sluice/sluice.toml\")
+    if(EXISTS \"\${config}\")
+      message(STATUS \"Keeping: \${config} (the sample is in ${CMAKE_INSTALL_DATADIR}/sluice)\")
+    else()
+      message(STATUS \"Installing: \${config}\")
+      file(MAKE_DIRECTORY \"\$ENV{DESTDIR}\${CMAKE_INSTALL_FULL_SYSCONFDIR}/sluice\")
+      file(COPY_FILE ${PROJECT_SOURCE_DIR}/etc/sluice.toml \"\${config}\")
+    endif()
+    set(unit \"\$ENV{DESTDIR}\${unit_dir}/sluice.service\")
     message(STATUS \"Installing: \${unit}\")
     configure_file(${PROJECT_SOURCE_DIR}/etc/sluice.service.in \"\${unit}\" @ONLY)
   ")

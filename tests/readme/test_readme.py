@@ -1,7 +1,8 @@
 """The README's examples (and docs/traces.md's) print what they show.
 
 Every indented block of README.md with `$ ` lines is a transcript: each
-`$ cat FILE` and the lines under it make FILE, and every other command is
+`$ cat FILE` names a file that ships in the repository and shows all of it
+(the file is copied into the test's folder), and every other command is
 run (with `sluice` the built binary, in a fresh folder) and must print
 exactly the lines under it, standard error included; a line `...` stands for
 any lines. The Redis example runs against a real redis-server on a free
@@ -75,6 +76,23 @@ class Examples(unittest.TestCase):
         with open(README) as f:
             self.readme = f.read()
 
+    def shipped_file(self, command, expected):
+        """A `$ cat FILE` step: FILE ships in the repository (a reader who
+        follows the page in the checkout has it) and holds exactly the lines
+        shown; it is copied into the test's folder for the steps after it.
+        False for any other command."""
+        m = re.fullmatch(r"cat (\S+)", command)
+        if not m:
+            return False
+        path = m.group(1)
+        shipped = os.path.join(SOURCE, path)
+        self.assertTrue(os.path.isfile(shipped), "$ cat %s: the file does not ship in the repository" % path)
+        with open(shipped) as f:
+            self.assertEqual(f.read(), "\n".join(expected) + "\n", "$ cat %s: the shipped file differs" % path)
+        os.makedirs(os.path.join(self.dir, os.path.dirname(path)), exist_ok=True)
+        shutil.copyfile(shipped, os.path.join(self.dir, path))
+        return True
+
     def run_shell(self, command):
         p = subprocess.run(["sh", "-c", command + " 2>&1"], cwd=self.dir, env=self.env, capture_output=True,
                            text=True, timeout=120)
@@ -92,10 +110,7 @@ class Examples(unittest.TestCase):
                 for command, expected in steps:
                     if command == "sluice":
                         continue  # the explorer: Readme.ExplorerTranscriptIsTheRealSession
-                    m = re.fullmatch(r"cat (\S+)", command)
-                    if m:
-                        with open(os.path.join(self.dir, m.group(1)), "w") as f:
-                            f.write("\n".join(expected) + "\n")
+                    if self.shipped_file(command, expected):
                         continue
                     if "redis://127.0.0.1:6379" in command:
                         if redis is None:
@@ -127,10 +142,7 @@ class Examples(unittest.TestCase):
         checked = 0
         for steps in transcripts(page):
             for command, expected in steps:
-                m = re.fullmatch(r"cat (\S+)", command)
-                if m:
-                    with open(os.path.join(self.dir, m.group(1)), "w") as f:
-                        f.write("\n".join(expected) + "\n")
+                if self.shipped_file(command, expected):
                     continue
                 actual = self.run_shell(command)
                 self.assertTrue(matches(expected, actual), "docs/traces.md: $ %s\n--- shows:\n%s\n--- prints:\n%s" %

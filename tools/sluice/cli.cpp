@@ -20,11 +20,17 @@
 namespace sluice::cli {
 
 int run(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err) {
-  CLI::App app{"sluice: an exact rate limiter. With no command, the P096 explorer.", "sluice"};
+  CLI::App app{
+      "sluice: an exact rate limiter. With no command, the P096 explorer (P096: the interactive rate-limiter\n"
+      "explorer sluice reproduces byte for byte: one list of request times through a fixed window, a sliding\n"
+      "log and a token bucket set to one limit, and what each really lets through).",
+      "sluice"};
   app.set_version_flag("--version", "sluice 0.1.0");
   bool echo = false;
   app.add_flag("--echo", echo, "explorer: print each input line after its prompt, as a terminal would");
-  CLI::App* explore = app.add_subcommand("explore", "The P096 explorer: one trace through three limiters");
+  CLI::App* explore = app.add_subcommand("explore",
+                                         "The P096 explorer: one list of request times through three limiters (a fixed "
+                                         "window, a sliding log, a token bucket)");
   bool explore_echo = false;
   explore->add_flag("--echo", explore_echo, "print each input line after its prompt, as a terminal would");
   replay_flags replay;
