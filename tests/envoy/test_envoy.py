@@ -8,6 +8,7 @@ Environment: SLUICE_BINARY, SLUICE_SOURCE_DIR, PROTOC.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -608,6 +609,241 @@ class EnvoyYamlErrors(unittest.TestCase):
     def test_unknown_key(self):
         self.assertIn("bad.yaml:4:5: unknown key 'valeu' in descriptors[0]",
                       self.check("domain: d\ndescriptors:\n  - key: a\n    valeu: b\n"))
+
+
+UPSTREAM = os.path.join(HERE, "fixtures", "upstream", "ratelimit")
+
+
+def grpc_port_of(server):
+    m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", server.log())
+    if m is None:
+        raise RuntimeError("no grpc listener in the log:\n" + server.log())
+    return int(m.group(1))
+
+
+class UpstreamFiles(unittest.TestCase):
+    """envoyproxy/ratelimit's own files (fixtures/upstream/, copied as they
+    are) through ShouldRateLimit, as that service decides them."""
+
+    FILES = ["examples/ratelimit/config/config.yaml", "examples/ratelimit/config/example.yaml",
+             "test/config/wildcard.yaml", "test/integration/runtime/current/ratelimit/config/share_threshold.yaml"]
+
+    @classmethod
+    def setUpClass(cls):
+        files = ", ".join('"%s"' % os.path.join(UPSTREAM, f) for f in cls.FILES)
+        cls.config_path = write_config('[server]\nlisten = "127.0.0.1:0"\nthreads = 1\n\n[grpc]\n'
+                                       'listen = "127.0.0.1:0"\ndynamic_metadata = true\n'
+                                       'envoy_config = [%s]\n' % files)
+        cls.server = Server(["--config", cls.config_path])
+        try:
+            port = grpc_port_of(cls.server)
+        except RuntimeError:
+            cls.server.stop()
+            raise
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
+                                           response_deserializer=rls.RateLimitResponse.FromString)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        status = cls.server.stop()
+        os.unlink(cls.config_path)
+        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+
+    def ask(self, domain, *descriptors, hits=0):
+        return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
+                         timeout=5)
+
+    def test_a_wildcard_in_the_middle_limits_each_matching_value_apart(self):
+        next_window(60, margin=2)
+        # wildcard.yaml: multiWild "foo*bar*baz", 10 a minute, each value its own.
+        res = self.ask("test-domain", desc(("multiWild", "foo1bar1baz")), hits=10)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 10)
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.MINUTE)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+        self.assertEqual(self.ask("test-domain", desc(("multiWild", "foo1bar1baz"))).overall_code, OVER)
+        res = self.ask("test-domain", desc(("multiWild", "foobarbaz")))
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 9))
+        # Segments missing or out of order: no rule.
+        for value in ("foo1baz", "bar1baz", "foobazbar"):
+            res = self.ask("test-domain", desc(("multiWild", value)))
+            self.assertFalse(res.statuses[0].HasField("current_limit"), value)
+        # midWild "bar*b": "barb" too ('*' matches nothing), not "bara".
+        res = self.ask("test-domain", desc(("midWild", "barb")), hits=20)
+        self.assertEqual((res.overall_code, res.statuses[0].current_limit.requests_per_unit), (OK, 20))
+        self.assertEqual(self.ask("test-domain", desc(("midWild", "barb"))).overall_code, OVER)
+        self.assertFalse(self.ask("test-domain", desc(("midWild", "bara"))).statuses[0].HasField("current_limit"))
+
+    def test_share_threshold_values_share_one_limit(self):
+        next_window(3600, margin=2)
+        # files/* shares 10 an hour; files_no_share/* gives each value 10.
+        res = self.ask("share-threshold-test", desc(("files", "files/a.pdf")), hits=6)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 4))
+        res = self.ask("share-threshold-test", desc(("files", "files/b.csv")), hits=4)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 0))
+        res = self.ask("share-threshold-test", desc(("files", "files/c.txt")))
+        self.assertEqual((res.overall_code, res.statuses[0].code), (OVER, OVER))
+        for value in ("files_no_share/a.pdf", "files_no_share/b.csv"):
+            res = self.ask("share-threshold-test", desc(("files_no_share", value)), hits=10)
+            self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 0), value)
+
+    def test_quota_mode_denies_only_when_every_quota_is_over(self):
+        next_window(60, margin=3)
+        # example.yaml: service_1 (1 a minute) and service_2 (2), both quota_mode,
+        # each with metadata service_with_quota.name, Envoy's example routes by.
+        # Beside a limit over (foo, 2 a minute, spent): denied, nothing charged.
+        self.assertEqual(self.ask("rl", desc(("foo", "quota")), hits=2).overall_code, OK)
+        res = self.ask("rl", desc(("foo", "quota")), desc(("service", "service_2")))
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 2)])
+        both = [desc(("service", "service_1")), desc(("service", "service_2"))]
+        res = self.ask("rl", *both)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OK, 0), (OK, 1)])
+        md = res.dynamic_metadata
+        self.assertEqual(md["domain"], "rl")
+        self.assertEqual([list(d["entries"]) for d in md["descriptors"]],
+                         [["service=service_1"], ["service=service_2"]])
+        self.assertEqual(md["metadata"]["service_with_quota"]["name"], "service_1")
+        # service_1 is over: still OK, service_2 charged, its metadata sent.
+        res = self.ask("rl", *both)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 0)])
+        self.assertEqual(res.dynamic_metadata["metadata"]["service_with_quota"]["name"], "service_2")
+        # Both over: denied, no metadata.
+        res = self.ask("rl", *both)
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([s.code for s in res.statuses], [OVER, OVER])
+        self.assertNotIn("metadata", res.dynamic_metadata)
+
+    def test_current_limit_name_is_the_rate_limit_name(self):
+        res = self.ask("rl", desc(("foo", "n"), ("bar", "bkthomps")))
+        self.assertEqual(res.statuses[0].current_limit.name, "bkthomps")
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 1)
+        # No name: empty, as that service sends (the limit is still there).
+        res = self.ask("mongo_cps", desc(("database", "users")))
+        self.assertTrue(res.statuses[0].HasField("current_limit"))
+        self.assertEqual(res.statuses[0].current_limit.name, "")
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 500)
+        # sluice's rule path still names the policy in the RateLimit fields.
+        self.assertEqual(headers_of(res)["RateLimit-Policy"], '"mongo_cps.database_users";q=500;w=1')
+
+
+class UpstreamNothingLimited(unittest.TestCase):
+    """Files that limit nothing load: a domain with no descriptors
+    (duplicate_domain.yaml) and one of unlimited entries only."""
+
+    def test_a_configuration_of_such_files_serves(self):
+        folder = tempfile.mkdtemp(prefix="sluice-envoy-free-")
+        self.addCleanup(shutil.rmtree, folder)
+        with open(os.path.join(folder, "free.yaml"), "w") as f:
+            f.write("domain: free\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n")
+        toml = os.path.join(folder, "sluice.toml")
+        with open(toml, "w") as f:
+            f.write('[server]\nlisten = "127.0.0.1:0"\n[grpc]\nlisten = "127.0.0.1:0"\n'
+                    'envoy_config = ["free.yaml", "%s"]\n' % os.path.join(UPSTREAM, "test/config/duplicate_domain.yaml"))
+        r = subprocess.run([BINARY, "serve", "--check", toml], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        s, call = start_with_grpc(self, "--config", toml)
+        res = call(rls.RateLimitRequest(domain="free", descriptors=[desc(("a", "x"))]), timeout=5)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, UINT32_MAX))
+        res = call(rls.RateLimitRequest(domain="test-domain", descriptors=[desc(("key1", "value1"))]), timeout=5)
+        self.assertEqual(res.overall_code, OK)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        self.assertFalse(res.HasField("dynamic_metadata"))  # off unless [grpc] dynamic_metadata
+        self.assertEqual(s.stop(), 0)
+
+
+def proto_shapes(text, only=None):
+    """The messages and enums a .proto text declares: {qualified name:
+    {member: (label, type, number)}} (enum members: number only). Comments,
+    options and annotations are left out; `only` keeps the top-level names
+    given."""
+    text = re.sub(r"//[^\n]*", "", text)
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"|[A-Za-z_][\w.]*|-?\d+|\S', text)
+    out, stack, i = {}, [], 0
+
+    def skip_to(end):
+        nonlocal i
+        depth = 0
+        while i < len(tokens):
+            t = tokens[i]
+            i += 1
+            if t in "[{(":
+                depth += 1
+            elif t in "]})":
+                depth -= 1
+                if depth < 0:
+                    return
+            elif t == end and depth == 0:
+                return
+
+    while i < len(tokens):
+        t = tokens[i]
+        if t in ("syntax", "package", "import", "option"):
+            skip_to(";")
+        elif t == "service":  # its block, to the matching '}'
+            i += 3
+            skip_to("}")
+        elif t in ("message", "enum") and i + 2 < len(tokens) and tokens[i + 2] == "{":
+            name = ".".join([n for n, _ in stack] + [tokens[i + 1]])
+            stack.append((tokens[i + 1], t))
+            if only is None or name.split(".")[0] in only:
+                out[name] = {}
+            i += 3
+        elif t == "oneof":
+            stack.append((None, "oneof"))
+            i += 3
+        elif t == "}":
+            stack.pop()
+            i += 1
+        elif t == "reserved":
+            skip_to(";")
+        else:
+            # A field (message) or a value (enum) up to its ';', options dropped.
+            start = i
+            while tokens[i] not in ("=",):
+                i += 1
+            head = tokens[start:i]
+            number = int(tokens[i + 1])
+            i += 2
+            skip_to(";")
+            scope = [n for n, _ in stack if n is not None]
+            owner = ".".join(scope)
+            kind = [k for _, k in stack if k != "oneof"][-1]
+            if owner in out:
+                if kind == "enum":
+                    out[owner][head[0]] = number
+                else:
+                    label = head[0] if head[0] in ("repeated", "optional") else ""
+                    out[owner][head[-1]] = (label, head[-2].split(".")[-1], number)
+    return out
+
+
+class Protos(unittest.TestCase):
+    """The vendored protos declare Envoy's messages and enums field for field,
+    number for number (fixtures/upstream/proto/: data-plane-api's files)."""
+
+    FILES = {"envoy/service/ratelimit/v3/rls.proto": None,
+             "envoy/extensions/common/ratelimit/v3/ratelimit.proto": None,
+             "envoy/type/v3/ratelimit_unit.proto": None, "envoy/type/v3/token_bucket.proto": None,
+             "envoy/config/core/v3/base.proto": {"HeaderValue"}}
+
+    def test_every_message_and_enum_is_envoys(self):
+        ours_dir = os.path.join(SOURCE, "src", "serve", "envoy", "proto")
+        theirs_dir = os.path.join(HERE, "fixtures", "upstream", "proto")
+        for f, only in self.FILES.items():
+            with open(os.path.join(theirs_dir, f)) as t, open(os.path.join(ours_dir, f)) as o:
+                theirs, ours = proto_shapes(t.read(), only), proto_shapes(o.read())
+            self.assertTrue(theirs, f)
+            self.assertEqual(ours, theirs, f)
+
+    def test_the_descriptor_unit_has_no_week_and_the_response_unit_has(self):
+        from envoy.type.v3 import ratelimit_unit_pb2
+        self.assertNotIn("WEEK", ratelimit_unit_pb2.RateLimitUnit.keys())
+        self.assertEqual(Unit.WEEK, 7)
 
 
 class Lifecycle(unittest.TestCase):
