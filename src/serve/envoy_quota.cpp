@@ -36,7 +36,17 @@ struct quota_call : std::enable_shared_from_this<quota_call> {
     decide(std::move(cs), [self](const std::vector<planned_check>&, const checks_outcome& o) { self->decided(o); });
   }
 
-  void decided(const checks_outcome& o) {
+  void decided(const checks_outcome& given) {
+    // The exact deny cache answers without the checks' figures: it names the
+    // one check it knows is over (decision::part), with its wait.
+    checks_outcome o = given;
+    if (o.from == source::deny_cache && o.d.part >= 0 && static_cast<std::size_t>(o.d.part) < o.per.size()) {
+      decision& d = o.per[static_cast<std::size_t>(o.d.part)];
+      d.allowed = false;
+      d.remaining = 0;
+      d.retry_after = o.d.retry_after;
+      d.reset_after = o.d.reset_after;
+    }
     if (!first_done) {
       first_done = true;
       shadow = o.shadow;

@@ -120,8 +120,12 @@ class EnvoyCase(unittest.TestCase):
     grpc_port = None
 
     @classmethod
+    def config_text(cls):
+        return CONFIG
+
+    @classmethod
     def setUpClass(cls):
-        cls.config_path = write_config(CONFIG)
+        cls.config_path = write_config(cls.config_text())
         cls.server = Server(["--config", cls.config_path])
         m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
         if m is None:
@@ -614,14 +618,38 @@ class EnvoyYamlErrors(unittest.TestCase):
 UPSTREAM = os.path.join(HERE, "fixtures", "upstream", "ratelimit")
 
 
-def grpc_port_of(server):
-    m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", server.log())
-    if m is None:
-        raise RuntimeError("no grpc listener in the log:\n" + server.log())
-    return int(m.group(1))
+def quota_mode_sequence(case, ask):
+    """example.yaml's quota_mode rules, through `ask(domain, *descriptors, hits=0)`."""
+    next_window(60, margin=3)
+    # example.yaml: service_1 (1 a minute) and service_2 (2), both quota_mode,
+    # each with metadata service_with_quota.name, Envoy's example routes by.
+    # Beside a limit over (foo, 2 a minute, spent): denied, nothing charged.
+    case.assertEqual(ask("rl", desc(("foo", "quota")), hits=2).overall_code, OK)
+    res = ask("rl", desc(("foo", "quota")), desc(("service", "service_2")))
+    case.assertEqual(res.overall_code, OVER)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 2)])
+    both = [desc(("service", "service_1")), desc(("service", "service_2"))]
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OK)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OK, 0), (OK, 1)])
+    md = res.dynamic_metadata
+    case.assertEqual(md["domain"], "rl")
+    case.assertEqual([list(d["entries"]) for d in md["descriptors"]],
+                     [["service=service_1"], ["service=service_2"]])
+    case.assertEqual(md["metadata"]["service_with_quota"]["name"], "service_1")
+    # service_1 is over: still OK, service_2 charged, its metadata sent.
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OK)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 0)])
+    case.assertEqual(res.dynamic_metadata["metadata"]["service_with_quota"]["name"], "service_2")
+    # Both over: denied, no metadata.
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OVER)
+    case.assertEqual([s.code for s in res.statuses], [OVER, OVER])
+    case.assertNotIn("metadata", res.dynamic_metadata)
 
 
-class UpstreamFiles(unittest.TestCase):
+class UpstreamFiles(EnvoyCase):
     """envoyproxy/ratelimit's own files (fixtures/upstream/, copied as they
     are) through ShouldRateLimit, as that service decides them."""
 
@@ -629,27 +657,10 @@ class UpstreamFiles(unittest.TestCase):
              "test/config/wildcard.yaml", "test/integration/runtime/current/ratelimit/config/share_threshold.yaml"]
 
     @classmethod
-    def setUpClass(cls):
+    def config_text(cls):
         files = ", ".join('"%s"' % os.path.join(UPSTREAM, f) for f in cls.FILES)
-        cls.config_path = write_config('[server]\nlisten = "127.0.0.1:0"\nthreads = 1\n\n[grpc]\n'
-                                       'listen = "127.0.0.1:0"\ndynamic_metadata = true\n'
-                                       'envoy_config = [%s]\n' % files)
-        cls.server = Server(["--config", cls.config_path])
-        try:
-            port = grpc_port_of(cls.server)
-        except RuntimeError:
-            cls.server.stop()
-            raise
-        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % port)
-        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
-                                           response_deserializer=rls.RateLimitResponse.FromString)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.channel.close()
-        status = cls.server.stop()
-        os.unlink(cls.config_path)
-        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+        return ('[server]\nlisten = "127.0.0.1:0"\nthreads = 1\n\n[grpc]\nlisten = "127.0.0.1:0"\n'
+                'dynamic_metadata = true\nenvoy_config = [%s]\n' % files)
 
     def ask(self, domain, *descriptors, hits=0):
         return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
@@ -690,33 +701,7 @@ class UpstreamFiles(unittest.TestCase):
             self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 0), value)
 
     def test_quota_mode_denies_only_when_every_quota_is_over(self):
-        next_window(60, margin=3)
-        # example.yaml: service_1 (1 a minute) and service_2 (2), both quota_mode,
-        # each with metadata service_with_quota.name, Envoy's example routes by.
-        # Beside a limit over (foo, 2 a minute, spent): denied, nothing charged.
-        self.assertEqual(self.ask("rl", desc(("foo", "quota")), hits=2).overall_code, OK)
-        res = self.ask("rl", desc(("foo", "quota")), desc(("service", "service_2")))
-        self.assertEqual(res.overall_code, OVER)
-        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 2)])
-        both = [desc(("service", "service_1")), desc(("service", "service_2"))]
-        res = self.ask("rl", *both)
-        self.assertEqual(res.overall_code, OK)
-        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OK, 0), (OK, 1)])
-        md = res.dynamic_metadata
-        self.assertEqual(md["domain"], "rl")
-        self.assertEqual([list(d["entries"]) for d in md["descriptors"]],
-                         [["service=service_1"], ["service=service_2"]])
-        self.assertEqual(md["metadata"]["service_with_quota"]["name"], "service_1")
-        # service_1 is over: still OK, service_2 charged, its metadata sent.
-        res = self.ask("rl", *both)
-        self.assertEqual(res.overall_code, OK)
-        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 0)])
-        self.assertEqual(res.dynamic_metadata["metadata"]["service_with_quota"]["name"], "service_2")
-        # Both over: denied, no metadata.
-        res = self.ask("rl", *both)
-        self.assertEqual(res.overall_code, OVER)
-        self.assertEqual([s.code for s in res.statuses], [OVER, OVER])
-        self.assertNotIn("metadata", res.dynamic_metadata)
+        quota_mode_sequence(self, self.ask)
 
     def test_current_limit_name_is_the_rate_limit_name(self):
         res = self.ask("rl", desc(("foo", "n"), ("bar", "bkthomps")))
@@ -729,6 +714,23 @@ class UpstreamFiles(unittest.TestCase):
         self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 500)
         # sluice's rule path still names the policy in the RateLimit fields.
         self.assertEqual(headers_of(res)["RateLimit-Policy"], '"mongo_cps.database_users";q=500;w=1')
+
+
+class UpstreamQuotaOnRedis(unittest.TestCase):
+    """quota_mode on a real Redis: a call decided again (a second store
+    request made from the first one's answer) as on memory."""
+
+    def test_quota_mode_on_redis(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        path = write_config(UpstreamFiles.config_text() + '\n[store]\nurl = "%s"\nkey_prefix = "sluice:quota:"\n'
+                            % redis.url)
+        self.addCleanup(os.unlink, path)
+        s, call = start_with_grpc(self, "--config", path)
+        ask = lambda domain, *d, hits=0: call(rls.RateLimitRequest(domain=domain, descriptors=list(d),
+                                                                   hits_addend=hits), timeout=5)
+        quota_mode_sequence(self, ask)
+        self.assertEqual(s.stop(), 0)
 
 
 class UpstreamNothingLimited(unittest.TestCase):
