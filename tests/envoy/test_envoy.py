@@ -659,6 +659,7 @@ class UpstreamFiles(EnvoyCase):
     @classmethod
     def config_text(cls):
         files = ", ".join('"%s"' % os.path.join(UPSTREAM, f) for f in cls.FILES)
+        files += ', "%s"' % os.path.join(HERE, "fixtures", "quota_mode.yaml")
         return ('[server]\nlisten = "127.0.0.1:0"\nthreads = 1\n\n[grpc]\nlisten = "127.0.0.1:0"\n'
                 'dynamic_metadata = true\nenvoy_config = [%s]\n' % files)
 
@@ -702,6 +703,20 @@ class UpstreamFiles(EnvoyCase):
 
     def test_quota_mode_denies_only_when_every_quota_is_over(self):
         quota_mode_sequence(self, self.ask)
+
+    def test_quota_mode_beside_shadow_mode_and_a_plain_limit(self):
+        next_window(60, margin=2)
+        a, b, c = desc(("a", "x")), desc(("b", "x")), desc(("c", "x"))
+        res = self.ask("quota-test", a, b)
+        self.assertEqual((res.overall_code, [s.code for s in res.statuses]), (OK, [OK, OK]))
+        # a is over; b, a quota in shadow_mode, always passes: admitted.
+        res = self.ask("quota-test", a, b)
+        self.assertEqual((res.overall_code, [s.code for s in res.statuses]), (OK, [OVER, OK]))
+        # a is the call's only quota, and over: denied, c not charged.
+        res = self.ask("quota-test", a, c)
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 5)])
+        self.assertEqual(self.ask("quota-test", c).statuses[0].limit_remaining, 4)
 
     def test_current_limit_name_is_the_rate_limit_name(self):
         res = self.ask("rl", desc(("foo", "n"), ("bar", "bkthomps")))
