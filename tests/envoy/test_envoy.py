@@ -741,11 +741,10 @@ class UpstreamQuotaOnRedis(unittest.TestCase):
         path = write_config(UpstreamFiles.config_text() + '\n[store]\nurl = "%s"\nkey_prefix = "sluice:quota:"\n'
                             % redis.url)
         self.addCleanup(os.unlink, path)
-        s, call = start_with_grpc(self, "--config", path)
+        _, call = start_with_grpc(self, "--config", path)
         ask = lambda domain, *d, hits=0: call(rls.RateLimitRequest(domain=domain, descriptors=list(d),
                                                                    hits_addend=hits), timeout=5)
         quota_mode_sequence(self, ask)
-        self.assertEqual(s.stop(), 0)
 
 
 class UpstreamNothingLimited(unittest.TestCase):
@@ -763,14 +762,13 @@ class UpstreamNothingLimited(unittest.TestCase):
                     'envoy_config = ["free.yaml", "%s"]\n' % os.path.join(UPSTREAM, "test/config/duplicate_domain.yaml"))
         r = subprocess.run([BINARY, "serve", "--check", toml], capture_output=True, text=True, timeout=20)
         self.assertEqual(r.returncode, 0, r.stderr)
-        s, call = start_with_grpc(self, "--config", toml)
+        _, call = start_with_grpc(self, "--config", toml)
         res = call(rls.RateLimitRequest(domain="free", descriptors=[desc(("a", "x"))]), timeout=5)
         self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, UINT32_MAX))
         res = call(rls.RateLimitRequest(domain="test-domain", descriptors=[desc(("key1", "value1"))]), timeout=5)
         self.assertEqual(res.overall_code, OK)
         self.assertFalse(res.statuses[0].HasField("current_limit"))
         self.assertFalse(res.HasField("dynamic_metadata"))  # off unless [grpc] dynamic_metadata
-        self.assertEqual(s.stop(), 0)
 
 
 def proto_shapes(text, only=None):
