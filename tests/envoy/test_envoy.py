@@ -718,6 +718,21 @@ class UpstreamFiles(EnvoyCase):
         self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 5)])
         self.assertEqual(self.ask("quota-test", c).statuses[0].limit_remaining, 4)
 
+    def test_dynamic_metadata_carries_the_request(self):
+        d = desc(("database", "default"), hits=3)
+        d.limit.requests_per_unit = 7
+        d.limit.unit = 3  # HOUR
+        res = self.ask("mongo_cps", d, desc(("unknown", "x")), hits=2)
+        md = res.dynamic_metadata
+        self.assertEqual(md["domain"], "mongo_cps")
+        self.assertEqual(md["hitsAddend"], 2)
+        first, second = md["descriptors"]
+        self.assertEqual(list(first["entries"]), ["database=default"])
+        self.assertEqual(first["hitsAddend"], 3)
+        self.assertEqual(first["limit"], "requests_per_unit: 7 unit: HOUR")
+        self.assertEqual(set(second.keys()), {"entries"})
+        self.assertNotIn("metadata", md)  # config.yaml has none
+
     def test_current_limit_name_is_the_rate_limit_name(self):
         res = self.ask("rl", desc(("foo", "n"), ("bar", "bkthomps")))
         self.assertEqual(res.statuses[0].current_limit.name, "bkthomps")
