@@ -523,8 +523,9 @@ void read_document(const std::string& file, const toml::table& doc, config& c, s
   }
   read_envoy_sections(file, doc, c, errs);
   finish_store(c);
-  // After the Envoy sections: an envoyproxy/ratelimit file brings policies of its own.
-  if (c.policies.empty() && errs.size() == before)
+  // After the Envoy sections: an envoyproxy/ratelimit file brings policies of
+  // its own, or none (a domain with no descriptors, or only unlimited ones).
+  if (c.policies.empty() && c.envoy_trees.empty() && errs.size() == before)
     errs.push_back(at_place(file, {1, 1}, "no policies: add a [policies] table, e.g. api = \"gcra 100/1m\""));
 }
 

@@ -10,11 +10,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "sluice/any.hpp"
 #include "sluice/result.hpp"
@@ -152,9 +155,9 @@ struct rule {
 struct envoy_entry {
   std::string key;
   std::optional<std::string> value;
-  /// The value is a prefix (an envoyproxy/ratelimit wildcard "foo*", the
-  /// '*' left out): any value that starts with it, each limited apart.
-  bool prefix = false;
+  /// The value is an envoyproxy/ratelimit wildcard (it holds a '*', kept
+  /// in `value`): each '*' matches any run of bytes (envoy_wildcard_match).
+  bool wildcard = false;
   friend bool operator==(const envoy_entry&, const envoy_entry&) = default;
 };
 
@@ -179,6 +182,12 @@ struct envoy_rule {
   std::string limit_name;
   /// `rate_limit.replaces`: the names of the rules this one drops from a call.
   std::vector<std::string> replaces;
+  /// `quota_mode: true`: the call is denied by its quota rules only when
+  /// every one of them is over its limit (docs/serve.md).
+  bool quota = false;
+  /// The descriptor's `metadata` (a JSON object), for a response's
+  /// dynamic_metadata; null for none.
+  std::shared_ptr<const nlohmann::json> metadata;
 };
 
 /// A node of an envoyproxy/ratelimit descriptor tree: the entry it
@@ -186,6 +195,10 @@ struct envoy_rule {
 /// that only nests others, or limits nothing), and the next level.
 struct envoy_node {
   envoy_entry entry;
+  /// `share_threshold: true` (only on a wildcard): every value the wildcard
+  /// matches is keyed as the wildcard itself, for this level's rule and
+  /// every rule below it.
+  bool share_threshold = false;
   std::optional<std::size_t> rule;
   std::vector<envoy_node> children;
 };
@@ -256,6 +269,9 @@ struct config {
   std::optional<listen_address> grpc;
   /// TLS on that listener (none: cleartext HTTP/2).
   std::optional<tls_files> grpc_tls;
+  /// `[grpc] dynamic_metadata`: ShouldRateLimit's responses carry
+  /// dynamic_metadata as envoyproxy/ratelimit's (RESPONSE_DYNAMIC_METADATA).
+  bool grpc_dynamic_metadata = false;
   /// The rules for Envoy's descriptors ([[envoy]], and those of the
   /// envoyproxy/ratelimit files of `[grpc] envoy_config`).
   std::vector<envoy_rule> envoy;

@@ -202,10 +202,17 @@ void read_envoy_sections(const std::string& file, const toml::table& doc, config
     if (t == nullptr) {
       errs.push_back(at_node(file, *n, "grpc must be a table ([grpc])"));
     } else if (auto e = only(file, *t, "grpc",
-                             {"listen", "envoy_config", "tls_cert_file", "tls_key_file", "tls_client_ca_file"})) {
+                             {"listen", "envoy_config", "dynamic_metadata", "tls_cert_file", "tls_key_file",
+                              "tls_client_ca_file"})) {
       errs.push_back(*e);
     } else {
       read_grpc_tls(file, *t, c, errs);
+      if (const toml::node* dn = t->get("dynamic_metadata")) {
+        if (const auto* b = dn->as_boolean())
+          c.grpc_dynamic_metadata = b->get();
+        else
+          errs.push_back(at_node(file, *dn, "grpc.dynamic_metadata: must be true or false"));
+      }
       if (const toml::node* yn = t->get("envoy_config")) {
         const auto bad = [&] {
           errs.push_back(at_node(file, *yn,
@@ -265,29 +272,38 @@ void read_envoy_sections(const std::string& file, const toml::table& doc, config
 namespace {
 
 // The node of `level` an entry leads to, envoyproxy/ratelimit's way: the
-// exact value, else the first prefix the value starts with, else the key
-// alone (semantics.md, "Envoy descriptors from envoyproxy/ratelimit files").
-const envoy_node* step(const std::vector<envoy_node>& level, const entry_view& e) {
-  const envoy_node* prefix = nullptr;
+// exact value (a wildcard's own text too), else the first wildcard in file
+// order that matches, else the key alone (semantics.md, "Envoy descriptors
+// from envoyproxy/ratelimit files"). `through_wildcard` says which.
+const envoy_node* step(const std::vector<envoy_node>& level, const entry_view& e, bool& through_wildcard) {
+  const envoy_node* wild = nullptr;
   const envoy_node* any = nullptr;
+  through_wildcard = false;
   for (const envoy_node& n : level) {
     if (n.entry.key != e.key) continue;
     if (!n.entry.value) {
       if (any == nullptr) any = &n;
-    } else if (!n.entry.prefix) {
-      if (*n.entry.value == e.value) return &n;
-    } else if (prefix == nullptr && e.value.substr(0, n.entry.value->size()) == *n.entry.value) {
-      prefix = &n;
+    } else if (*n.entry.value == e.value) {
+      return &n;
+    } else if (wild == nullptr && n.entry.wildcard && envoy_wildcard_match(*n.entry.value, e.value)) {
+      wild = &n;
     }
   }
-  return prefix != nullptr ? prefix : any;
+  through_wildcard = wild != nullptr;
+  return wild != nullptr ? wild : any;
 }
 
-std::optional<std::size_t> match_tree(const envoy_tree& t, std::span<const entry_view> entries) {
+std::optional<std::size_t> match_tree(const envoy_tree& t, std::span<const entry_view> entries,
+                                      std::span<entry_view> keyed) {
   const std::vector<envoy_node>* level = &t.nodes;
   for (std::size_t k = 0; k < entries.size(); ++k) {
-    const envoy_node* n = step(*level, entries[k]);
+    bool through_wildcard = false;
+    const envoy_node* n = step(*level, entries[k], through_wildcard);
     if (n == nullptr) return std::nullopt;
+    if (!keyed.empty()) {
+      keyed[k] = entries[k];
+      if (through_wildcard && n->share_threshold) keyed[k].value = *n->entry.value;
+    }
     if (k + 1 == entries.size()) return n->rule;
     level = &n->children;
   }
@@ -296,16 +312,44 @@ std::optional<std::size_t> match_tree(const envoy_tree& t, std::span<const entry
 
 }  // namespace
 
-std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries) {
+bool envoy_wildcard_match(std::string_view pattern, std::string_view value) noexcept {
+  const std::size_t first = pattern.find('*');
+  if (first == std::string_view::npos) return pattern == value;
+  const std::size_t last = pattern.rfind('*');
+  const std::string_view head = pattern.substr(0, first);
+  const std::string_view tail = pattern.substr(last + 1);
+  // The fixed texts must fit: then head and tail cannot overlap in `value`.
+  std::size_t fixed = 0;
+  for (char ch : pattern) fixed += ch == '*' ? 0 : 1;
+  if (value.size() < fixed || !value.starts_with(head) || !value.ends_with(tail)) return false;
+  std::string_view rest = value.substr(head.size(), value.size() - head.size() - tail.size());
+  // The texts between the first and the last '*', each at its leftmost place.
+  std::string_view middle = pattern.substr(first + 1, last - first);  // ends with '*'
+  while (!middle.empty()) {
+    const std::size_t star = middle.find('*');
+    const std::string_view part = middle.substr(0, star);
+    middle.remove_prefix(star + 1);
+    const std::size_t at = rest.find(part);
+    if (at == std::string_view::npos) return false;
+    rest.remove_prefix(at + part.size());
+  }
+  return true;
+}
+
+std::optional<std::size_t> match_envoy(const config& c, std::string_view domain, std::span<const entry_view> entries,
+                                       std::span<entry_view> keyed) {
   for (const envoy_tree& t : c.envoy_trees)
-    if (t.domain == domain) return match_tree(t, entries);
+    if (t.domain == domain) return match_tree(t, entries, keyed);
   for (std::size_t i = 0; i < c.envoy.size(); ++i) {
     const envoy_rule& r = c.envoy[i];
     if (r.in_tree || r.domain != domain || r.entries.size() != entries.size()) continue;
     bool ok = true;
     for (std::size_t k = 0; k < entries.size() && ok; ++k)
       ok = r.entries[k].key == entries[k].key && (!r.entries[k].value || *r.entries[k].value == entries[k].value);
-    if (ok) return i;
+    if (ok) {
+      if (!keyed.empty()) std::copy(entries.begin(), entries.end(), keyed.begin());
+      return i;
+    }
   }
   return std::nullopt;
 }

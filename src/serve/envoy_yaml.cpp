@@ -9,8 +9,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
@@ -53,6 +57,85 @@ std::string tag_of(std::string_view s) {
   return out;
 }
 
+// Whether `s` is a YAML float as yaml.v2 reads one:
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool yaml_float(std::string_view s) {
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0) ++i;
+    return i - from;
+  };
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  } else {
+    if (digits() == 0) return false;
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
+// A plain (unquoted) YAML scalar as envoyproxy/ratelimit's YAML reader
+// (yaml.v2, YAML 1.1) types it: null, a boolean, a number (protobuf's
+// Struct holds every number as a double), else the text.
+nlohmann::json typed_scalar(const std::string& s) {
+  static constexpr std::string_view nulls[] = {"", "~", "null", "Null", "NULL"};
+  static constexpr std::string_view trues[] = {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"};
+  static constexpr std::string_view falses[] = {"n",     "N",     "no",  "No",  "NO", "false",
+                                                "False", "FALSE", "off", "Off", "OFF"};
+  const auto in = [&](const auto& list) { return std::find(std::begin(list), std::end(list), s) != std::end(list); };
+  if (in(nulls)) return nullptr;
+  if (in(trues)) return true;
+  if (in(falses)) return false;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
+  for (std::string_view sign : {"", "+", "-"})
+    for (std::string_view word : {".inf", ".Inf", ".INF"})
+      if (s == std::string(sign) + std::string(word)) return sign == "-" ? -inf : inf;
+  if (s[0] == '.') return yaml_float(s) ? nlohmann::json(std::strtod(s.c_str(), nullptr)) : nlohmann::json(s);
+  if (std::isdigit(static_cast<unsigned char>(s[0])) == 0 && s[0] != '+' && s[0] != '-') return s;
+  // Integers (strconv.ParseInt/ParseUint with base 0, after dropping '_'):
+  // decimal, 0x, 0o, 0b, a leading 0 for octal.
+  std::string plain;
+  for (char ch : s)
+    if (ch != '_') plain += ch;
+  std::string_view digits = plain;
+  const bool negative = digits[0] == '-';
+  if (digits[0] == '-' || digits[0] == '+') digits.remove_prefix(1);
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  } else if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'o' || digits[1] == 'O')) {
+    base = 8;
+    digits.remove_prefix(2);
+  } else if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'b' || digits[1] == 'B')) {
+    base = 2;
+    digits.remove_prefix(2);
+  } else if (digits.size() > 1 && digits[0] == '0') {
+    base = 8;
+    digits.remove_prefix(1);
+  }
+  std::uint64_t u = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), u, base);
+  if (!digits.empty() && ec == std::errc{} && end == digits.data() + digits.size()) {
+    if (!negative) return static_cast<double>(u);
+    if (u <= std::uint64_t{1} << 63) return -static_cast<double>(u);
+  }
+  if (yaml_float(plain)) return std::strtod(plain.c_str(), nullptr);
+  return s;
+}
+
 // One file being read.
 class reader {
  public:
@@ -69,6 +152,9 @@ class reader {
   // A string scalar.
   std::optional<error> text(const YAML::Node& n, const std::string& where, std::string& out) const;
   std::optional<error> boolean(const YAML::Node& n, const std::string& where, bool& out) const;
+  // `metadata`: any YAML value, as a JSON value (typed_scalar).
+  std::optional<error> metadata(const YAML::Node& n, const std::string& where, std::size_t depth,
+                                nlohmann::json& out) const;
 
   std::optional<error> descriptors(const YAML::Node& list, const std::string& where, std::vector<envoy_entry>& path,
                                    std::vector<envoy_node>& level);
@@ -115,6 +201,42 @@ std::optional<error> reader::boolean(const YAML::Node& n, const std::string& whe
   return std::nullopt;
 }
 
+std::optional<error> reader::metadata(const YAML::Node& n, const std::string& where, std::size_t depth,
+                                      nlohmann::json& out) const {
+  if (depth > 64) return at(n, where + ": nested deeper than 64");
+  if (n.IsNull()) {
+    out = nullptr;
+  } else if (n.IsScalar()) {
+    // A quoted scalar (tag "!") or one tagged !!str is text; a plain one is typed.
+    out = n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str" ? nlohmann::json(n.Scalar()) : typed_scalar(n.Scalar());
+    // protobuf's Struct holds UTF-8 text only (that service refuses other bytes too).
+    try {
+      (void)out.dump();
+    } catch (const nlohmann::json::exception&) {
+      return at(n, where + ": not UTF-8 text");
+    }
+  } else if (n.IsSequence()) {
+    out = nlohmann::json::array();
+    std::size_t i = 0;
+    for (const YAML::Node& item : n) {
+      nlohmann::json v;
+      if (auto e = metadata(item, where + "[" + std::to_string(i++) + "]", depth + 1, v)) return e;
+      out.push_back(std::move(v));
+    }
+  } else if (n.IsMap()) {
+    out = nlohmann::json::object();
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) return at(kv.first, where + ": a key must be a scalar");
+      const std::string& k = kv.first.Scalar();
+      if (out.contains(k)) return at(kv.first, where + "." + k + ": given twice");
+      nlohmann::json v;
+      if (auto e = metadata(kv.second, where + "." + k, depth + 1, v)) return e;
+      out[k] = std::move(v);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string reader::policy_name(const std::string& path_name) const {
   std::string name = path_name;
   for (char& ch : name)
@@ -134,7 +256,7 @@ std::optional<error> reader::rate_limit(const YAML::Node& r, const std::string& 
   ru.shadow = shadow;
   // The rule's name is envoyproxy's full key: domain.key_value.key...
   ru.name = domain_;
-  for (const auto& e : path) ru.name += "." + e.key + (e.value ? "_" + *e.value + (e.prefix ? "*" : "") : "");
+  for (const auto& e : path) ru.name += "." + e.key + (e.value ? "_" + *e.value : "");
   if (const YAML::Node u = r["unlimited"]) {
     if (auto e = boolean(u, where + ".unlimited", ru.unlimited)) return e;
   }
@@ -190,7 +312,9 @@ std::optional<error> reader::descriptor(const YAML::Node& d, const std::string& 
                                         std::vector<envoy_node>& level, std::vector<YAML::Mark>& marks) {
   if (++seen_ > max_descriptors)
     return at(d, where + ": more than " + std::to_string(max_descriptors) + " descriptors in one file");
-  if (auto e = keys(d, where, {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric"}))
+  if (auto e = keys(d, where,
+                    {"key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric",
+                     "value_to_metric", "share_threshold", "metadata"}))
     return e;
   envoy_node node;
   if (!d["key"]) return at(d, where + ": every descriptor needs a key");
@@ -200,15 +324,14 @@ std::optional<error> reader::descriptor(const YAML::Node& d, const std::string& 
     std::string value;
     if (auto e = text(v, where + ".value", value)) return e;
     // As envoyproxy/ratelimit: an empty value is no value (any value), and
-    // a value ending in '*' a prefix.
+    // a value holding '*' a wildcard.
     if (!value.empty()) {
-      node.entry.prefix = value.back() == '*';
-      if (node.entry.prefix) value.pop_back();
+      node.entry.wildcard = value.find('*') != std::string::npos;
       node.entry.value = value;
     }
   }
   const auto at_name = [&](const envoy_entry& e) {
-    return "key '" + e.key + "'" + (e.value ? std::string(" value '") + *e.value + (e.prefix ? "*" : "") + "'" : "");
+    return "key '" + e.key + "'" + (e.value ? std::string(" value '") + *e.value + "'" : "");
   };
   for (std::size_t k = 0; k < level.size(); ++k)
     if (level[k].entry == node.entry)
@@ -220,13 +343,36 @@ std::optional<error> reader::descriptor(const YAML::Node& d, const std::string& 
   if (const YAML::Node s = d["shadow_mode"]) {
     if (auto e = boolean(s, where + ".shadow_mode", shadow)) return e;
   }
-  if (const YAML::Node m = d["detailed_metric"]) {
-    bool ignored = false;  // sluice's metrics are per rule already (each limit its own policy)
-    if (auto e = boolean(m, where + ".detailed_metric", ignored)) return e;
+  bool quota = false;
+  if (const YAML::Node q = d["quota_mode"]) {
+    if (auto e = boolean(q, where + ".quota_mode", quota)) return e;
+  }
+  // sluice's metrics are per rule already (each limit its own policy).
+  for (const char* ignored_key : {"detailed_metric", "value_to_metric"}) {
+    bool ignored = false;
+    if (const YAML::Node m = d[ignored_key]) {
+      if (auto e = boolean(m, where + "." + ignored_key, ignored)) return e;
+    }
+  }
+  if (const YAML::Node st = d["share_threshold"]) {
+    if (auto e = boolean(st, where + ".share_threshold", node.share_threshold)) return e;
+    // As that service: only where its full key (key_value) holds a '*'.
+    if (node.share_threshold && !node.entry.wildcard && node.entry.key.find('*') == std::string::npos)
+      return at(st, where + ".share_threshold: only a wildcard value (one holding '*') can share its limit, and " +
+                        at_name(node.entry) + " is none");
+  }
+  std::shared_ptr<const nlohmann::json> meta;
+  if (const YAML::Node m = d["metadata"]; m && !m.IsNull()) {
+    if (!m.IsMap()) return at(m, where + ".metadata: must be a mapping of key: value");
+    auto j = std::make_shared<nlohmann::json>();
+    if (auto e = metadata(m, where + ".metadata", 0, *j)) return e;
+    if (!j->empty()) meta = std::move(j);
   }
   path.push_back(node.entry);
   if (const YAML::Node r = d["rate_limit"]; r && !r.IsNull()) {
     if (auto e = rate_limit(r, where + ".rate_limit", path, shadow, node)) return e;
+    c_.envoy[*node.rule].quota = quota;
+    c_.envoy[*node.rule].metadata = std::move(meta);
   }
   if (const YAML::Node nested = d["descriptors"]) {
     if (auto e = descriptors(nested, where + ".descriptors", path, node.children)) return e;

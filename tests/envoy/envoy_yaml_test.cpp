@@ -191,7 +191,7 @@ TEST(EnvoyYaml, ErrorsNameFileLineColumn) {
   // An unknown key, at any level.
   EXPECT_EQ(yaml_error("domain: d\ndescriptors:\n  - key: a\n    rate_limt: {unit: second, requests_per_unit: 1}\n"),
             "r.yaml:4:5: unknown key 'rate_limt' in descriptors[0] (known: key, value, rate_limit, descriptors, "
-            "shadow_mode, detailed_metric)");
+            "shadow_mode, quota_mode, detailed_metric, value_to_metric, share_threshold, metadata)");
   EXPECT_EQ(yaml_error("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1, "
                        "burst: 2}\n"),
             "r.yaml:4:54: unknown key 'burst' in descriptors[0].rate_limit (known: unit, requests_per_unit, "

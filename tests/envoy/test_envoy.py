@@ -8,6 +8,7 @@ Environment: SLUICE_BINARY, SLUICE_SOURCE_DIR, PROTOC.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -119,8 +120,12 @@ class EnvoyCase(unittest.TestCase):
     grpc_port = None
 
     @classmethod
+    def config_text(cls):
+        return CONFIG
+
+    @classmethod
     def setUpClass(cls):
-        cls.config_path = write_config(CONFIG)
+        cls.config_path = write_config(cls.config_text())
         cls.server = Server(["--config", cls.config_path])
         m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
         if m is None:
@@ -608,6 +613,267 @@ class EnvoyYamlErrors(unittest.TestCase):
     def test_unknown_key(self):
         self.assertIn("bad.yaml:4:5: unknown key 'valeu' in descriptors[0]",
                       self.check("domain: d\ndescriptors:\n  - key: a\n    valeu: b\n"))
+
+
+UPSTREAM = os.path.join(HERE, "fixtures", "upstream", "ratelimit")
+
+
+def quota_mode_sequence(case, ask):
+    """example.yaml's quota_mode rules, through `ask(domain, *descriptors, hits=0)`."""
+    next_window(60, margin=3)
+    # example.yaml: service_1 (1 a minute) and service_2 (2), both quota_mode,
+    # each with metadata service_with_quota.name, Envoy's example routes by.
+    # Beside a limit over (foo, 2 a minute, spent): denied, nothing charged.
+    case.assertEqual(ask("rl", desc(("foo", "quota")), hits=2).overall_code, OK)
+    res = ask("rl", desc(("foo", "quota")), desc(("service", "service_2")))
+    case.assertEqual(res.overall_code, OVER)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 2)])
+    both = [desc(("service", "service_1")), desc(("service", "service_2"))]
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OK)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OK, 0), (OK, 1)])
+    md = res.dynamic_metadata
+    case.assertEqual(md["domain"], "rl")
+    case.assertEqual([list(d["entries"]) for d in md["descriptors"]],
+                     [["service=service_1"], ["service=service_2"]])
+    case.assertEqual(md["metadata"]["service_with_quota"]["name"], "service_1")
+    # service_1 is over: still OK, service_2 charged, its metadata sent.
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OK)
+    case.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 0)])
+    case.assertEqual(res.dynamic_metadata["metadata"]["service_with_quota"]["name"], "service_2")
+    # Both over: denied, no metadata.
+    res = ask("rl", *both)
+    case.assertEqual(res.overall_code, OVER)
+    case.assertEqual([s.code for s in res.statuses], [OVER, OVER])
+    case.assertNotIn("metadata", res.dynamic_metadata)
+
+
+class UpstreamFiles(EnvoyCase):
+    """envoyproxy/ratelimit's own files (fixtures/upstream/, copied as they
+    are) through ShouldRateLimit, as that service decides them."""
+
+    FILES = ["examples/ratelimit/config/config.yaml", "examples/ratelimit/config/example.yaml",
+             "test/config/wildcard.yaml", "test/integration/runtime/current/ratelimit/config/share_threshold.yaml"]
+
+    @classmethod
+    def config_text(cls):
+        files = ", ".join('"%s"' % os.path.join(UPSTREAM, f) for f in cls.FILES)
+        files += ', "%s"' % os.path.join(HERE, "fixtures", "quota_mode.yaml")
+        return ('[server]\nlisten = "127.0.0.1:0"\nthreads = 1\n\n[grpc]\nlisten = "127.0.0.1:0"\n'
+                'dynamic_metadata = true\nenvoy_config = [%s]\n' % files)
+
+    def ask(self, domain, *descriptors, hits=0):
+        return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
+                         timeout=5)
+
+    def test_a_wildcard_in_the_middle_limits_each_matching_value_apart(self):
+        next_window(60, margin=2)
+        # wildcard.yaml: multiWild "foo*bar*baz", 10 a minute, each value its own.
+        res = self.ask("test-domain", desc(("multiWild", "foo1bar1baz")), hits=10)
+        self.assertEqual(res.overall_code, OK)
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 10)
+        self.assertEqual(res.statuses[0].current_limit.unit, Unit.MINUTE)
+        self.assertEqual(res.statuses[0].limit_remaining, 0)
+        self.assertEqual(self.ask("test-domain", desc(("multiWild", "foo1bar1baz"))).overall_code, OVER)
+        res = self.ask("test-domain", desc(("multiWild", "foobarbaz")))
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 9))
+        # Segments missing or out of order: no rule.
+        for value in ("foo1baz", "bar1baz", "foobazbar"):
+            res = self.ask("test-domain", desc(("multiWild", value)))
+            self.assertFalse(res.statuses[0].HasField("current_limit"), value)
+        # midWild "bar*b": "barb" too ('*' matches nothing), not "bara".
+        res = self.ask("test-domain", desc(("midWild", "barb")), hits=20)
+        self.assertEqual((res.overall_code, res.statuses[0].current_limit.requests_per_unit), (OK, 20))
+        self.assertEqual(self.ask("test-domain", desc(("midWild", "barb"))).overall_code, OVER)
+        self.assertFalse(self.ask("test-domain", desc(("midWild", "bara"))).statuses[0].HasField("current_limit"))
+
+    def test_share_threshold_values_share_one_limit(self):
+        next_window(3600, margin=2)
+        # files/* shares 10 an hour; files_no_share/* gives each value 10.
+        res = self.ask("share-threshold-test", desc(("files", "files/a.pdf")), hits=6)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 4))
+        res = self.ask("share-threshold-test", desc(("files", "files/b.csv")), hits=4)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 0))
+        res = self.ask("share-threshold-test", desc(("files", "files/c.txt")))
+        self.assertEqual((res.overall_code, res.statuses[0].code), (OVER, OVER))
+        for value in ("files_no_share/a.pdf", "files_no_share/b.csv"):
+            res = self.ask("share-threshold-test", desc(("files_no_share", value)), hits=10)
+            self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, 0), value)
+
+    def test_quota_mode_denies_only_when_every_quota_is_over(self):
+        quota_mode_sequence(self, self.ask)
+
+    def test_quota_mode_beside_shadow_mode_and_a_plain_limit(self):
+        next_window(60, margin=2)
+        a, b, c = desc(("a", "x")), desc(("b", "x")), desc(("c", "x"))
+        res = self.ask("quota-test", a, b)
+        self.assertEqual((res.overall_code, [s.code for s in res.statuses]), (OK, [OK, OK]))
+        # a is over; b, a quota in shadow_mode, always passes: admitted.
+        res = self.ask("quota-test", a, b)
+        self.assertEqual((res.overall_code, [s.code for s in res.statuses]), (OK, [OVER, OK]))
+        # a is the call's only quota, and over: denied, c not charged.
+        res = self.ask("quota-test", a, c)
+        self.assertEqual(res.overall_code, OVER)
+        self.assertEqual([(s.code, s.limit_remaining) for s in res.statuses], [(OVER, 0), (OK, 5)])
+        self.assertEqual(self.ask("quota-test", c).statuses[0].limit_remaining, 4)
+
+    def test_dynamic_metadata_carries_the_request(self):
+        d = desc(("database", "default"), hits=3)
+        d.limit.requests_per_unit = 7
+        d.limit.unit = 3  # HOUR
+        res = self.ask("mongo_cps", d, desc(("unknown", "x")), hits=2)
+        md = res.dynamic_metadata
+        self.assertEqual(md["domain"], "mongo_cps")
+        self.assertEqual(md["hitsAddend"], 2)
+        first, second = md["descriptors"]
+        self.assertEqual(list(first["entries"]), ["database=default"])
+        self.assertEqual(first["hitsAddend"], 3)
+        self.assertEqual(first["limit"], "requests_per_unit: 7 unit: HOUR")
+        self.assertEqual(set(second.keys()), {"entries"})
+        self.assertNotIn("metadata", md)  # config.yaml has none
+
+    def test_current_limit_name_is_the_rate_limit_name(self):
+        res = self.ask("rl", desc(("foo", "n"), ("bar", "bkthomps")))
+        self.assertEqual(res.statuses[0].current_limit.name, "bkthomps")
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 1)
+        # No name: empty, as that service sends (the limit is still there).
+        res = self.ask("mongo_cps", desc(("database", "users")))
+        self.assertTrue(res.statuses[0].HasField("current_limit"))
+        self.assertEqual(res.statuses[0].current_limit.name, "")
+        self.assertEqual(res.statuses[0].current_limit.requests_per_unit, 500)
+        # sluice's rule path still names the policy in the RateLimit fields.
+        self.assertEqual(headers_of(res)["RateLimit-Policy"], '"mongo_cps.database_users";q=500;w=1')
+
+
+class UpstreamQuotaOnRedis(unittest.TestCase):
+    """quota_mode on a real Redis: a call decided again (a second store
+    request made from the first one's answer) as on memory."""
+
+    def test_quota_mode_on_redis(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        path = write_config(UpstreamFiles.config_text() + '\n[store]\nurl = "%s"\nkey_prefix = "sluice:quota:"\n'
+                            % redis.url)
+        self.addCleanup(os.unlink, path)
+        _, call = start_with_grpc(self, "--config", path)
+        ask = lambda domain, *d, hits=0: call(rls.RateLimitRequest(domain=domain, descriptors=list(d),
+                                                                   hits_addend=hits), timeout=5)
+        quota_mode_sequence(self, ask)
+
+
+class UpstreamNothingLimited(unittest.TestCase):
+    """Files that limit nothing load: a domain with no descriptors
+    (duplicate_domain.yaml) and one of unlimited entries only."""
+
+    def test_a_configuration_of_such_files_serves(self):
+        folder = tempfile.mkdtemp(prefix="sluice-envoy-free-")
+        self.addCleanup(shutil.rmtree, folder)
+        with open(os.path.join(folder, "free.yaml"), "w") as f:
+            f.write("domain: free\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n")
+        toml = os.path.join(folder, "sluice.toml")
+        with open(toml, "w") as f:
+            f.write('[server]\nlisten = "127.0.0.1:0"\n[grpc]\nlisten = "127.0.0.1:0"\n'
+                    'envoy_config = ["free.yaml", "%s"]\n' % os.path.join(UPSTREAM, "test/config/duplicate_domain.yaml"))
+        r = subprocess.run([BINARY, "serve", "--check", toml], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, call = start_with_grpc(self, "--config", toml)
+        res = call(rls.RateLimitRequest(domain="free", descriptors=[desc(("a", "x"))]), timeout=5)
+        self.assertEqual((res.overall_code, res.statuses[0].limit_remaining), (OK, UINT32_MAX))
+        res = call(rls.RateLimitRequest(domain="test-domain", descriptors=[desc(("key1", "value1"))]), timeout=5)
+        self.assertEqual(res.overall_code, OK)
+        self.assertFalse(res.statuses[0].HasField("current_limit"))
+        self.assertFalse(res.HasField("dynamic_metadata"))  # off unless [grpc] dynamic_metadata
+
+
+def proto_shapes(text, only=None):
+    """The messages and enums a .proto text declares: {qualified name:
+    {member: (label, type, number)}} (enum members: number only). Comments,
+    options and annotations are left out; `only` keeps the top-level names
+    given."""
+    text = re.sub(r"//[^\n]*", "", text)
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"|[A-Za-z_][\w.]*|-?\d+|\S', text)
+    out, stack, i = {}, [], 0
+
+    def skip_to(end):
+        nonlocal i
+        depth = 0
+        while i < len(tokens):
+            t = tokens[i]
+            i += 1
+            if t in "[{(":
+                depth += 1
+            elif t in "]})":
+                depth -= 1
+                if depth < 0:
+                    return
+            elif t == end and depth == 0:
+                return
+
+    while i < len(tokens):
+        t = tokens[i]
+        if t in ("syntax", "package", "import", "option"):
+            skip_to(";")
+        elif t == "service":  # its block, to the matching '}'
+            i += 3
+            skip_to("}")
+        elif t in ("message", "enum") and i + 2 < len(tokens) and tokens[i + 2] == "{":
+            name = ".".join([n for n, _ in stack] + [tokens[i + 1]])
+            stack.append((tokens[i + 1], t))
+            if only is None or name.split(".")[0] in only:
+                out[name] = {}
+            i += 3
+        elif t == "oneof":
+            stack.append((None, "oneof"))
+            i += 3
+        elif t == "}":
+            stack.pop()
+            i += 1
+        elif t == "reserved":
+            skip_to(";")
+        else:
+            # A field (message) or a value (enum) up to its ';', options dropped.
+            start = i
+            while tokens[i] not in ("=",):
+                i += 1
+            head = tokens[start:i]
+            number = int(tokens[i + 1])
+            i += 2
+            skip_to(";")
+            scope = [n for n, _ in stack if n is not None]
+            owner = ".".join(scope)
+            kind = [k for _, k in stack if k != "oneof"][-1]
+            if owner in out:
+                if kind == "enum":
+                    out[owner][head[0]] = number
+                else:
+                    label = head[0] if head[0] in ("repeated", "optional") else ""
+                    out[owner][head[-1]] = (label, head[-2].split(".")[-1], number)
+    return out
+
+
+class Protos(unittest.TestCase):
+    """The vendored protos declare Envoy's messages and enums field for field,
+    number for number (fixtures/upstream/proto/: data-plane-api's files)."""
+
+    FILES = {"envoy/service/ratelimit/v3/rls.proto": None,
+             "envoy/extensions/common/ratelimit/v3/ratelimit.proto": None,
+             "envoy/type/v3/ratelimit_unit.proto": None, "envoy/type/v3/token_bucket.proto": None,
+             "envoy/config/core/v3/base.proto": {"HeaderValue"}}
+
+    def test_every_message_and_enum_is_envoys(self):
+        ours_dir = os.path.join(SOURCE, "src", "serve", "envoy", "proto")
+        theirs_dir = os.path.join(HERE, "fixtures", "upstream", "proto")
+        for f, only in self.FILES.items():
+            with open(os.path.join(theirs_dir, f)) as t, open(os.path.join(ours_dir, f)) as o:
+                theirs, ours = proto_shapes(t.read(), only), proto_shapes(o.read())
+            self.assertTrue(theirs, f)
+            self.assertEqual(ours, theirs, f)
+
+    def test_the_descriptor_unit_has_no_week_and_the_response_unit_has(self):
+        from envoy.type.v3 import ratelimit_unit_pb2
+        self.assertNotIn("WEEK", ratelimit_unit_pb2.RateLimitUnit.keys())
+        self.assertEqual(Unit.WEEK, 7)
 
 
 class Lifecycle(unittest.TestCase):

@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "bearer.hpp"
+#include "dynamic_metadata.hpp"
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "envoy_quota.hpp"
 #include "envoy_rules.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
@@ -111,6 +113,8 @@ struct call_state {
   std::shared_ptr<const compiled> view;
   std::vector<planned> plan;
   tick t0 = 0;
+  std::vector<bool> quota;    // per planned check: a quota one (envoy_quota.hpp)
+  bool quota_passes = false;  // a shadow quota rule matched: the quotas never deny
 };
 
 // Whether a TCP socket can bind `where` now (port 0: always, on an address
@@ -200,17 +204,26 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
     // Through the service's one decision path, without waiting: the store's
     // answer finishes the call from whichever thread it comes on.
     const auto view = call->view;
-    svc.decide(view->active, std::move(checks), svc.backing_store().now(), {},
-               [this, reactor, req, res, call](const std::vector<planned_check>& cs, const checks_outcome& o) {
-                 grpc::Status st;
-                 try {
-                   st = answer(*req, *res, *call, cs, o);
-                 } catch (const std::exception&) {
-                   st = grpc::Status(grpc::StatusCode::INTERNAL, "internal error");
-                 }
-                 svc.stats().observe_latency(steady_clock::now() - call->t0);
-                 reactor->Finish(st);
-               });
+    const tick now = svc.backing_store().now();
+    checks_decided done = [this, reactor, req, res, call](const std::vector<planned_check>& cs,
+                                                          const checks_outcome& o) {
+      grpc::Status st;
+      try {
+        st = answer(*req, *res, *call, cs, o);
+      } catch (const std::exception&) {
+        st = grpc::Status(grpc::StatusCode::INTERNAL, "internal error");
+      }
+      svc.stats().observe_latency(steady_clock::now() - call->t0);
+      reactor->Finish(st);
+    };
+    if (std::find(call->quota.begin(), call->quota.end(), true) == call->quota.end()) {
+      svc.decide(view->active, std::move(checks), now, {}, std::move(done));
+    } else {
+      auto round = [this, view, now](std::vector<planned_check> cs, checks_decided then) {
+        svc.decide(view->active, std::move(cs), now, {}, std::move(then));
+      };
+      decide_with_quotas(std::move(checks), call->quota, call->quota_passes, std::move(round), std::move(done));
+    }
     return reactor;
   }
 
@@ -232,6 +245,7 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
 
   std::vector<planned>& plan = call.plan;
   thread_local std::vector<entry_view> entries;
+  thread_local std::vector<entry_view> keyed;  // as the state is keyed (share_threshold)
   for (int i = 0; i < req.descriptors_size(); ++i) {
     const auto& d = req.descriptors(i);
     if (d.entries_size() == 0) return invalid("descriptors[" + std::to_string(i) + "].entries: must not be empty");
@@ -251,7 +265,8 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
       cost = h == 0 ? 1 : static_cast<std::int64_t>(h);
     }
     if (!known) continue;
-    const auto rule = match_envoy(cfg, req.domain(), entries);
+    keyed.resize(entries.size());
+    const auto rule = match_envoy(cfg, req.domain(), entries, keyed);
     if (!rule) continue;
     const envoy_rule& r = cfg.envoy[*rule];
     planned p;
@@ -260,7 +275,7 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
     p.how = r.unlimited ? treatment::unlimited : r.shadow ? treatment::shadow : treatment::enforced;
     if (p.how != treatment::unlimited) {
       p.policy = *view->rule_policy[*rule];
-      envoy_key(entries, p.key);
+      envoy_key(keyed, p.key);
       if (p.key.size() > cfg.lim.key_bytes)
         return invalid("descriptors[" + std::to_string(i) + "]: the key is longer than " +
                        std::to_string(cfg.lim.key_bytes) + " bytes (server.max_key_bytes)");
@@ -299,6 +314,8 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
       return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
     p.check = first;
     checks.push_back(planned_check{p.policy, p.key, p.cost, shadow, p.rule, false});
+    call.quota.push_back(!shadow && cfg.envoy[p.rule].quota);
+    call.quota_passes = call.quota_passes || (shadow && cfg.envoy[p.rule].quota);
   }
   return grpc::Status::OK;
 }
@@ -362,7 +379,9 @@ grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls:
     status->set_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
     if (view->advertises[p.policy]) {
       auto* lim = status->mutable_current_limit();
-      lim->set_name(cfg.policies[p.policy].name);
+      // A rule of an envoyproxy/ratelimit file: its rate_limit.name, as that service sends.
+      const envoy_rule& r = cfg.envoy[p.rule];
+      lim->set_name(r.in_tree ? r.limit_name : cfg.policies[p.policy].name);
       lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
       lim->set_unit(view->units[p.policy]);
     }
@@ -373,6 +392,15 @@ grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls:
       reset->set_seconds(d.reset_after / second);
       reset->set_nanos(static_cast<std::int32_t>(d.reset_after % second));
     }
+  }
+
+  if (cfg.grpc_dynamic_metadata) {
+    std::vector<const nlohmann::json*> passed;  // the rules of the descriptors answered OK
+    for (const planned& p : plan)
+      if ((p.how == treatment::enforced || p.how == treatment::shadow) &&
+          res.statuses(static_cast<int>(p.descriptor)).code() == rls::RateLimitResponse::OK)
+        passed.push_back(cfg.envoy[p.rule].metadata.get());
+    write_dynamic_metadata(req, passed, *res.mutable_dynamic_metadata());
   }
 
   // RateLimit-Policy and RateLimit (one member per check), Retry-After on a
