@@ -15,6 +15,7 @@
 #include <limits>
 #include <sstream>
 
+#include "forwarded.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/redact.hpp"
@@ -234,8 +235,7 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   SLUICE_NOTE(r.boolean("client_time", c.client_time));
   SLUICE_NOTE(r.strings("trusted_proxies", c.trusted_proxies));
   for (const auto& p : c.trusted_proxies) {
-    unsigned char buf[16];
-    if (inet_pton(AF_INET, p.c_str(), buf) != 1 && inet_pton(AF_INET6, p.c_str(), buf) != 1)
+    if (!parse_ip(p))
       errs.push_back(r.wrong(*r.get("trusted_proxies"), "trusted_proxies", "'" + p + "' is not an IP address"));
   }
   if (auto e = r.str("forwarded_header", c.forwarded_header)) {
