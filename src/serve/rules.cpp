@@ -209,6 +209,9 @@ std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_c
           }
           case key_source::query: {
             if (!parts) return invalid("path", "the target is neither origin-form nor absolute-form");
+            // Some servers split pairs at ';' as at '&': no one reading is safe.
+            if (parts->query.find(';') != std::string_view::npos)
+              return invalid("query", "the query holds a ';' (a separator to some servers)");
             const query_form q = query_value(parts->query, part.arg, query_buf);
             if (q == query_form::invalid)
               return invalid("query", "parameter " + part.arg + " is given twice or badly escaped");
