@@ -343,6 +343,17 @@ class NginxEdge(ServeCase):
         st, h, _ = via_nginx(port, "/api/items")
         self.assertEqual((st, remaining(h, "api")), (200, 998))
 
+    def test_an_http_1_0_request_without_host_is_served(self):
+        # nginx's $host is then its server_name; without one it sent sluice an empty Host (a 500).
+        s, _ = self.start_config(base_config(PATH_POLICIES, PATH_RULES, NGINX_SERVER + "threads = 1\n"))
+        port = start_sample_nginx(self, s.port)
+        for _ in range(2):
+            data, _ = raw_exchange(port, b"GET /api/items HTTP/1.0\r\n\r\n")
+            self.assertEqual(responses(data), [200], data)
+            self.assertTrue(data.endswith(b"the items\n"), data)
+        st, h, _ = via_nginx(port, "/api/items")
+        self.assertEqual((st, remaining(h, "api")), (200, 997))  # each counted once
+
     def test_nginx_with_the_wrong_token_is_refused_and_charges_nothing(self):
         s, _ = self.start_config(base_config(PATH_POLICIES, PATH_RULES,
                                              NGINX_SERVER + 'threads = 1\ntoken = "the-real-one"\n'))
@@ -450,6 +461,13 @@ class Framing(ServeCase):
     def test_http_1_0_without_host_is_answered(self):
         data, _ = raw_exchange(self.s.port, b"GET /healthz HTTP/1.0\r\n\r\n")
         self.assertEqual(responses(data), [200])
+
+    def test_an_empty_host_is_answered_not_a_500(self):
+        # RFC 9112 3.2 allows an empty Host (nginx's sample sent none at all
+        # for an HTTP/1.0 request without one: a 400 above, which nginx turned into a 500).
+        for host in [b"Host:\r\n", b"Host: \r\n"]:
+            data, _ = raw_exchange(self.s.port, b"GET /healthz HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n")
+            self.assertEqual(responses(data), [200], host)
 
     def test_chunked_alone_is_decided_and_the_connection_kept(self):
         body = b"1a\r\n" + self.BODY + b"\r\n0\r\n\r\n"
