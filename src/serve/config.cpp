@@ -232,6 +232,20 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   }
   if (const toml::node* n = r.get("token"); n != nullptr && n->is_string() && c.token.empty())
     errs.push_back(r.wrong(*n, "token", "must not be empty (leave it out for no token)"));
+  // A token no client can send as it is written (`Bearer abc ` loses its
+  // space on the way): every request would be a 401.
+  if (!c.token.empty()) {
+    const bool edge_space =
+        c.token.front() == ' ' || c.token.front() == '\t' || c.token.back() == ' ' || c.token.back() == '\t';
+    const bool control = std::any_of(c.token.begin(), c.token.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) == 0x7F;
+    });
+    const std::string_view key = token_file.empty() ? "token" : "token_file";
+    if (edge_space || control)
+      errs.push_back(r.wrong(*r.get(key), key,
+                             edge_space ? "the token must not begin or end with a space or tab"
+                                        : "the token must not hold a control byte (a tab, a newline, ...)"));
+  }
   SLUICE_NOTE(r.boolean("client_time", c.client_time));
   SLUICE_NOTE(r.strings("trusted_proxies", c.trusted_proxies));
   for (const auto& p : c.trusted_proxies) {
