@@ -214,10 +214,17 @@ class session : public std::enable_shared_from_this<session> {
     if (now) respond();
   }
 
-  // The answer of the request in parser_ is in out_: send it.
+  // The answer of the request in parser_ is in out_: send it. Draining, a
+  // connection stays open only for requests already received after this
+  // one (pipelined, in our buffer or in the socket's): each is answered in
+  // turn, and the last answer says "Connection: close".
   void respond() {
     const auto& req = parser_->get();
-    const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
+    bool keep = req.keep_alive();
+    if (keep && srv_.draining.load(std::memory_order_relaxed)) {
+      beast::error_code ec;
+      keep = buf_.size() > 0 || (socket_.available(ec) > 0 && !ec);
+    }
     head_ = req.method() == http::verb::head;
     write(out_, keep, req.version());
   }

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -533,6 +534,42 @@ class Drain(ServeCase):
         self.assertEqual(idle.recv(10), b"")  # nothing received: closed
         idle.close()
         self.assertEqual(s.proc.wait(10), 0)
+
+    def test_1000_pipelined_requests_then_sigterm_are_all_answered_and_charged_once(self):
+        snap = tempfile.mkdtemp(prefix="sluice-drain-")
+        self.addCleanup(shutil.rmtree, snap)
+        s, path = self.start_config(base_config({"api": "quota 100000"}, server="threads = 1\n"), "--snapshot", snap)
+        body = b'{"policy":"api","key":"k"}'
+        req = b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        c = socket.create_connection(("127.0.0.1", s.port), 5)
+        got = []
+
+        def read_all():  # while the requests go out: the answers must not fill the socket's buffers
+            deadline = time.time() + 60
+            try:
+                while time.time() < deadline:
+                    chunk = c.recv(1 << 16)
+                    if not chunk:
+                        return
+                    got.append(chunk)
+            except OSError:
+                pass
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        c.sendall(req * 1000)
+        s.signal(signal.SIGTERM)
+        reader.join(70)
+        c.close()
+        self.assertEqual(s.proc.wait(20), 0)
+        data = b"".join(got)
+        self.assertEqual(responses(data), [200] * 1000)
+        last = b"HTTP/1.1 " + data.rsplit(b"HTTP/1.1 ", 1)[-1]
+        self.assertEqual(field(last, "Connection"), "close")  # the last answer closes
+        # Charged exactly for the 1,000 admits: the snapshot's state answers the 1,001st.
+        again = self.start("--config", path, "--snapshot", snap)
+        st, _, b = again.decide([("api", "k")])
+        self.assertEqual((st, b["remaining"]), (200, 100000 - 1001))
 
     def test_a_response_after_sigterm_says_connection_close(self):
         s, _ = self.start_config(base_config({"api": "fixed-window 1000/1h"}, server="threads = 1\n"))
