@@ -259,7 +259,7 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   }
   SLUICE_NOTE(r.integer("max_header_bytes", c.lim.header_bytes, 256, 1 << 20));
   SLUICE_NOTE(r.integer("max_body_bytes", c.lim.body_bytes, 0, 64 << 20));
-  SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, 64 * 1024));
+  SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, longest_key_bytes));
   SLUICE_NOTE(r.integer("max_connections", c.lim.max_connections, 1, 1'000'000));
   SLUICE_NOTE(r.duration("idle_timeout", c.lim.idle_timeout));
   SLUICE_NOTE(r.duration("request_timeout", c.lim.request_timeout));
@@ -570,7 +570,7 @@ std::string_view name_of(failure_mode m) noexcept {
 }
 
 bool valid_policy_name(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > longest_policy_name) return false;
   return std::all_of(name.begin(), name.end(), [](char ch) {
     const auto u = static_cast<unsigned char>(ch);
     return std::isalnum(u) != 0 || ch == '_' || ch == '.' || ch == '-';
