@@ -15,6 +15,7 @@
 #include <limits>
 #include <sstream>
 
+#include "forwarded.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/redact.hpp"
@@ -231,11 +232,24 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   }
   if (const toml::node* n = r.get("token"); n != nullptr && n->is_string() && c.token.empty())
     errs.push_back(r.wrong(*n, "token", "must not be empty (leave it out for no token)"));
+  // A token no client can send as it is written (`Bearer abc ` loses its
+  // space on the way): every request would be a 401.
+  if (!c.token.empty()) {
+    const bool edge_space =
+        c.token.front() == ' ' || c.token.front() == '\t' || c.token.back() == ' ' || c.token.back() == '\t';
+    const bool control = std::any_of(c.token.begin(), c.token.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) == 0x7F;
+    });
+    const std::string_view key = token_file.empty() ? "token" : "token_file";
+    if (edge_space || control)
+      errs.push_back(r.wrong(*r.get(key), key,
+                             edge_space ? "the token must not begin or end with a space or tab"
+                                        : "the token must not hold a control byte (a tab, a newline, ...)"));
+  }
   SLUICE_NOTE(r.boolean("client_time", c.client_time));
   SLUICE_NOTE(r.strings("trusted_proxies", c.trusted_proxies));
   for (const auto& p : c.trusted_proxies) {
-    unsigned char buf[16];
-    if (inet_pton(AF_INET, p.c_str(), buf) != 1 && inet_pton(AF_INET6, p.c_str(), buf) != 1)
+    if (!parse_ip(p))
       errs.push_back(r.wrong(*r.get("trusted_proxies"), "trusted_proxies", "'" + p + "' is not an IP address"));
   }
   if (auto e = r.str("forwarded_header", c.forwarded_header)) {
@@ -245,7 +259,7 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   }
   SLUICE_NOTE(r.integer("max_header_bytes", c.lim.header_bytes, 256, 1 << 20));
   SLUICE_NOTE(r.integer("max_body_bytes", c.lim.body_bytes, 0, 64 << 20));
-  SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, 64 * 1024));
+  SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, longest_key_bytes));
   SLUICE_NOTE(r.integer("max_connections", c.lim.max_connections, 1, 1'000'000));
   SLUICE_NOTE(r.duration("idle_timeout", c.lim.idle_timeout));
   SLUICE_NOTE(r.duration("request_timeout", c.lim.request_timeout));
@@ -557,7 +571,7 @@ std::string_view name_of(failure_mode m) noexcept {
 }
 
 bool valid_policy_name(std::string_view name) noexcept {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > longest_policy_name) return false;
   return std::all_of(name.begin(), name.end(), [](char ch) {
     const auto u = static_cast<unsigned char>(ch);
     return std::isalnum(u) != 0 || ch == '_' || ch == '.' || ch == '-';

@@ -230,6 +230,11 @@ struct named_policy {
   any_policy policy;
 };
 
+/// The longest `server.max_key_bytes` a configuration may set.
+inline constexpr std::size_t longest_key_bytes = 64 * 1024;
+/// The longest policy name (valid_policy_name).
+inline constexpr std::size_t longest_policy_name = 64;
+
 /// Limits against hostile or broken clients.
 struct limits {
   std::size_t header_bytes = 8 * 1024;    ///< request line + headers; more: 431

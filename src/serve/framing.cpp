@@ -5,12 +5,6 @@ namespace sluice::serve {
 
 namespace {
 
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool digits(std::string_view s) noexcept {
   if (s.empty()) return false;
   for (const char c : s)

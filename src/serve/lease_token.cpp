@@ -3,6 +3,9 @@
 
 #include <array>
 
+#include "config.hpp"
+#include "sluice/store.hpp"
+
 namespace sluice::serve {
 namespace {
 
@@ -72,8 +75,18 @@ std::string format_lease(const lease_token& t) {
   return out;
 }
 
+std::size_t longest_lease(std::size_t checks, std::size_t key_bytes) noexcept {
+  const auto base64url = [](std::size_t n) { return (n * 4 + 2) / 3; };  // no padding
+  return 3 + 16 + checks * (1 + base64url(longest_policy_name) + 1 + base64url(key_bytes));
+}
+
+std::size_t longest_release_body(std::size_t key_bytes) noexcept {
+  constexpr std::size_t around = std::string_view(R"({"lease":""})").size() + 1024;  // the JSON, whitespace
+  return longest_lease(max_checks, key_bytes) + around;
+}
+
 std::optional<lease_token> parse_lease(std::string_view text, std::size_t most) {
-  if (text.size() > 64 * 1024 || text.substr(0, 3) != "l1.") return std::nullopt;
+  if (text.size() > longest_lease(most, longest_key_bytes) || text.substr(0, 3) != "l1.") return std::nullopt;
   text.remove_prefix(3);
   std::vector<std::string_view> parts;
   for (;;) {

@@ -29,7 +29,17 @@ struct lease_token {
 std::string format_lease(const lease_token& t);
 
 /// Reads an id; nullopt when it is not one (a bad prefix, nonce or
-/// base64url, no check, more than `most` checks, a nonce of 0).
+/// base64url, no check, more than `most` checks, a nonce of 0, longer than
+/// any id of `most` checks and keys of longest_key_bytes).
 std::optional<lease_token> parse_lease(std::string_view text, std::size_t most);
+
+/// The longest id format_lease writes for `checks` checks with policy names
+/// of up to longest_policy_name bytes and keys of up to `key_bytes`.
+std::size_t longest_lease(std::size_t checks, std::size_t key_bytes) noexcept;
+
+/// The longest body POST /v1/release must take to release any id the
+/// service issues with keys of up to `key_bytes` (max_checks checks):
+/// `{"lease":"<id>"}` and room for whitespace around it.
+std::size_t longest_release_body(std::size_t key_bytes) noexcept;
 
 }  // namespace sluice::serve

@@ -32,7 +32,7 @@ int hex_digit(char c) noexcept {
 }
 
 /// A key from its path segment: every "%XX" is the byte XX; any other byte
-/// stands for itself, except '%' without two hex digits, '?', '#', a
+/// stands for itself, except '%' without two hex digits, '/', '?', '#', a
 /// control byte or a space, which make it invalid (nullopt).
 std::optional<std::string> decode_key(std::string_view s) {
   std::string out;
@@ -46,7 +46,7 @@ std::optional<std::string> decode_key(std::string_view s) {
       if (hi < 0 || lo < 0) return std::nullopt;
       out += static_cast<char>(hi * 16 + lo);
       i += 2;
-    } else if (c <= 0x20 || c == 0x7F || c == '?' || c == '#') {
+    } else if (c <= 0x20 || c == 0x7F || c == '/' || c == '?' || c == '#') {
       return std::nullopt;
     } else {
       out += static_cast<char>(c);

@@ -14,15 +14,9 @@ namespace {
 
 char lower_ascii(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // The host of a Host header, without a port, compared lower-case.
 std::string_view host_only(std::string_view h) noexcept {
-  h = trim(h);
+  h = trim_ows(h);
   if (!h.empty() && h.front() == '[') {
     const auto close = h.find(']');
     return close == std::string_view::npos ? h : h.substr(0, close + 1);
@@ -34,6 +28,12 @@ std::string_view host_only(std::string_view h) noexcept {
 bool iequals_host(std::string_view a, std::string_view lower_b) noexcept { return iequals(a, lower_b); }
 
 }  // namespace
+
+std::string_view trim_ows(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
@@ -79,9 +79,7 @@ std::optional<std::string_view> path_segment(std::string_view path, std::size_t 
   return std::nullopt;
 }
 
-rule_set::rule_set(const config& c)
-    : trusted_(c.trusted_proxies), forwarded_(c.forwarded_header), key_bytes_(c.lim.key_bytes) {
-  forwarded_is_list_ = iequals(forwarded_, "X-Forwarded-For");
+rule_set::rule_set(const config& c) : forwarded_(c.trusted_proxies, c.forwarded_header), key_bytes_(c.lim.key_bytes) {
   for (const auto& r : c.rules) {
     compiled_rule cr;
     cr.match = r.match;
@@ -93,20 +91,6 @@ rule_set::rule_set(const config& c)
     cr.name = r.name;
     rules_.push_back(std::move(cr));
   }
-}
-
-std::string_view rule_set::client_of(const request_view& r) const noexcept {
-  if (forwarded_.empty()) return r.peer;
-  if (std::find(trusted_.begin(), trusted_.end(), r.peer) == trusted_.end()) return r.peer;
-  const auto h = r.header(forwarded_);
-  if (!h) return r.peer;
-  std::string_view v = *h;
-  if (forwarded_is_list_) {
-    const auto comma = v.rfind(',');
-    if (comma != std::string_view::npos) v = v.substr(comma + 1);
-  }
-  v = trim(v);
-  return v.empty() ? r.peer : v;
 }
 
 std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_check>& out) const {
@@ -171,6 +155,7 @@ std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_c
     return host_state == got::ok;
   };
   std::string query_buf;
+  std::string client_buf;
   std::size_t enforced = 0;
   for (std::size_t ri = 0; ri < rules_.size(); ++ri) {
     const compiled_rule& ru = rules_[ri];
@@ -206,7 +191,8 @@ std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_c
         std::string_view v;
         switch (part.from) {
           case key_source::client:
-            v = client_of(r);
+            if (auto why = forwarded_.client(r.headers, r.peer, client_buf)) return invalid("header", *why);
+            v = client_buf;
             break;
           case key_source::header: {
             const hdr n = read_header(part.arg, v);
@@ -223,6 +209,9 @@ std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_c
           }
           case key_source::query: {
             if (!parts) return invalid("path", "the target is neither origin-form nor absolute-form");
+            // Some servers split pairs at ';' as at '&': no one reading is safe.
+            if (parts->query.find(';') != std::string_view::npos)
+              return invalid("query", "the query holds a ';' (a separator to some servers)");
             const query_form q = query_value(parts->query, part.arg, query_buf);
             if (q == query_form::invalid)
               return invalid("query", "parameter " + part.arg + " is given twice or badly escaped");
@@ -257,7 +246,7 @@ std::optional<error> rule_set::plan(const request_view& r, std::vector<planned_c
         const hdr n = read_header(ru.cost.header, h);
         if (n == hdr::twice) return invalid("cost", "more than one " + ru.cost.header);
         if (n == hdr::one) {
-          const std::string_view t = trim(h);
+          const std::string_view t = trim_ows(h);
           std::int64_t v = 0;
           const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
           if (t.empty() || ec != std::errc{} || ptr != t.data() + t.size() || v < 1)

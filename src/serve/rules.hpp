@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "forwarded.hpp"
 #include "sluice/result.hpp"
 
 namespace sluice::serve {
@@ -66,15 +67,12 @@ class rule_set {
   /// apply. The error names what an enforced rule could not read: a key
   /// longer than the limit ("key"), a cost header that is not a whole
   /// number ≥ 1 ("cost"), an invalid target or path ("path"), an invalid
-  /// query ("query"), a header given twice ("header"), more than max_checks
+  /// query ("query"), a header given twice or a forwarded client address
+  /// that cannot be read (forwarded.hpp) ("header"), more than max_checks
   /// enforced checks ("checks"). A shadow rule never gives an error: its
   /// check is marked `invalid` instead, and shadow checks do not count
   /// toward max_checks.
   std::optional<error> plan(const request_view& r, std::vector<planned_check>& out) const;
-
-  /// The value key part "client" has for `r`: `r.peer`, or the trusted
-  /// forwarded header's value when the peer is a trusted proxy.
-  [[nodiscard]] std::string_view client_of(const request_view& r) const noexcept;
 
  private:
   struct compiled_rule {
@@ -86,9 +84,7 @@ class rule_set {
     std::string name;
   };
   std::vector<compiled_rule> rules_;
-  std::vector<std::string> trusted_;
-  std::string forwarded_;
-  bool forwarded_is_list_ = false;  // X-Forwarded-For: the last entry
+  forwarded_reader forwarded_;  // key part "client"
   std::size_t key_bytes_ = 256;
 };
 
@@ -104,5 +100,8 @@ std::optional<std::string_view> path_segment(std::string_view path, std::size_t 
 
 /// ASCII case-insensitive equality (header names).
 bool iequals(std::string_view a, std::string_view b) noexcept;
+
+/// `s` without leading and trailing spaces and tabs (RFC 9110's OWS).
+std::string_view trim_ows(std::string_view s) noexcept;
 
 }  // namespace sluice::serve

@@ -25,6 +25,7 @@
 #include "framing.hpp"
 #include "server.hpp"
 #include "sluice/remote/event_loops.hpp"
+#include "target.hpp"
 
 namespace sluice::serve {
 
@@ -166,10 +167,30 @@ class session : public std::enable_shared_from_this<session> {
     busy_ = true;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.lim.header_bytes));
-    parser_->body_limit(srv_.lim.body_bytes);
     set_deadline(srv_.lim.request_timeout);
-    http::async_read(socket_, buf_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    // A lease id can be longer than server.max_body_bytes admits (long keys,
+    // many checks), and every id issued must be releasable: then the header
+    // is read first, and only POST /v1/release gets the longer limit.
+    const std::size_t release_bytes = srv_.svc.release_body_bytes();
+    if (release_bytes <= srv_.lim.body_bytes) {
+      parser_->body_limit(srv_.lim.body_bytes);
+      return http::async_read(socket_, buf_, *parser_,
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+    }
+    parser_->body_limit(release_bytes);
+    http::async_read_header(socket_, buf_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->on_read(ec);
+      std::string buf;
+      const bool release = self->role_ == listener_role::decision &&
+                           routed_path(sv(self->parser_->get().target()), buf) == "/v1/release";
+      if (!release) {
+        const auto length = self->parser_->content_length();
+        if (length && *length > self->srv_.lim.body_bytes) return self->on_read(http::error::body_limit);
+        self->parser_->body_limit(self->srv_.lim.body_bytes);
+      }
+      http::async_read(self->socket_, self->buf_, *self->parser_,
+                       [self](beast::error_code e, std::size_t) { self->on_read(e); });
+    });
   }
 
   void on_read(beast::error_code ec) {
@@ -214,10 +235,17 @@ class session : public std::enable_shared_from_this<session> {
     if (now) respond();
   }
 
-  // The answer of the request in parser_ is in out_: send it.
+  // The answer of the request in parser_ is in out_: send it. Draining, a
+  // connection stays open only for requests already received after this
+  // one (pipelined, in our buffer or in the socket's): each is answered in
+  // turn, and the last answer says "Connection: close".
   void respond() {
     const auto& req = parser_->get();
-    const bool keep = req.keep_alive() && !srv_.draining.load(std::memory_order_relaxed);
+    bool keep = req.keep_alive();
+    if (keep && srv_.draining.load(std::memory_order_relaxed)) {
+      beast::error_code ec;
+      keep = buf_.size() > 0 || (socket_.available(ec) > 0 && !ec);
+    }
     head_ = req.method() == http::verb::head;
     write(out_, keep, req.version());
   }

@@ -12,6 +12,7 @@
 
 #include "bearer.hpp"
 #include "decide.hpp"
+#include "lease_token.hpp"
 #include "service_parts.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
@@ -102,6 +103,7 @@ result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store
   reload_report report;
   auto a = s->build(std::move(c), nullptr, report);
   if (!a) return a.err();
+  s->release_body_bytes_.store(longest_release_body((*a)->cfg->lim.key_bytes), std::memory_order_relaxed);
   s->active_.store(*a);
   s->max_keys_ = sc.max_keys;
   // The purge schedule: the memory store, deciding by the service's own
@@ -176,6 +178,7 @@ result<reload_report> service::apply(config next) {
     metrics_.reloads_failed.fetch_add(1, std::memory_order_relaxed);
     return a.err();
   }
+  release_body_bytes_.store(longest_release_body((*a)->cfg->lim.key_bytes), std::memory_order_relaxed);
   active_.store(*a);
   metrics_.reloads_ok.fetch_add(1, std::memory_order_relaxed);
   return report;
@@ -249,19 +252,7 @@ bool service::route(const http_request& req, http_response& res, listener_role r
   // target by its path, "//v1/decide" as "/v1/decide".
   const auto parts = split_target(req.target);
   std::string normal;
-  std::string_view path;
-  if (parts) {
-    switch (normalise_path(parts->path, normal)) {
-      case path_form::normal:
-        path = parts->path;
-        break;
-      case path_form::rewritten:
-        path = normal;
-        break;
-      case path_form::invalid:
-        break;
-    }
-  }
+  const std::string_view path = routed_path(req.target, normal).value_or(std::string_view());
   auto a = active_.load();
   if (role == listener_role::admin && parts && is_overrides_path(parts->path)) {
     // Before normalising: a key may hold an encoded '/' (docs/serve.md, "Overrides").

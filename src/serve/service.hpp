@@ -135,6 +135,14 @@ class service {
   /// The store.
   [[nodiscard]] store& backing_store() noexcept { return *store_; }
 
+  /// The longest body `POST /v1/release` must take under the configuration
+  /// in force (longest_release_body of its server.max_key_bytes): every
+  /// lease id the service issues can be released, whatever
+  /// server.max_body_bytes says.
+  [[nodiscard]] std::size_t release_body_bytes() const noexcept {
+    return release_body_bytes_.load(std::memory_order_relaxed);
+  }
+
   /// The counters.
   [[nodiscard]] serve::metrics& stats() noexcept { return metrics_; }
 
@@ -202,6 +210,7 @@ class service {
   std::unique_ptr<store> store_;
   serve::metrics metrics_;
   std::atomic<std::shared_ptr<const active>> active_;
+  std::atomic<std::size_t> release_body_bytes_{0};
   std::mutex reload_mutex_;
   std::atomic<bool> draining_{false};
   std::mutex flight_mu_;

@@ -188,4 +188,18 @@ query_form query_value(std::string_view query, std::string_view name, std::strin
   return found ? query_form::found : query_form::absent;
 }
 
+std::optional<std::string_view> routed_path(std::string_view target, std::string& buf) {
+  const auto parts = split_target(target);
+  if (!parts) return std::nullopt;
+  switch (normalise_path(parts->path, buf)) {
+    case path_form::normal:
+      return parts->path;
+    case path_form::rewritten:
+      return std::string_view(buf);
+    case path_form::invalid:
+      break;
+  }
+  return std::nullopt;
+}
+
 }  // namespace sluice::serve

@@ -47,6 +47,11 @@ enum class path_form : unsigned char {
 /// and no allocation.
 path_form normalise_path(std::string_view raw, std::string& out);
 
+/// The normalised path of a target, by which sluice's own endpoints are
+/// routed (`//v1/decide` is `/v1/decide`): a view into `target` or into
+/// `buf`; nullopt when the target has no path that can be normalised.
+std::optional<std::string_view> routed_path(std::string_view target, std::string& buf);
+
 /// What query_value found.
 enum class query_form : unsigned char { found, absent, invalid };
 

@@ -225,25 +225,58 @@ class Nginx:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def wait_port(self, port, timeout=10):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("nginx exited: " + self.proc.stderr.read().decode())
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not listen on %d" % port)
+        wait_listening(self.proc, "nginx", port, timeout)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, signal.SIGQUIT)
+
+
+class HAProxy:
+    """A real HAProxy (Debian's) in the foreground with a generated config,
+    stopped by PID. It appends X-Forwarded-For (`option forwardfor`) and
+    Forwarded (`option forwarded`) lines, as nginx's sample replaces them."""
+
+    def __init__(self, conf_text, workdir):
+        if shutil.which("haproxy") is None:
+            raise RuntimeError("haproxy is not installed (scripts/setup.sh installs it)")
+        self.conf = os.path.join(workdir, "haproxy.cfg")
+        with open(self.conf, "w") as f:
+            f.write(conf_text)
+        self.proc = subprocess.Popen(["haproxy", "-db", "-f", self.conf],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def wait_port(self, port, timeout=10):
+        wait_listening(self.proc, "haproxy", port, timeout)
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM)
+
+
+def wait_listening(proc, name, port, timeout=10):
+    """Waits until 127.0.0.1:port accepts; fails if `proc` exits first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("%s exited: %s" % (name, proc.stderr.read().decode()))
+            time.sleep(0.05)
+    raise RuntimeError("%s did not listen on %d" % (name, port))
+
+
+def stop_process(proc, sig):
+    """Sends `sig` to a process we started and waits for it (killed after 10 s)."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
 
 
 class RedisServer:

@@ -470,6 +470,28 @@ class Check(ServeCase):
             self.assertEqual(rc, 2, text)
             self.assertIn(path + want, out, text)
 
+    def test_a_token_with_surrounding_space_or_control_bytes_is_refused(self):
+        for token, why in [("abc ", "begin or end with a space or tab"), (" abc", "begin or end with a space or tab"),
+                           ("abc\\t", "begin or end with a space or tab"), ("a\\nbc", "hold a control byte"),
+                           ("ab\\u007Fc", "hold a control byte")]:
+            rc, out, path = self.run_check('[server]\ntoken = "%s"\n[policies]\na = "quota 1"\n' % token)
+            self.assertEqual(rc, 2, token)
+            self.assertIn(path + ":2:9: server.token: the token must not " + why, out, token)
+        # token_file: its trailing newline goes, other surrounding space does not.
+        for text, rc_want in [("s3cret\n", 0), ("s3cret \n", 2), ("\ts3cret\n", 2), ("s3\x01cret\n", 2)]:
+            tf = write_config(text)
+            self.addCleanup(os.unlink, tf)
+            rc, out, path = self.run_check('[server]\ntoken_file = "%s"\n[policies]\na = "quota 1"\n' % tf)
+            self.assertEqual(rc, rc_want, (text, out))
+            if rc_want == 2:
+                self.assertIn(path + ":2:14: server.token_file: the token must not", out, text)
+        # Starting refuses it too (exit 2), naming the field.
+        path = write_config('[server]\nlisten = "127.0.0.1:0"\ntoken = "abc "\n[policies]\na = "quota 1"\n')
+        self.addCleanup(os.unlink, path)
+        r = subprocess.run([BINARY, "serve", "--config", path], capture_output=True, text=True, timeout=20)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("server.token:", r.stderr)
+
     def test_every_error_is_reported(self):
         # Stopped at the first error: one line for a file with twelve.
         text = ('[server]\nthreds = 2\nmax_body_bytes = "x"\n'

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -211,6 +212,21 @@ class PathSpellings(ServeCase):
         st, h = authorize(self.s.port, "/q/x?user=alice")
         self.assertEqual(remaining(h, "user"), 993)  # six before, none of the invalid ones
 
+    def test_a_semicolon_in_a_query_a_rule_reads_is_invalid(self):
+        st, h = authorize(self.s.port, "/q/x?user=bob")
+        self.assertEqual((st, remaining(h, "user")), (204, 999))
+        # Some backends split at ';' as at '&': to them these are bob, or ambiguous.
+        for q in ["user=x1;user=bob", "user=bob;x=1", "x=1;user=bob", "x=1;y=2&user=bob", "user=bob&x=;"]:
+            st, h = authorize(self.s.port, "/q/x?" + q)
+            self.assertEqual((st, h.get("x-sluice-decision")), (403, "invalid"), q)
+        st, h = authorize(self.s.port, "/q/x?user=bob")
+        self.assertEqual((st, remaining(h, "user")), (204, 998))  # none of those was charged
+        st, h = authorize(self.s.port, "/q/x?user=a%3Bb")  # an encoded ';' is part of the value
+        self.assertEqual((st, remaining(h, "user")), (204, 999))
+        # A rule that reads no query parameter does not look at the query.
+        st, h = authorize(self.s.port, "/api/items?a=1;b=2")
+        self.assertEqual((st, remaining(h, "api")), (204, 999))
+
     def test_a_header_a_rule_reads_given_twice_is_invalid(self):
         st, h = authorize(self.s.port, "/", [("X-Api-Key", "fresh"), ("X-Api-Key", "alice")])
         self.assertEqual((st, h.get("x-sluice-decision")), (403, "invalid"))
@@ -328,6 +344,17 @@ class NginxEdge(ServeCase):
         st, h, _ = via_nginx(port, "/api/items")
         self.assertEqual((st, remaining(h, "api")), (200, 998))
 
+    def test_an_http_1_0_request_without_host_is_served(self):
+        # nginx's $host is then its server_name; without one it sent sluice an empty Host (a 500).
+        s, _ = self.start_config(base_config(PATH_POLICIES, PATH_RULES, NGINX_SERVER + "threads = 1\n"))
+        port = start_sample_nginx(self, s.port)
+        for _ in range(2):
+            data, _ = raw_exchange(port, b"GET /api/items HTTP/1.0\r\n\r\n")
+            self.assertEqual(responses(data), [200], data)
+            self.assertTrue(data.endswith(b"the items\n"), data)
+        st, h, _ = via_nginx(port, "/api/items")
+        self.assertEqual((st, remaining(h, "api")), (200, 997))  # each counted once
+
     def test_nginx_with_the_wrong_token_is_refused_and_charges_nothing(self):
         s, _ = self.start_config(base_config(PATH_POLICIES, PATH_RULES,
                                              NGINX_SERVER + 'threads = 1\ntoken = "the-real-one"\n'))
@@ -436,6 +463,13 @@ class Framing(ServeCase):
         data, _ = raw_exchange(self.s.port, b"GET /healthz HTTP/1.0\r\n\r\n")
         self.assertEqual(responses(data), [200])
 
+    def test_an_empty_host_is_answered_not_a_500(self):
+        # RFC 9112 3.2 allows an empty Host (nginx's sample sent none at all
+        # for an HTTP/1.0 request without one: a 400 above, which nginx turned into a 500).
+        for host in [b"Host:\r\n", b"Host: \r\n"]:
+            data, _ = raw_exchange(self.s.port, b"GET /healthz HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n")
+            self.assertEqual(responses(data), [200], host)
+
     def test_chunked_alone_is_decided_and_the_connection_kept(self):
         body = b"1a\r\n" + self.BODY + b"\r\n0\r\n\r\n"
         data, _ = raw_exchange(self.s.port, self.post([b"Transfer-Encoding: Chunked"]) + b"\r\n" + body +
@@ -500,6 +534,42 @@ class Drain(ServeCase):
         self.assertEqual(idle.recv(10), b"")  # nothing received: closed
         idle.close()
         self.assertEqual(s.proc.wait(10), 0)
+
+    def test_1000_pipelined_requests_then_sigterm_are_all_answered_and_charged_once(self):
+        snap = tempfile.mkdtemp(prefix="sluice-drain-")
+        self.addCleanup(shutil.rmtree, snap)
+        s, path = self.start_config(base_config({"api": "quota 100000"}, server="threads = 1\n"), "--snapshot", snap)
+        body = b'{"policy":"api","key":"k"}'
+        req = b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        c = socket.create_connection(("127.0.0.1", s.port), 5)
+        got = []
+
+        def read_all():  # while the requests go out: the answers must not fill the socket's buffers
+            deadline = time.time() + 60
+            try:
+                while time.time() < deadline:
+                    chunk = c.recv(1 << 16)
+                    if not chunk:
+                        return
+                    got.append(chunk)
+            except OSError:
+                pass
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        c.sendall(req * 1000)
+        s.signal(signal.SIGTERM)
+        reader.join(70)
+        c.close()
+        self.assertEqual(s.proc.wait(20), 0)
+        data = b"".join(got)
+        self.assertEqual(responses(data), [200] * 1000)
+        last = b"HTTP/1.1 " + data.rsplit(b"HTTP/1.1 ", 1)[-1]
+        self.assertEqual(field(last, "Connection"), "close")  # the last answer closes
+        # Charged exactly for the 1,000 admits: the snapshot's state answers the 1,001st.
+        again = self.start("--config", path, "--snapshot", snap)
+        st, _, b = again.decide([("api", "k")])
+        self.assertEqual((st, b["remaining"]), (200, 100000 - 1001))
 
     def test_a_response_after_sigterm_says_connection_close(self):
         s, _ = self.start_config(base_config({"api": "fixed-window 1000/1h"}, server="threads = 1\n"))

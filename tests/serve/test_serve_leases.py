@@ -23,6 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_support import RedisServer, ServeCase, base_config, metric, write_config  # noqa: E402
+from test_serve_edge import raw_exchange, responses  # noqa: E402
 
 SECOND = 10**9
 
@@ -31,8 +32,8 @@ class Leases(ServeCase):
     POLICIES = {"jobs": "concurrency 3 lease=1s", "both": "all(gcra 100/1m, concurrency 2 lease=30s)",
                 "rate": "gcra 100/1m", "tight": "all(gcra 1/1m, concurrency 5)"}
 
-    def server(self, rules=""):
-        s, _ = self.start_config(base_config(self.POLICIES, rules))
+    def server(self, rules="", server=""):
+        s, _ = self.start_config(base_config(self.POLICIES, rules, server))
         return s
 
     def release(self, s, body):
@@ -162,6 +163,41 @@ class Leases(ServeCase):
         self.assertEqual(st, 200)
         self.assertEqual(b["checks"][0]["key"], "n")
 
+    def test_an_id_of_the_longest_keys_and_the_most_checks_is_released(self):
+        # 16 checks (max_checks), each a key of 65,536 bytes (the largest
+        # server.max_key_bytes): an id of 1,399,539 bytes.
+        s = self.server(server="max_key_bytes = 65536\nmax_body_bytes = 2097152\n")
+        keys = ["%02d" % i + "k" * 65534 for i in range(16)]
+        st, _, b = s.decide([("both", k) for k in keys])
+        self.assertEqual(st, 200)
+        self.assertEqual(len(b["lease"]), 3 + 16 + 16 * (1 + 6 + 1 + 87382))  # "both" is 6 in base64url
+        st, r = self.release(s, {"lease": b["lease"]})
+        self.assertEqual((st, r.get("released")), (200, 16), r)
+        self.assertEqual([c["key"] for c in r["checks"]], keys)
+
+    def test_an_id_longer_than_max_body_bytes_is_released(self):
+        # max_body_bytes admits a decision on one 65,536-byte key but not its
+        # 87,409-byte id: /v1/release takes it all the same (its own bound,
+        # from max_key_bytes), and the other endpoints keep their 413.
+        s = self.server(server="max_key_bytes = 65536\nmax_body_bytes = 70000\n")
+        key = "j" * 65536
+        st, _, b = s.decide([("both", key)])
+        self.assertEqual(st, 200)
+        lease = b["lease"]
+        self.assertEqual(len(lease), 3 + 16 + 1 + 6 + 1 + 87382)
+        st, r = self.release(s, {"lease": lease})
+        self.assertEqual((st, r.get("released")), (200, 1), r)
+        self.assertEqual(r["checks"][0]["key"], key)
+        body = json.dumps({"checks": [{"policy": "both", "key": key}], "cost": 1, "x": "y" * 5000}).encode()
+        data, _ = raw_exchange(s.port, b"POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                               % (len(body), body))
+        self.assertEqual(responses(data), [413])
+        release = json.dumps({"lease": lease}).encode()
+        data, _ = raw_exchange(s.port, b"POST //v1/./release HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                               b"Content-Type: application/json\r\nConnection: close\r\n\r\n%s"
+                               % (len(release), release))
+        self.assertEqual(responses(data), [404], data)  # routed as /v1/release; released before
+
 
 def redis_section(redis, prefix):
     # A loaded machine's slow call must not turn into a failure mode's answer:
@@ -176,10 +212,10 @@ def fresh_prefix():
 class LeasesOnRedis(Leases):
     """Every test above, on a real Redis store."""
 
-    def server(self, rules=""):
+    def server(self, rules="", server=""):
         r = RedisServer()
         self.addCleanup(r.stop)
-        s, _ = self.start_config(base_config(self.POLICIES, rules) + redis_section(r, fresh_prefix()))
+        s, _ = self.start_config(base_config(self.POLICIES, rules, server) + redis_section(r, fresh_prefix()))
         return s
 
 

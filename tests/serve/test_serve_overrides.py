@@ -102,10 +102,15 @@ class Overrides(ServeCase):
             self.assertEqual((st, b["error"]["field"]), (400, field), body)
         st, b = self.put(s, "nope", "alice", {"policy": "quota 5"})
         self.assertEqual((st, b["error"]["field"]), (404, "policy"))
-        for key_path, field in (("x" * 257, "key"), ("%zz", "key"), ("%25shadow%3Ax", "key"), ("", "key")):
+        for key_path, field in (("x" * 257, "key"), ("%zz", "key"), ("%25shadow%3Ax", "key"), ("", "key"),
+                                ("alice/x", "key"), ("alice/", "key"), ("/alice", "key")):
             st, _, data = s.request("PUT", "/admin/v1/overrides/api/" + key_path, '{"policy":"quota 5"}',
                                     admin=True)
             self.assertEqual((st, json.loads(data)["error"]["field"]), (400, field), key_path)
+        # A raw '/' in the key is a 400 for every method: it must be written %2F.
+        for method in ("GET", "DELETE"):
+            st, _, data = s.request(method, "/admin/v1/overrides/api/alice/x", admin=True)
+            self.assertEqual((st, json.loads(data)["error"]["field"]), (400, "key"), method)
         for q, status, field in (("", 400, "policy"), ("?policy=zzz", 404, "policy"),
                                  ("?policy=api&limit=0", 400, "limit"), ("?policy=api&limit=x", 400, "limit"),
                                  ("?policy=api&limit=1001", 400, "limit")):
