@@ -257,7 +257,10 @@ void read_server(const std::string& file, const toml::table& t, config& c, std::
   } else if (const toml::node* n = r.get("forwarded_header"); n != nullptr && !valid_token(c.forwarded_header)) {
     errs.push_back(r.wrong(*n, "forwarded_header", "must be a header name"));
   }
-  SLUICE_NOTE(r.integer("max_header_bytes", c.lim.header_bytes, 256, 1 << 20));
+  // At most 65,535: Boost.Beast keeps a field's length in 16 bits and throws
+  // (out of the event loop: the process ends) for a longer one; a header
+  // section within this bound cannot hold one.
+  SLUICE_NOTE(r.integer("max_header_bytes", c.lim.header_bytes, 256, 65'535));
   SLUICE_NOTE(r.integer("max_body_bytes", c.lim.body_bytes, 0, 64 << 20));
   SLUICE_NOTE(r.integer("max_key_bytes", c.lim.key_bytes, 1, longest_key_bytes));
   SLUICE_NOTE(r.integer("max_connections", c.lim.max_connections, 1, 1'000'000));
