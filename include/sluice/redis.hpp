@@ -111,11 +111,17 @@ struct redis_store_options {
   /// on the deciding thread; it must be quick and thread-safe. Needs the
   /// breaker (`breaker_failures` > 0).
   std::function<void(std::string_view line)> on_health_change;
-  /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
-  /// check denied until `now + retry_after` denies the requests of the same
-  /// or larger cost on it until then without a call. Exact in `allowed` on
-  /// a clock shared by the fleet; its `retry_after` is a lower bound (exact
-  /// unless another client consumed meanwhile), its `remaining` 0.
+  /// The exact local deny cache (off by default here; on by default in
+  /// `sluice serve`; semantics.md "Remote stores"): a check denied until
+  /// `now + retry_after` denies the requests of the same or larger cost on
+  /// it until then without a call. Exact in `allowed` on a clock shared by
+  /// the fleet; its `retry_after` is a lower bound (exact unless another
+  /// client consumed meanwhile), its `remaining` 0. The store subscribes to
+  /// its invalidation channel (`<prefix>invalidate`) on a connection of its
+  /// own: an override change or refund through any process ends the
+  /// cached denials of its keys, and while the subscription is not
+  /// confirmed the cache is empty and bypassed (docs/redis.md, "The deny
+  /// cache").
   bool deny_cache = false;
   /// About how many denied (policy, key) pairs the cache holds.
   std::size_t deny_cache_capacity = 1 << 16;
