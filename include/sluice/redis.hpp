@@ -171,6 +171,12 @@ struct redis_store_stats {
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
   std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
   std::uint64_t breakers_open = 0;       ///< cluster: nodes whose circuit breaker is open (or half-open) now
+  /// The deny cache's subscription to the invalidation channel
+  /// (docs/redis.md, "The deny cache"); all 0 without the cache.
+  bool deny_cache_subscribed = false;          ///< confirmed now: the cache may answer
+  std::uint64_t deny_cache_invalidations = 0;  ///< messages heard
+  std::uint64_t deny_cache_subscriptions = 0;  ///< subscriptions confirmed
+  std::uint64_t deny_cache_bypassed = 0;       ///< requests that could not ask the cache (not subscribed)
 
   /// The bounds of the call-latency histogram, in nanoseconds (integers:
   /// no floating point decides a bucket).
@@ -206,7 +212,10 @@ struct redis_store_stats {
 class redis_store final : public store, public remote::loop_store {
  public:
   /// Connects lazily (the first call connects): a server that is down now is
-  /// a store failure then, not an error here. The error names the URL's
+  /// a store failure then, not an error here. With the deny cache, it waits
+  /// for the cache's subscription (at most connect_timeout +
+  /// command_timeout; not behind Sentinel, whose master is found by the
+  /// first call): until it is confirmed the cache answers nothing. The error names the URL's
   /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
   static result<std::unique_ptr<redis_store>> open(redis_store_options options);
 
