@@ -732,6 +732,14 @@ void async_client::set_lost_handler(std::function<void()> h) {
              [self = shared_from_this(), h = std::move(h)]() mutable { self->impl_->on_lost = std::move(h); });
 }
 
+int async_client::socket_fd() const {
+  const auto& t = impl_->t;
+  if (!t) return -1;
+  if (const int fd = t->plain_fd(); fd >= 0) return fd;
+  auto* layer = t->tcp_layer();
+  return layer != nullptr && layer->is_open() ? layer->native_handle() : -1;
+}
+
 bool async_client::caller_idle() { return impl_->caller_idle(); }
 
 bool async_client::caller_wait() { return impl_->caller_wait(); }

@@ -201,6 +201,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// subscriber needs to know, since the next call would connect again
   /// without its subscription.
   void set_lost_handler(std::function<void()> h);
+  /// On the strand only (a handler of this client's): the descriptor of
+  /// the connection's socket (the TCP socket under TLS), -1 when none.
+  [[nodiscard]] int socket_fd() const;
 
   /// For a caller-driven connection (async_client_options::caller_driven),
   /// whose plaintext socket its caller reads directly. Before a call: reads

@@ -2,6 +2,8 @@
 // (invalidation.hpp).
 #include "redis/invalidation.hpp"
 
+#include <sys/ioctl.h>
+
 #include "redis/cluster.hpp"
 #include "redis/sentinel.hpp"
 
@@ -125,7 +127,8 @@ struct invalidation_listener::impl {
 
   // Nothing may answer from the cache, and nothing it held stays.
   void down() {
-    owner.up_.store(false, std::memory_order_release);
+    owner.up_.store(false);
+    owner.fd_.store(-1);
     cache.clear();
   }
 
@@ -155,7 +158,8 @@ struct invalidation_listener::impl {
       cache.clear();
       {
         const std::lock_guard lock(wait_mu);
-        owner.up_.store(true, std::memory_order_release);
+        owner.fd_.store(c->socket_fd());
+        owner.up_.store(true);
       }
       wait_cv.notify_all();
       subscriptions.fetch_add(1, std::memory_order_relaxed);
@@ -249,6 +253,16 @@ invalidation_listener::invalidation_listener(std::string channel, locate where, 
 }
 
 invalidation_listener::~invalidation_listener() { impl_->stop(); }
+
+bool invalidation_listener::caught_up() const noexcept {
+  // The descriptor is cleared after up_ and before the socket closes, so a
+  // descriptor reused meanwhile is read only when up_ is already false.
+  const int fd = fd_.load();
+  if (fd < 0) return false;
+  int waiting = 0;
+  if (::ioctl(fd, FIONREAD, &waiting) != 0 || waiting != 0) return false;
+  return up_.load();
+}
 
 bool invalidation_listener::wait_subscribed(std::chrono::milliseconds most) {
   std::unique_lock lock(impl_->wait_mu);

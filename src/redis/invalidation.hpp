@@ -80,6 +80,11 @@ class invalidation_listener {
   /// Whether the subscription is confirmed: the cache may answer and take
   /// denials.
   [[nodiscard]] bool subscribed() const noexcept { return up_.load(std::memory_order_acquire); }
+  /// Subscribed, and nothing has come on the subscription that the
+  /// listener has not read yet (no byte waits in its socket): a cached
+  /// denial may answer. One ioctl; never a stale answer for a message that
+  /// reached this machine before the call.
+  [[nodiscard]] bool caught_up() const noexcept;
   [[nodiscard]] listener_figures figures() const noexcept;
   /// Waits until subscribed, at most `most`; whether it is.
   bool wait_subscribed(std::chrono::milliseconds most);
@@ -92,6 +97,7 @@ class invalidation_listener {
   struct impl;
   std::unique_ptr<impl> impl_;
   std::atomic<bool> up_{false};
+  std::atomic<int> fd_{-1};  // the subscription's socket while up_; -1 before up_ is cleared
 };
 
 }  // namespace sluice::redis

@@ -349,7 +349,7 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     // store at `now`: the cache must know (deny_cache.hpp).
     for (std::size_t i = 0; i < r.checks.size(); ++i) denials->note(r.checks[i].policy, r.checks[i].key, r.now);
   }
-  if (denials && r.id.empty() && !cache_live()) {
+  if (denials && r.id.empty() && !listener->subscribed()) {
     // Not subscribed (yet, or any more): a change made elsewhere could go
     // unheard, so the cache, emptied, answers nothing.
     if (!peek) bypassed.fetch_add(1, std::memory_order_relaxed);
@@ -366,6 +366,13 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
         out.d.part = static_cast<std::int32_t>(i);
       }
       hit = true;
+    }
+    if (hit && !listener->caught_up()) {
+      // A message waits unread on the subscription: it may end this very
+      // denial, so the store answers (docs/redis.md, "The deny cache").
+      for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+      if (!peek) bypassed.fetch_add(1, std::memory_order_relaxed);
+      hit = false;
     }
     if (hit) {
       out.from = source::deny_cache;
