@@ -72,16 +72,23 @@ bool heard(const redis_store& b, std::uint64_t before) {
   return eventually([&] { return b.redis_stats().deny_cache_invalidations > before; });
 }
 
+/// Makes `change` through a (true when it was made), waits until b has
+/// heard its message, and gives b's next decision on `key`.
+store_decision after_change(fleet& f, const std::string& key, tick now, const std::function<bool()>& change) {
+  const auto before = f.b->redis_stats().deny_cache_invalidations;
+  EXPECT_TRUE(change());
+  EXPECT_TRUE(heard(*f.b, before));
+  return f.b->decide_at(one_check(check{f.pb, key}, now));
+}
+
 TEST(RedisDenyCacheFleet, AnOverrideSetThroughAnotherStoreEndsTheCachedDenial) {
   auto f = two_stores("dcf-set");
   ASSERT_TRUE(f.a && f.b);
   ASSERT_TRUE(f.b->redis_stats().deny_cache_subscribed);
   const tick now = f.b->now();
   exhaust(*f.b, f.pb, "alice", now);
-  const auto before = f.b->redis_stats().deny_cache_invalidations;
-  ASSERT_TRUE(f.a->set_override_at(f.pa, "alice", expr("fixed-window 3/1h"), now));
-  ASSERT_TRUE(heard(*f.b, before));
-  const auto d = f.b->decide_at(one_check(check{f.pb, "alice"}, now));
+  const auto d = after_change(
+      f, "alice", now, [&] { return f.a->set_override_at(f.pa, "alice", expr("fixed-window 3/1h"), now).has_value(); });
   EXPECT_EQ(d.from, source::store);
   EXPECT_TRUE(d.d.allowed);
 }
@@ -90,15 +97,15 @@ TEST(RedisDenyCacheFleet, AnOverrideDeletedThroughAnotherStoreEndsTheCachedDenia
   auto f = two_stores("dcf-del");
   ASSERT_TRUE(f.a && f.b);
   const tick now = f.b->now();
-  ASSERT_TRUE(f.a->set_override_at(f.pa, "bob", expr("fixed-window 1/1h"), now));
   const check bob{f.pb, "bob"};
-  ASSERT_TRUE(f.b->decide_at(one_check(bob, now)).d.allowed);
+  // Heard first: an unread message keeps b's cache from answering.
+  ASSERT_TRUE(after_change(f, "bob", now, [&] {
+                return f.a->set_override_at(f.pa, "bob", expr("fixed-window 1/1h"), now).has_value();
+              }).d.allowed);
   ASSERT_EQ(f.b->decide_at(one_check(bob, now)).from, source::store);
   ASSERT_EQ(f.b->decide_at(one_check(bob, now)).from, source::deny_cache);
-  const auto before = f.b->redis_stats().deny_cache_invalidations;
-  ASSERT_TRUE(f.a->delete_override_at(f.pa, "bob", now).value());  // back to 2/1h: one more
-  ASSERT_TRUE(heard(*f.b, before));
-  const auto d = f.b->decide_at(one_check(bob, now));
+  // Back to 2/1h: one more.
+  const auto d = after_change(f, "bob", now, [&] { return f.a->delete_override_at(f.pa, "bob", now).value_or(false); });
   EXPECT_EQ(d.from, source::store);
   EXPECT_TRUE(d.d.allowed);
 }
@@ -108,10 +115,8 @@ TEST(RedisDenyCacheFleet, ARefundThroughAnotherStoreEndsTheCachedDenial) {
   ASSERT_TRUE(f.a && f.b);
   const tick now = f.b->now();
   exhaust(*f.b, f.pb, "carol", now, "carol-1");
-  const auto before = f.b->redis_stats().deny_cache_invalidations;
-  ASSERT_EQ(f.a->refund_at("carol-1", now).status, refund_status::refunded);
-  ASSERT_TRUE(heard(*f.b, before));
-  const auto d = f.b->decide_at(one_check(check{f.pb, "carol"}, now));
+  const auto d =
+      after_change(f, "carol", now, [&] { return f.a->refund_at("carol-1", now).status == refund_status::refunded; });
   EXPECT_EQ(d.from, source::store);
   EXPECT_TRUE(d.d.allowed);
 }
