@@ -176,7 +176,7 @@ struct redis_store_stats {
   bool deny_cache_subscribed = false;          ///< confirmed now: the cache may answer
   std::uint64_t deny_cache_invalidations = 0;  ///< messages heard
   std::uint64_t deny_cache_subscriptions = 0;  ///< subscriptions confirmed
-  std::uint64_t deny_cache_bypassed = 0;       ///< requests that could not ask the cache (not subscribed)
+  std::uint64_t deny_cache_bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
 
   /// The bounds of the call-latency histogram, in nanoseconds (integers:
   /// no floating point decides a bucket).

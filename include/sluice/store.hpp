@@ -214,7 +214,7 @@ struct store_figures {
     bool subscribed = false;          ///< confirmed now: the cache may answer
     std::uint64_t invalidations = 0;  ///< messages heard
     std::uint64_t subscriptions = 0;  ///< subscriptions confirmed
-    std::uint64_t bypassed = 0;       ///< requests that could not ask the cache (not subscribed)
+    std::uint64_t bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
   };
   /// nullopt: no deny cache.
   std::optional<cache_subscription> deny_cache;

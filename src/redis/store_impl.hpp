@@ -166,7 +166,7 @@ struct redis_store::impl {
   // cache); declared after the cache, so it stops before the cache goes.
   std::string invalidation;  // the channel, <prefix>invalidate: every store publishes its changes there
   std::unique_ptr<redis::invalidation_listener> listener;
-  std::atomic<std::uint64_t> bypassed{0};  // requests that could not ask the cache (not subscribed)
+  std::atomic<std::uint64_t> bypassed{0};  // requests it could not answer: not subscribed, or a message unread
   /// Whether the deny cache may answer and take denials now: it is on and
   /// its subscription is confirmed (docs/redis.md, "The deny cache").
   [[nodiscard]] bool cache_live() const noexcept { return listener && listener->subscribed(); }
