@@ -111,11 +111,17 @@ struct redis_store_options {
   /// on the deciding thread; it must be quick and thread-safe. Needs the
   /// breaker (`breaker_failures` > 0).
   std::function<void(std::string_view line)> on_health_change;
-  /// The exact local deny cache (opt-in, semantics.md "Remote stores"): a
-  /// check denied until `now + retry_after` denies the requests of the same
-  /// or larger cost on it until then without a call. Exact in `allowed` on
-  /// a clock shared by the fleet; its `retry_after` is a lower bound (exact
-  /// unless another client consumed meanwhile), its `remaining` 0.
+  /// The exact local deny cache (off by default here; on by default in
+  /// `sluice serve`; semantics.md "Remote stores"): a check denied until
+  /// `now + retry_after` denies the requests of the same or larger cost on
+  /// it until then without a call. Exact in `allowed` on a clock shared by
+  /// the fleet; its `retry_after` is a lower bound (exact unless another
+  /// client consumed meanwhile), its `remaining` 0. The store subscribes to
+  /// its invalidation channel (`<prefix>invalidate`) on a connection of its
+  /// own: an override change or refund through any process ends the
+  /// cached denials of its keys, and while the subscription is not
+  /// confirmed the cache is empty and bypassed (docs/redis.md, "The deny
+  /// cache").
   bool deny_cache = false;
   /// About how many denied (policy, key) pairs the cache holds.
   std::size_t deny_cache_capacity = 1 << 16;
@@ -165,6 +171,12 @@ struct redis_store_stats {
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
   std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
   std::uint64_t breakers_open = 0;       ///< cluster: nodes whose circuit breaker is open (or half-open) now
+  /// The deny cache's subscription to the invalidation channel
+  /// (docs/redis.md, "The deny cache"); all 0 without the cache.
+  bool deny_cache_subscribed = false;          ///< confirmed now: the cache may answer
+  std::uint64_t deny_cache_invalidations = 0;  ///< messages heard
+  std::uint64_t deny_cache_subscriptions = 0;  ///< subscriptions confirmed
+  std::uint64_t deny_cache_bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
 
   /// The bounds of the call-latency histogram, in nanoseconds (integers:
   /// no floating point decides a bucket).
@@ -200,7 +212,10 @@ struct redis_store_stats {
 class redis_store final : public store, public remote::loop_store {
  public:
   /// Connects lazily (the first call connects): a server that is down now is
-  /// a store failure then, not an error here. The error names the URL's
+  /// a store failure then, not an error here. With the deny cache, it waits
+  /// for the cache's subscription (at most connect_timeout +
+  /// command_timeout; not behind Sentinel, whose master is found by the
+  /// first call): until it is confirmed the cache answers nothing. The error names the URL's
   /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
   static result<std::unique_ptr<redis_store>> open(redis_store_options options);
 

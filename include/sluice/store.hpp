@@ -208,6 +208,16 @@ struct store_figures {
   /// Each circuit breaker: the node it guards ("host:port", or a socket
   /// path; never a password) and its state ("closed", "open", "half-open").
   std::vector<std::pair<std::string, std::string_view>> breakers;
+  /// A deny cache that hears the changes other processes make (the Redis
+  /// store's invalidation channel, docs/redis.md "The deny cache").
+  struct cache_subscription {
+    bool subscribed = false;          ///< confirmed now: the cache may answer
+    std::uint64_t invalidations = 0;  ///< messages heard
+    std::uint64_t subscriptions = 0;  ///< subscriptions confirmed
+    std::uint64_t bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
+  };
+  /// nullopt: no deny cache.
+  std::optional<cache_subscription> deny_cache;
 };
 
 /// One override (semantics.md, "Overrides"): a key of a policy and the

@@ -111,6 +111,7 @@ struct async_client::impl {
   std::chrono::nanoseconds backoff{};
   call_error down_error{};
   push_handler push;
+  std::function<void()> on_lost;  // set_lost_handler
 
   // ------------------------------------------------------------ completion
 
@@ -604,6 +605,7 @@ struct async_client::impl {
     }
     owner.broken_.fetch_add(1, std::memory_order_relaxed);
     drop(std::move(e), true);
+    if (on_lost) on_lost();
   }
 
   // Closes the connection; fails the written calls with `e` and, when the
@@ -716,12 +718,26 @@ void async_client::close() {
     m.resolver.cancel();
     m.drop(call_error{call_error::io, m.where + ": the client is closed", true}, true);
     m.push = nullptr;
+    m.on_lost = nullptr;
   });
 }
 
 void async_client::set_push_handler(push_handler h) {
   asio::post(impl_->strand,
              [self = shared_from_this(), h = std::move(h)]() mutable { self->impl_->push = std::move(h); });
+}
+
+void async_client::set_lost_handler(std::function<void()> h) {
+  asio::post(impl_->strand,
+             [self = shared_from_this(), h = std::move(h)]() mutable { self->impl_->on_lost = std::move(h); });
+}
+
+int async_client::socket_fd() const {
+  const auto& t = impl_->t;
+  if (!t) return -1;
+  if (const int fd = t->plain_fd(); fd >= 0) return fd;
+  auto* layer = t->tcp_layer();
+  return layer != nullptr && layer->is_open() ? layer->native_handle() : -1;
 }
 
 bool async_client::caller_idle() { return impl_->caller_idle(); }

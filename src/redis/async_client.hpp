@@ -196,6 +196,14 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// Replies no caller asked for go to `h` (a subscriber connection) instead
   /// of closing the connection as a protocol error.
   void set_push_handler(push_handler h);
+  /// `h` runs (on the strand) each time an established connection breaks
+  /// (EOF, a socket error, a stall, a reply it cannot read): what a
+  /// subscriber needs to know, since the next call would connect again
+  /// without its subscription.
+  void set_lost_handler(std::function<void()> h);
+  /// On the strand only (a handler of this client's): the descriptor of
+  /// the connection's socket (the TCP socket under TLS), -1 when none.
+  [[nodiscard]] int socket_fd() const;
 
   /// For a caller-driven connection (async_client_options::caller_driven),
   /// whose plaintext socket its caller reads directly. Before a call: reads

@@ -90,6 +90,11 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// its keys Redis hashes, and split one request's keys over several slots.
 [[nodiscard]] std::optional<error> cluster_name_error(std::string_view field, std::string_view text);
 
+/// Gives `u` the password kept apart from the URL (store.password_file,
+/// SLUICE_REDIS_PASSWORD), if any; an error naming "password" when the URL
+/// has one too, or a user without one.
+[[nodiscard]] std::optional<error> apply_password(url& u, const std::string& password);
+
 /// The backend of a store's options, through the asynchronous client
 /// (sync_client over an async backend on its own I/O thread): for a
 /// `redis+cluster://` URL a `cluster_client` (refusing a `prefix` that holds

@@ -399,6 +399,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
   store_request r = request;
   if (peek) grows = {};
   if (auto early = before_call(r, peek, es.data(), per_check, grows)) return *early;
+  const auto seen = cache_generation();  // before the call (conclude)
   if (opt.server_clock) {
     const auto t = server_now();  // decided at Redis's clock, reported in `at`
     if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check, grows);
@@ -440,7 +441,7 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     carry_conflicts.fetch_add(1, std::memory_order_relaxed);
     o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
   }
-  return conclude(r, es.data(), o, out, peek, per_check, grows);
+  return conclude(r, es.data(), o, out, peek, per_check, grows, seen);
 }
 
 void redis_store::impl::enter() {
@@ -475,7 +476,8 @@ struct async_job {
   boost::container::small_vector<decision, in_place> mine;
   redis::scratch s;  // the call's bytes: the client reads them until it answers
   std::int64_t t0 = 0;
-  std::uint64_t nonce = 0;  // of the leases it may take
+  std::uint64_t nonce = 0;            // of the leases it may take
+  std::optional<std::uint64_t> seen;  // the deny cache's generation before the call
 };
 
 }  // namespace
@@ -517,6 +519,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     build(j->r, j->es.data(), peek, 0, j->s);
   }
   seal(j->s);
+  j->seen = cache_generation();
   j->t0 = remote::circuit_breaker::steady_ns();
   backend_here().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
     redis::call_result& res = v[0];
@@ -551,7 +554,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
       });
       return;
     }
-    const store_decision d = conclude(j->r, j->es.data(), o, out, j->peek, j->per_check, j->grows);
+    const store_decision d = conclude(j->r, j->es.data(), o, out, j->peek, j->per_check, j->grows, j->seen);
     j->done(d);
     leave();
   });
@@ -595,6 +598,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     }
   }
   std::vector<std::optional<std::string>> stale;
+  const auto seen = cache_generation();  // before the first call: the whole batch's (conclude)
   // Each request's nonce, kept across rounds (a skipped call is sent again
   // with the same one).
   std::vector<std::uint64_t> nonces(n, 0);
@@ -668,7 +672,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
         o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
       }
       if (moved_again()) continue;
-      out[i] = conclude(r, es[i].data(), o, d, false, pc);
+      out[i] = conclude(r, es[i].data(), o, d, false, pc, {}, seen);
       done[i] = true;
     }
   }

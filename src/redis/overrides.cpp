@@ -256,6 +256,8 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       strings.push_back(!written[j] ? std::string() : written[j]->empty() ? std::string("-") : *written[j]);
       strings.push_back(std::to_string(px[j]));
     }
+    const std::string_view changed[] = {key};
+    append_invalidation(strings, changed);  // every process's cached denials of the key end with it
     std::vector<std::string_view> cas_views(strings.begin(), strings.end());
     const auto cres = call_one(redis::function_call{fns.cas, keys.size(), cas_views});
     const auto* crep = std::get_if<redis::reply>(&cres);
@@ -267,7 +269,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       continue;  // the key or its override moved meanwhile: read again
     }
     // This process's cached denials of the key were decided under the old
-    // limit (another process's expire on their own: docs/redis.md).
+    // limit (every other process's end as it hears the call's message).
     if (denials) denials->forget(policy, key);
     believe(policy, key, target);
     if (target == nullptr) return 1;

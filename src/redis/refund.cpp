@@ -415,6 +415,12 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       strings.push_back(!written[x] ? std::string() : written[x]->empty() ? std::string("-") : *written[x]);
       strings.push_back(std::to_string(px[x]));
     }
+    {
+      // Every process's cached denials of the id's keys end with the refund.
+      std::vector<std::string_view> changed;
+      for (std::size_t i = 0; i < n; ++i) changed.push_back(wanted[i].key);
+      append_invalidation(strings, changed);
+    }
     std::vector<std::string_view> views(strings.begin(), strings.end());
     const auto res = call_one(redis::function_call{fns.refund, 2 + keys.size(), views});
     const auto* rep = std::get_if<redis::reply>(&res);

@@ -1,6 +1,7 @@
 // register_redis_stores (redis.hpp): the Redis store's schemes in a
 // store_registry, each opening a redis_store from the generic options.
 #include "sluice/store/registry.hpp"
+#include "redis/store_impl.hpp"
 #include "sluice/redis.hpp"
 
 namespace sluice {
@@ -45,6 +46,9 @@ std::optional<store_figures> redis_store::figures() const {
   for (std::size_t i = 0; i < s.call_failures.size(); ++i)
     f.failures.emplace_back(redis_store_stats::failure_reasons[i], s.call_failures[i]);
   for (const auto& b : s.breakers) f.breakers.emplace_back(b.node, b.state);
+  if (impl_->listener)
+    f.deny_cache = store_figures::cache_subscription{s.deny_cache_subscribed, s.deny_cache_invalidations,
+                                                     s.deny_cache_subscriptions, s.deny_cache_bypassed};
   return f;
 }
 

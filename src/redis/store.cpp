@@ -36,6 +36,8 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_clien
     breaker = std::make_unique<remote::circuit_breaker>(bo);
   }
   if (opt.deny_cache) denials = std::make_unique<remote::deny_cache>(opt.deny_cache_capacity);
+  // Published on by every store, cache or not: another process's may hear.
+  invalidation = redis::invalidation_channel(opt.prefix);
   if (opt.on_failure == failure_mode::local) {
     memory_store_options mo;
     mo.max_policies = max_chunks * chunk_size;
@@ -269,7 +271,7 @@ store_decision redis_store::impl::decide_stateless(const store_request& r, const
 
 store_decision redis_store::impl::conclude(const store_request& r, const entry* const* es, outcome o,
                                            store_decision out, bool peek, std::span<decision> per_check,
-                                           std::span<std::optional<tick>> grows) {
+                                           std::span<std::optional<tick>> grows, std::optional<std::uint64_t> seen) {
   count(decisions, peek);
   if (o != outcome::ok)  // no state behind the answer (the local fallback writes its own)
     for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
@@ -281,19 +283,21 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
     case outcome::ok:
       out.at = r.now;
       count(out.from == source::replayed ? replayed : from_store, peek);
-      if (denials && !peek && !out.d.allowed && out.from == source::store) {
+      // Only while subscribed, and only when no invalidation (or emptying)
+      // came since the call went out (`seen`): its denial may predate it.
+      if (seen && cache_live() && !peek && !out.d.allowed && out.from == source::store) {
         // Never a concurrency part's denial: a release, on any process of
         // a fleet, may end it before its retry_after (semantics.md, "Leases
         // in a Redis store").
         if (r.checks.size() == 1) {
           if (out.d.retry_after > 0 && !es[0]->p->leases())
             denials->insert(r.checks[0].policy, es[0]->version, r.checks[0].key, cost_of(r, r.checks[0]), r.now,
-                            out.d.retry_after);
+                            out.d.retry_after, *seen);
         } else {
           for (std::size_t i = 0; i < r.checks.size() && i < per_check.size(); ++i)
             if (!per_check[i].allowed && per_check[i].retry_after > 0 && !es[i]->p->leases())
               denials->insert(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now,
-                              per_check[i].retry_after);
+                              per_check[i].retry_after, *seen);
         }
       }
       return out;
@@ -329,6 +333,14 @@ store_decision redis_store::impl::conclude(const store_request& r, const entry* 
   return fall_back(r, es, peek, per_check, grows);
 }
 
+void redis_store::impl::append_invalidation(std::vector<std::string>& args,
+                                            std::span<const std::string_view> keys) const {
+  std::string message;
+  for (const std::string_view k : keys) redis::append_invalidated_key(message, k);
+  args.push_back(invalidation);
+  args.push_back(std::move(message));
+}
+
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
                                                               std::span<decision> per_check,
                                                               std::span<std::optional<tick>> grows) {
@@ -337,7 +349,11 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
     // store at `now`: the cache must know (deny_cache.hpp).
     for (std::size_t i = 0; i < r.checks.size(); ++i) denials->note(r.checks[i].policy, r.checks[i].key, r.now);
   }
-  if (denials && r.id.empty()) {
+  if (denials && r.id.empty() && !listener->subscribed()) {
+    // Not subscribed (yet, or any more): a change made elsewhere could go
+    // unheard, so the cache, emptied, answers nothing.
+    if (!peek) bypassed.fetch_add(1, std::memory_order_relaxed);
+  } else if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
     for (std::size_t i = 0; i < r.checks.size(); ++i) {
@@ -350,6 +366,13 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
         out.d.part = static_cast<std::int32_t>(i);
       }
       hit = true;
+    }
+    if (hit && !listener->caught_up()) {
+      // A message waits unread on the subscription: it may end this very
+      // denial, so the store answers (docs/redis.md, "The deny cache").
+      for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+      if (!peek) bypassed.fetch_add(1, std::memory_order_relaxed);
+      hit = false;
     }
     if (hit) {
       out.from = source::deny_cache;
@@ -411,6 +434,21 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
   }
   if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
     return lib.err();
+  if (p->denials) {
+    // The cache answers only once it hears every other process's changes
+    // (docs/redis.md, "The deny cache").
+    auto nodes = redis::subscription_nodes_of(p->opt, p->cli->async());
+    if (!nodes) return nodes.err();
+    redis::async_client_options base;
+    base.connect_timeout = p->opt.connect_timeout;
+    base.command_timeout = p->opt.command_timeout;
+    p->listener = std::make_unique<redis::invalidation_listener>(p->invalidation, std::move(nodes.value().where),
+                                                                 nodes.value().follow, base, *p->denials);
+    // A store opened on a server that answers has its cache from its first
+    // request; on one that does not, it opens anyway, the cache bypassed.
+    // Behind Sentinel the master is known only once a call has asked.
+    if (!nodes.value().follow) (void)p->listener->wait_subscribed(p->opt.connect_timeout + p->opt.command_timeout);
+  }
   return std::unique_ptr<redis_store>(new redis_store(std::move(p)));
 }
 
@@ -582,6 +620,13 @@ redis_store_stats redis_store::redis_stats() const {
   s.override_moves = get(p.override_moves);
   s.override_races = get(p.override_races);
   p.figures.read(s);
+  if (p.listener) {
+    const auto l = p.listener->figures();
+    s.deny_cache_subscribed = l.subscribed;
+    s.deny_cache_invalidations = l.invalidations;
+    s.deny_cache_subscriptions = l.subscriptions;
+    s.deny_cache_bypassed = get(p.bypassed);
+  }
   if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
     for (const auto& [n, st] : p.cluster->breaker_states())

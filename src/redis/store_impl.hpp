@@ -22,6 +22,7 @@
 #include "redis/client.hpp"
 #include "redis/cluster.hpp"
 #include "redis/figures.hpp"
+#include "redis/invalidation.hpp"
 #include "redis/migrate.hpp"
 #include "redis/protocol.hpp"
 #include "redis/slow_lane.hpp"
@@ -161,6 +162,23 @@ struct redis_store::impl {
 
   std::unique_ptr<remote::circuit_breaker> breaker;  // null: none
   std::unique_ptr<remote::deny_cache> denials;       // null: off
+  // The deny cache's subscription to the invalidation channel (null: no
+  // cache); declared after the cache, so it stops before the cache goes.
+  std::string invalidation;  // the channel, <prefix>invalidate: every store publishes its changes there
+  std::unique_ptr<redis::invalidation_listener> listener;
+  std::atomic<std::uint64_t> bypassed{0};  // requests it could not answer: not subscribed, or a message unread
+  /// Whether the deny cache may answer and take denials now: it is on and
+  /// its subscription is confirmed (docs/redis.md, "The deny cache").
+  [[nodiscard]] bool cache_live() const noexcept { return listener && listener->subscribed(); }
+  /// The deny cache's generation before a call, for `conclude` (nullopt:
+  /// no cache to insert into).
+  [[nodiscard]] std::optional<std::uint64_t> cache_generation() const noexcept {
+    if (!cache_live()) return std::nullopt;
+    return denials->generation();
+  }
+  /// The invalidation message of `keys` (invalidation.hpp), appended to a
+  /// changing call's arguments with its channel (`L_cas`, `L_refund`).
+  void append_invalidation(std::vector<std::string>& args, std::span<const std::string_view> keys) const;
 
   // The asynchronous path (decide_async): the decisions that need more
   // than one call go to `slow`; `in_flight` counts the asynchronous
@@ -396,8 +414,11 @@ struct redis_store::impl {
   /// mode; `ok` inserts denials into the deny cache). `grows` holds what
   /// an `ok` wrote; any other outcome clears it (the local fallback writes
   /// its own).
+  /// `seen`: the deny cache's generation read before the call (nullopt:
+  /// nothing is cached).
   store_decision conclude(const store_request& r, const entry* const* es, outcome o, store_decision out, bool peek,
-                          std::span<decision> per_check, std::span<std::optional<tick>> grows = {});
+                          std::span<decision> per_check, std::span<std::optional<tick>> grows = {},
+                          std::optional<std::uint64_t> seen = std::nullopt);
   store_decision failed(const store_request& r, const entry* const* es, bool peek, std::span<decision> per_check,
                         std::span<std::optional<tick>> grows = {});
   /// The answer when the store could not answer: the rules' known answer

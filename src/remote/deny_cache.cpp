@@ -23,7 +23,6 @@ struct deny_cache::slot {
 
 struct alignas(64) deny_cache::shard {
   mutable std::mutex mu;
-  std::atomic<std::uint64_t> generation{0};
   std::vector<slot> slots;    // requires mu
   std::vector<tick> horizon;  // per bucket: the latest `now` sent to the store for its keys; requires mu
 };
@@ -116,7 +115,9 @@ void deny_cache::insert(policy_id policy, std::uint64_t version, std::string_vie
   shard& s = shard_of(h);
   const std::size_t b = bucket_of(h, policy);
   std::lock_guard lock(s.mu);
-  if (seen_generation != any_generation && seen_generation != s.generation.load(std::memory_order_relaxed)) return;
+  // Every forget bumps the generation under the lock of the shard it
+  // concerns, so one that concerns this key is either seen here or after.
+  if (seen_generation != any_generation && seen_generation != generation_.load(std::memory_order_relaxed)) return;
   slot* target = nullptr;
   for (std::size_t i = b; i < b + ways && target == nullptr; ++i)
     if (same(s.slots[i], h, policy, key)) target = &s.slots[i];
@@ -148,7 +149,7 @@ void deny_cache::forget(policy_id policy, std::string_view key) {
   shard& s = shard_of(h);
   const std::size_t b = bucket_of(h, policy);
   std::lock_guard lock(s.mu);
-  s.generation.fetch_add(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = b; i < b + ways; ++i)
     if (same(s.slots[i], h, policy, key)) s.slots[i].used = false;
 }
@@ -157,7 +158,7 @@ void deny_cache::forget_key(std::string_view key) {
   const std::uint64_t h = key_hash(key);
   shard& s = shard_of(h);
   std::lock_guard lock(s.mu);
-  s.generation.fetch_add(1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_relaxed);
   for (slot& e : s.slots)
     if (e.used && e.hash == h && e.key == key) e.used = false;
 }
@@ -166,7 +167,7 @@ void deny_cache::forget(policy_id policy) {
   for (std::size_t i = 0; i < shard_count_; ++i) {
     shard& s = shards_[i];
     std::lock_guard lock(s.mu);
-    s.generation.fetch_add(1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_relaxed);
     for (slot& e : s.slots)
       if (e.used && e.policy == policy) e.used = false;
   }
@@ -176,16 +177,12 @@ void deny_cache::clear() {
   for (std::size_t i = 0; i < shard_count_; ++i) {
     shard& s = shards_[i];
     std::lock_guard lock(s.mu);
-    s.generation.fetch_add(1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_relaxed);
     for (slot& e : s.slots) e.used = false;
   }
 }
 
-std::uint64_t deny_cache::generation(std::string_view key) const {
-  const shard& s = shard_of(key_hash(key));
-  std::lock_guard lock(s.mu);
-  return s.generation.load(std::memory_order_relaxed);
-}
+std::uint64_t deny_cache::generation() const noexcept { return generation_.load(std::memory_order_relaxed); }
 
 std::size_t deny_cache::size() const {
   std::size_t n = 0;

@@ -132,12 +132,26 @@ TEST(DenyCache, ForgetKeyPolicyAndAll) {
 
 TEST(DenyCache, AnInsertAfterAForgetItRacedWithIsDropped) {
   deny_cache c;
-  const std::uint64_t g = c.generation("k");  // before the store call
-  c.forget(1, "k");                           // a refund lands meanwhile
-  c.insert(1, 1, "k", 1, 0, 10, g);           // the (now stale) denial
+  const std::uint64_t g = c.generation();  // before the store call
+  c.forget(1, "k");                        // a refund lands meanwhile
+  c.insert(1, 1, "k", 1, 0, 10, g);        // the (now stale) denial
   EXPECT_FALSE(c.lookup(1, 1, "k", 1, 0).has_value());
-  c.insert(1, 1, "k", 1, 0, 10, c.generation("k"));
+  c.insert(1, 1, "k", 1, 0, 10, c.generation());
   EXPECT_TRUE(c.lookup(1, 1, "k", 1, 0).has_value());
+}
+
+TEST(DenyCache, AnInsertAfterAClearItRacedWithIsDropped) {
+  // A subscription lost and made again (the store empties its cache): a
+  // denial whose call went out before is not cached after.
+  deny_cache c;
+  const std::uint64_t g = c.generation();
+  c.clear();
+  c.insert(1, 1, "k", 1, 0, 10, g);
+  EXPECT_FALSE(c.lookup(1, 1, "k", 1, 0).has_value());
+  const std::uint64_t g2 = c.generation();
+  c.forget_key("other");  // any forget moves it: coarse, never stale
+  c.insert(1, 1, "k", 1, 0, 10, g2);
+  EXPECT_FALSE(c.lookup(1, 1, "k", 1, 0).has_value());
 }
 
 TEST(DenyCache, BoundedWithOverwrite) {

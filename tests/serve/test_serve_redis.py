@@ -710,6 +710,7 @@ class AclOnRedis(RedisCase):
         self.assertEqual(s.request("GET", "/readyz")[0], 200)
         m = s.metrics()
         self.assertEqual(metric(m, "sluice_keys"), 2)  # +dbsize
+        self.assertEqual(metric(m, "sluice_deny_cache_subscribed"), 1)  # &sluice:*, +subscribe, +ping
         self.assertEqual(metric(m, 'sluice_store_errors_total{kind="call"}'), 0)
         self.assertEqual(metric(m, 'sluice_store_errors_total{kind="state"}'), 0)
         # A redefinition carries the states over (the cas function: GET, SET, DEL).

@@ -33,8 +33,9 @@
 // or reset of a key (`forget(policy, key)`, `forget_key`), a reconfiguration
 // (a new version: old entries stop matching; `forget(policy)` frees them).
 // A forget that races with the store call whose denial is then inserted
-// would leave a stale entry; `generation(key)` read before the call and
-// passed to `insert` makes such an insert a no-op.
+// would leave a stale entry; `generation()` read before the call and
+// passed to `insert` makes such an insert a no-op (a forget or clear of
+// any key since moves it: coarse, never stale).
 //
 // Bounded: a fixed number of slots (sharded by key hash, 4-way buckets),
 // overwriting the entry that expires first. Thread safety: every member may
@@ -87,8 +88,8 @@ class deny_cache {
   /// `now` was denied with `retry_after` (> 0, or `never`). An entry for the
   /// same (policy, key) is replaced. Ignored when `retry_after` ≤ 0, for a
   /// `never` at a `now` below 0 (see the file comment), or when
-  /// `seen_generation` (from `generation(key)` before the store call) is no
-  /// longer the key's generation.
+  /// `seen_generation` (from `generation()` before the store call) is no
+  /// longer the cache's generation.
   void insert(policy_id policy, std::uint64_t version, std::string_view key, std::int64_t cost, tick now,
               tick retry_after, std::uint64_t seen_generation = any_generation);
 
@@ -101,9 +102,9 @@ class deny_cache {
   /// Drops everything.
   void clear();
 
-  /// The generation of `key`'s shard: it moves on every forget that may
-  /// concern the key. Read it before a store call, pass it to insert.
-  [[nodiscard]] std::uint64_t generation(std::string_view key) const;
+  /// The cache's generation: it moves on every forget and clear (of any
+  /// key). Read it before a store call, pass it to insert.
+  [[nodiscard]] std::uint64_t generation() const noexcept;
 
   /// Entries held now (a sweep; for tests and stats).
   [[nodiscard]] std::size_t size() const;
@@ -120,6 +121,7 @@ class deny_cache {
   std::size_t slots_per_shard_;
   unsigned shard_shift_;
   std::unique_ptr<shard[]> shards_;
+  std::atomic<std::uint64_t> generation_{0};  // moved under the lock of the shard a forget concerns
 };
 
 }  // namespace sluice::remote

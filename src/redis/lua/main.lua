@@ -50,9 +50,10 @@
 --
 -- FCALL L_cas numkeys [id-key] state-keys...  has_id id_ttl_ms record
 -- identity, then per state key: expected ('-' for none, '=' .. value) new
--- ('' for no write, '-' to delete) px ('0' for no expiry)
+-- ('' for no write, '-' to delete) px ('0' for no expiry) [channel message]
 --   Writes the new values (and the request id's record) only if every key
---   still holds its expected value: {1}; else {0}, nothing written; {2,
+--   still holds its expected value, and publishes `message` on `channel`
+--   when given: {1}; else {0}, nothing written; {2,
 --   record} for a repeated request id, {5} for a used id whose request had
 --   another identity. The client decides a request whose
 --   states it had to carry over from an earlier configuration (status 3)
@@ -297,6 +298,7 @@ redis.register_function('@LIB@_cas', function(KEYS, ARGV)
     end
     ai = ai + 3
   end
+  if ARGV[ai] then redis.call('PUBLISH', ARGV[ai], ARGV[ai + 1]) end  -- the deny caches' invalidation (redis.md)
   if ARGV[1] == '1' then redis.call('SET', KEYS[1], item(ARGV[4]) .. ARGV[3], 'PX', ARGV[2]) end
   return {1}
 end)

@@ -11,10 +11,11 @@
 --
 -- FCALL L_refund numkeys id-key mark-key state-keys...  record, then per
 -- state key: expected ('-' for none, '=' .. value) new ('' for no write,
--- '-' to delete) px ('0' for no expiry)
+-- '-' to delete) px ('0' for no expiry); then [channel message]
 --   Only if the id's record is still `record`, not yet marked, and every
 --   state key still holds its expected value: writes the new values and
---   the mark (expiring with the record), {1}. {6} when already marked;
+--   the mark (expiring with the record), publishes `message` on `channel`
+--   when given, {1}. {6} when already marked;
 --   {0} when anything else moved (nothing written: the client reads again).
 redis.register_function{
   function_name = '@LIB@_refund_read',
@@ -49,6 +50,7 @@ redis.register_function('@LIB@_refund', function(KEYS, ARGV)
     end
     ai = ai + 3
   end
+  if ARGV[ai] then redis.call('PUBLISH', ARGV[ai], ARGV[ai + 1]) end  -- the deny caches' invalidation (redis.md)
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl > 0 then
     redis.call('SET', KEYS[2], '1', 'PX', string.format('%d', ttl))
