@@ -91,6 +91,7 @@ struct keyed_limiter::impl {
   // later request is stamped before it), at which sweeps judge freshness.
   alignas(64) std::atomic<tick> horizon{t_min};
   alignas(64) std::atomic<std::size_t> step_next{0};
+  std::atomic<std::size_t> take_next{0};  // the shard take_some starts at
 
   impl(any_policy p, keyed_options o)
       : policy(std::move(p)), opt(std::move(o)), fresh(fresh_state(policy)), budget(opt.budget.get()) {
