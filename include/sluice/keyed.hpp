@@ -393,9 +393,11 @@ class keyed_limiter {
   /// For the memory store's carry-over after a redefinition.
   bool take(std::string_view key, const std::function<void(any_state&&)>& fn);
 
-  /// Moves up to `max` states out, as `take` does each (shard by shard,
-  /// under each shard's lock): `fn(key, state)` for each. Returns how many
-  /// it moved (0: the store is empty).
+  /// Moves up to `max` states out of one shard, as `take` does each (under
+  /// the shard's lock): `fn(key, state)` for each. A call takes from the
+  /// last call's shard unless a `take` waits for its lock, which then gets
+  /// it before this caller's next slice there. Returns how many it moved
+  /// (0: the store is empty).
   std::size_t take_some(std::size_t max, const std::function<void(std::string_view, any_state&&)>& fn);
 
   /// Stores `st` for `key` unless the key holds a state already or `st` is

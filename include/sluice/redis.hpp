@@ -275,11 +275,15 @@ class redis_store final : public store, public remote::loop_store {
   /// or charges the local fallback.
   store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
   /// Refunds request id `id` (store.hpp; semantics.md "Refunds";
-  /// docs/redis.md "Refunds"): exactly once across a fleet. On one server
-  /// (or Sentinel's primary); in a Redis Cluster an id alone does not name
-  /// its key's slot, so a refund answers `refund_status::error` there.
+  /// docs/redis.md "Refunds"): exactly once across a fleet. In a Redis
+  /// Cluster `id` is a refund id (`refund_id`), which names its record's
+  /// slot; an id that is not one answers `refund_status::error` there.
   refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
                           std::span<std::int64_t> given = {}) override;
+  /// The id `refund_at` takes for `r`'s decision: `r.id` on one server and
+  /// behind Sentinel; in a Cluster `{<tag>}<id>`, the tag its id record's
+  /// key holds (docs/redis.md, "Refunds"). Empty when `r` has no id.
+  [[nodiscard]] std::string refund_id(const store_request& r) const override;
   /// Releases the lease with `nonce` on `checks` (store.hpp; semantics.md
   /// "Leases in a Redis store"): one atomic FCALL over every leaf key of
   /// the checks (in a cluster they share a slot, as a decision's). When

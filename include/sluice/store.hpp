@@ -328,6 +328,11 @@ class store {
   virtual refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
                                   std::span<std::int64_t> given = {});
 
+  /// The id `refund_at` refunds `r`'s decision by (semantics.md,
+  /// "Refunds"): `r.id` itself, except in a Redis Cluster, where it names
+  /// the slot of the id's record too. Empty when `r` has no id.
+  [[nodiscard]] virtual std::string refund_id(const store_request& r) const { return std::string(r.id); }
+
   /// The clock-reading twin of `report_at`.
   store_decision report(store_request r, std::span<decision> per_check = {}) {
     r.now = now();

@@ -207,7 +207,9 @@ bool keyed_limiter::take(std::string_view key, const std::function<void(any_stat
   const u64 h = im.hash(key);
   shard& s = im.shard_for(h);
   {
+    s.takers.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(s.mu);
+    s.takers.fetch_sub(1, std::memory_order_relaxed);
     const table* t = s.tab.load(std::memory_order_relaxed);
     const u64 h21 = impl::h21_for(h);
     record* r = t != nullptr ? find(t, h21, key) : nullptr;
@@ -224,9 +226,18 @@ bool keyed_limiter::take(std::string_view key, const std::function<void(any_stat
 
 std::size_t keyed_limiter::take_some(std::size_t max, const std::function<void(std::string_view, any_state&&)>& fn) {
   impl& im = *impl_;
-  std::size_t moved = 0;
-  for (std::size_t si = 0; si < im.nshards && moved < max; ++si) {
+  // The shard of the last call while it holds states and no take waits for
+  // its lock, else the next one: glibc's mutex lets the thread that unlocks
+  // take it again before a waiter wakes, so slice after slice on one shard
+  // kept a decision carrying its key over waiting through hundreds of them
+  // (a reload of 1M states: decisions of up to 135 ms). A shard with a
+  // waiting take is passed over on the first round only.
+  const std::size_t first = im.take_next.load(std::memory_order_relaxed);
+  for (std::size_t k = 0; k < 2 * im.nshards; ++k) {
+    const std::size_t si = (first + k) % im.nshards;
     shard& s = im.shards[si];
+    if (k < im.nshards && s.takers.load(std::memory_order_relaxed) != 0) continue;
+    std::size_t moved = 0;
     {
       std::lock_guard lock(s.mu);
       const table* t = s.tab.load(std::memory_order_relaxed);
@@ -251,8 +262,12 @@ std::size_t keyed_limiter::take_some(std::size_t max, const std::function<void(s
       s.cursor = i;
     }
     // As for take: the records wait in limbo, freed without waiting here.
+    if (moved > 0) {
+      im.take_next.store(si, std::memory_order_relaxed);
+      return moved;
+    }
   }
-  return moved;
+  return 0;
 }
 
 bool keyed_limiter::put(std::string_view key, const any_state& st) {

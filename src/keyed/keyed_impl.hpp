@@ -91,6 +91,7 @@ struct keyed_limiter::impl {
   // later request is stamped before it), at which sweeps judge freshness.
   alignas(64) std::atomic<tick> horizon{t_min};
   alignas(64) std::atomic<std::size_t> step_next{0};
+  std::atomic<std::size_t> take_next{0};  // the shard take_some starts at
 
   impl(any_policy p, keyed_options o)
       : policy(std::move(p)), opt(std::move(o)), fresh(fresh_state(policy)), budget(opt.budget.get()) {
@@ -705,10 +706,21 @@ struct keyed_limiter::impl {
   }
 
   void grow(shard& s) {
-    table* old = s.tab.load(std::memory_order_relaxed);
-    const std::size_t n = s.size.load(std::memory_order_relaxed) + 1;
-    std::size_t cap = old->cap + old->cap * 15 / 100 + 1;
+    const table* old = s.tab.load(std::memory_order_relaxed);
+    resize(s, old->cap + old->cap * 15 / 100 + 1, s.size.load(std::memory_order_relaxed) + 1);
+  }
+
+  /// At least `cap` slots, enough for `n` keys below a table's threshold.
+  static std::size_t cap_for(std::size_t cap, std::size_t n) noexcept {
     while (std::min(cap - 1, cap * 85 / 100) < n) cap += cap / 8 + 1;
+    return cap;
+  }
+
+  /// Replaces `s`'s table (not null) by one of at least `cap` slots that
+  /// holds `n` keys below its threshold. Requires the shard lock.
+  void resize(shard& s, std::size_t cap, std::size_t n) {
+    table* old = s.tab.load(std::memory_order_relaxed);
+    cap = cap_for(cap, n);
     table* nt = new_table(cap);
     for (std::size_t i = 0; i < old->cap; ++i) {
       const u64 v = old->slots[i].load(std::memory_order_relaxed);
@@ -719,6 +731,31 @@ struct keyed_limiter::impl {
     sub_bytes(s, table_bytes(old));
     s.tab.store(nt, std::memory_order_release);
     retire_table(s, old);
+  }
+
+  /// Makes room for about `n` keys over the store (each shard its share,
+  /// plus an eighth for an uneven spread), so that filling it grows no
+  /// table: a carry-over fills a new store under its frozen store's shard
+  /// locks, and each growth there copied a whole table while a decision
+  /// on that shard waited. Requires: no lock held, outside read sections.
+  void reserve(std::size_t n) {
+    const std::size_t per = n / nshards + n / nshards / 8 + 16;
+    for (std::size_t i = 0; i < nshards; ++i) {
+      shard& s = shards[i];
+      {
+        std::lock_guard lock(s.mu);
+        table* t = s.tab.load(std::memory_order_relaxed);
+        if (t != nullptr && t->threshold >= per) continue;
+        if (t == nullptr) {
+          t = new_table(cap_for(16, per));
+          add_bytes(s, table_bytes(t));
+          s.tab.store(t, std::memory_order_release);
+          continue;
+        }
+        resize(s, t->cap, per);
+      }
+      if (m != mode::general) reclaim(s);
+    }
   }
 
   /// An unlinked record: freed at once in the general mode (no lock-free

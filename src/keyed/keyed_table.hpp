@@ -238,6 +238,9 @@ struct alignas(64) shard {
   std::atomic<std::size_t> size{0};
   std::size_t limit = std::numeric_limits<std::size_t>::max();
   std::size_t cursor = 0;  // where the next sweep starts
+  // Threads waiting for `mu` in a take (a decision carrying its key over):
+  // take_some leaves the shard to them (keyed.cpp).
+  std::atomic<std::uint32_t> takers{0};
   // The drop bound: the latest instant at which this shard dropped or
   // evicted a state. A request on a key without a state here is read as at
   // least this (semantics.md, "Keys"), so a dropped state's key never sees

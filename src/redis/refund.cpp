@@ -198,8 +198,13 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     return a;
   };
   // In a cluster an id's key takes its request's slot tag (append_id_key),
-  // which the id alone does not name: no refund there (docs/redis.md).
-  if (cluster != nullptr) return failed(false);
+  // which the id alone does not name: there `id` is a refund id,
+  // `{<tag>}<id>` (refund_id), whose keys below lie in the tag's slot, as
+  // the record's checks' do (docs/redis.md, "Refunds"). Anything else names
+  // no slot.
+  if (cluster != nullptr &&
+      (id.size() < 3 || id[0] != '{' || id.find('}') == std::string_view::npos || id.find('}') < 2))
+    return failed(false);
   if (id.empty() || opt.idempotency_window.count() <= 0) {
     a.status = refund_status::unknown_id;
     return a;
@@ -324,8 +329,11 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       for (const auto& lp : es[i]->p->leaves())
         keys.push_back(es[i]->key_head + std::string(wanted[i].key) + "}" + lp.suffix);
     const std::size_t state_keys = keys.size();
+    // A key a Cluster cannot override has no override key: it would lie in
+    // another slot (docs/redis.md, "Overrides").
+    const auto named = [&](std::size_t i) { return !es[i]->p->leaves().empty() && overridable(wanted[i].key); };
     for (std::size_t i = 0; i < n; ++i)
-      if (!es[i]->p->leaves().empty()) keys.push_back(override_key(*es[i], wanted[i].key));
+      if (named(i)) keys.push_back(override_key(*es[i], wanted[i].key));
     std::vector<std::string_view> key_views(keys.begin(), keys.end());
     std::vector<std::optional<std::string>> values;
     if (!keys.empty()) {
@@ -337,7 +345,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       }
     }
     for (std::size_t i = 0, o = state_keys; i < n; ++i) {
-      if (es[i]->p->leaves().empty()) continue;
+      if (!named(i)) continue;
       if (const auto& stored = values[o++]) {
         auto e = override_entry(pids[i], *stored);
         if (!e) return failed(false);

@@ -96,6 +96,11 @@ void redis_store::impl::identity_of(const store_request& r, const entry* const* 
 
 void redis_store::impl::append_id_key(const store_request& r, const entry* const* es, std::string& out) const {
   out.append(opt.prefix).append("i:");
+  append_id_tag(r, es, out);
+  out.append(r.id);
+}
+
+void redis_store::impl::append_id_tag(const store_request& r, const entry* const* es, std::string& out) const {
   for (std::size_t i = 0; cluster != nullptr && i < r.checks.size(); ++i) {
     if (es[i]->p->leaves().empty()) continue;
     const std::string_view key = r.checks[i].key;
@@ -105,7 +110,15 @@ void redis_store::impl::append_id_key(const store_request& r, const entry* const
         .append(1, '}');
     break;
   }
+}
+
+std::string redis_store::refund_id(const store_request& r) const {
+  std::string out;
+  if (r.id.empty()) return out;
+  const redis::entry* es[max_checks];
+  if (impl_->cluster != nullptr && impl_->entries_of(r, es)) impl_->append_id_tag(r, es, out);
   out.append(r.id);
+  return out;
 }
 
 store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check) {

@@ -236,6 +236,11 @@ struct redis_store::impl {
   /// `<prefix>i:{<tag>}<id>` with the tag of the slot of `r`'s state keys.
   void append_id_key(const store_request& r, const entry* const* es, std::string& out) const;
 
+  /// In a cluster, appends `{<tag>}` of `r`'s id key (append_id_key): the
+  /// first stateful check's key up to its first '}', or the short tag of
+  /// its slot when that is empty. Nothing on one server.
+  void append_id_tag(const store_request& r, const entry* const* es, std::string& out) const;
+
   /// A request whose keys span several cluster slots cannot be atomic: an
   /// error, decided nowhere, counted.
   store_decision refuse_cross_slot(const store_request& r, bool peek, std::span<decision> per_check);

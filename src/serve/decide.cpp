@@ -132,6 +132,7 @@ bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_p
     // t (when each check's `remaining` grows by one) comes with the
     // decision: the store reads it on the state it decided on, no call more.
     const store_request r{std::span<const check>(p->req.data(), n), now, 1, p->id};
+    if (!p->id.empty()) p->o.refund_id = st.refund_id(r);
     st.decide_async(r, std::span<decision>(p->req_out.data(), n),
                     std::span<std::optional<tick>>(p->req_grows.data(), n), [p](const store_decision& sd) {
                       checks_outcome& o = p->o;

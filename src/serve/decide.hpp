@@ -41,6 +41,7 @@ struct checks_outcome {
   std::vector<decision> shadow;        ///< per planned check (meaningful for decided shadow ones)
   std::vector<source> shadow_from;     ///< per planned check, as `shadow`
   std::uint64_t lease = 0;             ///< the enforced admit's lease nonce (0: none; semantics.md, "Leases")
+  std::string refund_id;               ///< the id a refund takes (store::refund_id), when the request has one
 };
 
 /// Receives a request's outcome, with its checks, once.

@@ -207,6 +207,11 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
   if (!id.empty()) {
     b += ",\"id\":";
     append_json_string(b, id);
+    // A Redis Cluster's refund id names the slot of the id's record.
+    if (!o.refund_id.empty() && o.refund_id != id) {
+      b += ",\"refund_id\":";
+      append_json_string(b, o.refund_id);
+    }
   }
   if (const std::string lease = lease_of(a, checks, o); !lease.empty()) {
     b += ",\"lease\":";

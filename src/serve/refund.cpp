@@ -32,7 +32,7 @@ std::string ns_text(tick t) { return t == never ? std::string("\"never\"") : std
 
 }  // namespace
 
-void service::refund_json(bool client_time, const http_request& req, http_response& res) {
+void service::refund_json(bool client_time, std::size_t key_bytes, const http_request& req, http_response& res) {
   using nlohmann::json;
   const auto refuse = [&](unsigned status, std::string_view field, std::string_view message) {
     metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
@@ -70,8 +70,16 @@ void service::refund_json(bool client_time, const http_request& req, http_respon
     refuse(400, "id", "missing: the request id of the decision to refund");
     return;
   }
-  if (!f->is_string() || f->get_ref<const std::string&>().empty() || f->get_ref<const std::string&>().size() > 256) {
-    refuse(400, "id", "must be a non-empty string of at most 256 bytes");
+  // An id of at most 256 bytes; a Redis Cluster's refund id has its slot's
+  // tag (a key's bytes at most) in braces before one.
+  const auto fits = [key_bytes](std::string_view text) {
+    if (text.size() <= 256) return !text.empty();
+    const std::size_t close = text.find('}');
+    return text[0] == '{' && close != std::string_view::npos && close - 1 <= key_bytes &&
+           text.size() - close - 1 <= 256;
+  };
+  if (!f->is_string() || !fits(f->get_ref<const std::string&>())) {
+    refuse(400, "id", "must be a non-empty string of at most 256 bytes (a refund id: with its {tag} before them)");
     return;
   }
   const std::string& id = f->get_ref<const std::string&>();

@@ -284,8 +284,10 @@ bool service::route(const http_request& req, http_response& res, listener_role r
   } else if (path == "/v1/refund" && role == listener_role::decision) {
     if (post_allowed(*a->cfg, req, res, "POST /v1/refund with a JSON body {\"id\": ...}")) {
       const bool client_time = a->cfg->client_time;
-      return offload(req, res, gate,
-                     [this, client_time](const http_request& q, http_response& r) { refund_json(client_time, q, r); });
+      const std::size_t key_bytes = a->cfg->lim.key_bytes;
+      return offload(req, res, gate, [this, client_time, key_bytes](const http_request& q, http_response& r) {
+        refund_json(client_time, key_bytes, q, r);
+      });
     }
   } else if (path == "/metrics") {
     // The store's key count may take a call (DBSIZE): asked without waiting.

@@ -192,7 +192,8 @@ class service {
   std::string lease_of(const active& a, const std::vector<planned_check>& checks, const checks_outcome& o) const;
   /// POST /v1/refund: gives back what the body's request id took, once
   /// (store::refund_at; refund.cpp).
-  void refund_json(bool client_time, const http_request& req, http_response& res);
+  /// `key_bytes`: server.max_key_bytes (a refund id's tag is at most a key).
+  void refund_json(bool client_time, std::size_t key_bytes, const http_request& req, http_response& res);
   void admin(std::string_view path, const http_request& req, http_response& res);
   /// /admin/v1/overrides... (src/serve/overrides.cpp): `c`'s policies with
   /// their store ids `ids`; routed on the raw target.

@@ -9,14 +9,19 @@
 // snapshot saves) between a redefinition and the next touch.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "keyed/keyed_impl.hpp"
 #include "keyed/keyed_support.hpp"
 #include "sluice/reconfigure.hpp"
 #include "sluice/snapshot.hpp"
@@ -229,6 +234,61 @@ TEST(MemoryStoreCarry, RedefiningManyStatesReturnsAtOnce) {
   const check over{id, keys[n / 3], 8};
   EXPECT_FALSE(st.decide_at({std::span<const check>(&over, 1), 2000, 1, {}}).d.allowed);
   EXPECT_EQ(st.stats().keys, n);  // every state held, carried over or not yet
+}
+
+/// The scheduling state of thread `tid` of this process ('R', 'S', ...).
+char thread_state(long tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  const std::size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+}
+
+// Issue 29: a reload of 1M states stalled decisions for up to 135 ms. The
+// carrier took slice after slice from one shard, and glibc's mutex let it
+// lock the shard again before a decision waiting there to carry its own
+// key over (a take) woke: the decision waited through hundreds of slices.
+// Here a take sleeps on shard 0's lock (held as a carrier's slice would
+// hold it): take_some must go to the other shard, not wait for that one.
+TEST(MemoryStoreCarry, TakeSomePassesOverAShardATakeWaitsFor) {
+  keyed_options ko;
+  ko.shards = 2;
+  ko.auto_purge = false;
+  keyed_limiter k(gcra::make({1, 1'000'000'000}, 5).value(), ko);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(k.try_acquire_at("k" + std::to_string(i), 1).allowed);
+  auto& im = k.internals();
+  shard& x = im.shards[0];
+  std::string wanted;  // a key of shard 0
+  for (int i = 0; i < 200 && wanted.empty(); ++i)
+    if (const std::string key = "k" + std::to_string(i); &im.shard_for(im.hash(key)) == &x) wanted = key;
+  ASSERT_FALSE(wanted.empty());
+  ASSERT_GT(im.shards[1].size.load(), 0U);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::unique_lock held(x.mu);
+  std::atomic<long> taker{0};
+  std::atomic<int> found{-1};
+  std::thread b([&] {
+    taker.store(static_cast<long>(syscall(SYS_gettid)));
+    found.store(k.take(wanted, [](any_state&&) {}) ? 1 : 0);
+  });
+  while (std::chrono::steady_clock::now() < deadline && (taker.load() == 0 || thread_state(taker.load()) != 'S'))
+    std::this_thread::yield();
+  std::atomic<bool> done{false};
+  std::string moved;
+  std::thread c([&] {
+    (void)k.take_some(1, [&](std::string_view key, any_state&&) { moved = std::string(key); });
+    done.store(true);
+  });
+  while (std::chrono::steady_clock::now() < deadline && !done.load()) std::this_thread::yield();
+  const bool passed_over = done.load();
+  held.unlock();
+  c.join();
+  b.join();
+  EXPECT_TRUE(passed_over) << "take_some waited for the shard a take waits for";
+  ASSERT_FALSE(moved.empty());
+  EXPECT_NE(&im.shard_for(im.hash(moved)), &x);
+  EXPECT_EQ(found.load(), 1);  // the take then found its key
 }
 
 }  // namespace

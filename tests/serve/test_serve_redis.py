@@ -139,6 +139,27 @@ class FleetOnCluster(FleetOnRedis):
         for p in primaries:
             self.assertGreater(int(self.cluster.run_cli("-p", str(p), "dbsize").strip() or 0), 0, p)
 
+    def test_a_refund_by_its_refund_id_through_another_process(self):
+        # docs/redis.md, "Refunds": a decision's answer carries the refund id
+        # that names its record's slot; any process of the fleet refunds by
+        # it, once. The plain id names no slot: 503, nothing refunded.
+        text = base_config({"q": "quota 1"}, server="threads = 1\n")
+        text += '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (self.store_url(), fresh_prefix())
+        path = write_config(text)
+        self.addCleanup(os.unlink, path)
+        a, b = self.start("--config", path), self.start("--config", path)
+        h = {"Content-Type": "application/json"}
+        for i, key in enumerate(["alice", "bob", "carol", "{team}dave"]):
+            st, _, d = a.decide([("q", key)], rid="r-%d" % i)
+            self.assertEqual((st, d["id"]), (200, "r-%d" % i), d)
+            rid = d["refund_id"]
+            self.assertEqual(b.request("POST", "/v1/refund", json.dumps({"id": d["id"]}), h)[0], 503)
+            st, _, body = b.request("POST", "/v1/refund", json.dumps({"id": rid}), h)
+            self.assertEqual(st, 200, body)
+            self.assertEqual(json.loads(body)["checks"][0]["given_back"], 1)
+            self.assertEqual(a.request("POST", "/v1/refund", json.dumps({"id": rid}), h)[0], 409)
+            self.assertEqual(b.decide([("q", key)], rid="again-%d" % i)[0], 200)  # the quota's unit is back
+
 
 
 class FleetOnSentinel(FleetOnRedis):
