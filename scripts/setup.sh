@@ -14,7 +14,9 @@ set -euo pipefail
 # toml++, nlohmann-json and yaml-cpp (envoyproxy/ratelimit configs: node marks
 # give every error its line and column), its Envoy front end on grpc++ and
 # protobuf; the tests start their own redis-server (also as sentinels) and
-# nginx (on free ports) and reach them with curl, python3's http.client and grpcio.
+# nginx (on free ports) and reach them with curl, python3's http.client and grpcio;
+# faketime (libfaketime) runs a sluice serve with its clock shifted, so the
+# clock tests (tests/serve/test_serve_clock.py) see a fleet whose clocks disagree.
 # libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
 # --no-install-recommends needs it named.
 packages=(make cmake ninja-build g++ pkg-config git
@@ -24,7 +26,7 @@ packages=(make cmake ninja-build g++ pkg-config git
           libhiredis-dev libboost-dev libssl-dev openssl libtomlplusplus-dev nlohmann-json3-dev libyaml-cpp-dev
           redis-server redis-tools nginx-light curl python3
           libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-          python3-grpcio python3-protobuf)
+          python3-grpcio python3-protobuf faketime)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
