@@ -195,7 +195,7 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     any_state& st = read.value();
     if ((latest != detail::i64_min &&
          static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance) ||
-        offset_skewed())
+        ahead_of_store(r.now))
       skew.fetch_add(1, std::memory_order_relaxed);
     const any_policy& pol = e.p->policy();
     const std::int64_t cost = cost_of(r, r.checks[0]);
@@ -320,7 +320,7 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
   if (at != before.size()) return outcome::failure;
   if (count_skew && ((latest != detail::i64_min &&
                       static_cast<detail::i128>(now) < static_cast<detail::i128>(latest) - opt.skew_tolerance) ||
-                     offset_skewed()))
+                     ahead_of_store(now)))
     skew.fetch_add(1, std::memory_order_relaxed);
   std::array<std::int64_t, max_checks> costs{};
   for (std::size_t i = 0; i < n; ++i) costs[i] = cost_of(r, r.checks[i]);

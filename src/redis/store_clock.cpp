@@ -69,6 +69,13 @@ tick redis_store::impl::lookup_now(tick now) const noexcept {
   return t > detail::i64_max ? detail::i64_max : static_cast<tick>(t);
 }
 
+bool redis_store::impl::ahead_of_store(tick now) const noexcept {
+  if (at_store_clock() || opt.tick_ns <= 0 || !have_offset.load(std::memory_order_relaxed)) return false;
+  const detail::i128 store_now =
+      (static_cast<detail::i128>(realtime_ns()) + offset_ns.load(std::memory_order_relaxed)) / opt.tick_ns;
+  return static_cast<detail::i128>(now) > store_now + opt.skew_tolerance;
+}
+
 void redis_store::impl::maybe_measure_clock() {
   const std::int64_t s = remote::circuit_breaker::steady_ns();
   std::int64_t next = next_measure_ns.load(std::memory_order_relaxed);
@@ -99,8 +106,6 @@ std::optional<std::int64_t> redis_store::impl::measure_clock() {
   const std::int64_t offset = part[0] * 1'000'000'000 + part[1] * 1000 - (t0 + (t1 - t0) / 2);
   offset_ns.store(offset, std::memory_order_relaxed);
   have_offset.store(true, std::memory_order_relaxed);
-  const detail::i128 tolerance = static_cast<detail::i128>(opt.skew_tolerance) * opt.tick_ns;
-  offset_skew.store(!at_store_clock() && opt.tick_ns > 0 && magnitude(offset) > tolerance, std::memory_order_relaxed);
   const std::int64_t bound = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.max_clock_offset).count();
   if (bound <= 0) return offset;
   const bool past = magnitude(offset) > bound;

@@ -252,15 +252,17 @@ struct redis_store::impl {
   /// (clock_offset, the skew count, the health line past max_clock_offset).
   void maybe_measure_clock();
   std::optional<std::int64_t> measure_clock();
-  /// Whether a request should count as skew for the measured offset alone
-  /// (at the local clock, an offset past skew_tolerance either way).
-  [[nodiscard]] bool offset_skewed() const noexcept { return offset_skew.load(std::memory_order_relaxed); }
+  /// At the local clock, whether `now` is ahead of the store's clock (this
+  /// machine's realtime clock plus the measured offset) by more than
+  /// skew_tolerance: the process ahead counts as skew too (the one behind
+  /// meets keys whose latest admit is ahead of it).
+  [[nodiscard]] bool ahead_of_store(tick now) const noexcept;
   // store clock - steady ns, of the latest reply's instant (ns), and whether one came
   std::atomic<std::int64_t> store_minus_steady{0};
   std::atomic<bool> have_store_estimate{false};
   std::atomic<std::int64_t> next_measure_ns{0};  // steady ns of the next offset measurement
   std::atomic<std::int64_t> offset_ns{0};
-  std::atomic<bool> have_offset{false}, offset_skew{false}, offset_past_bound{false};
+  std::atomic<bool> have_offset{false}, offset_past_bound{false};
 
   /// One FCALL, or one pipeline of them, timed and its failures counted by
   /// reason (figures): every call the store decides with goes through these.

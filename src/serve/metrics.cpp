@@ -195,8 +195,8 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");
   sample(out, "sluice_deny_cache_hits_total", store.deny_cache_hits);
   family(out, "sluice_clock_skew_total", "counter",
-         "Requests behind a key's latest admit by more than the tolerance, or decided at a local clock whose "
-         "measured offset to the store's is past it either way (clocks that disagree).");
+         "Requests behind a key's latest admit by more than the tolerance, or stamped ahead of the store's clock "
+         "by more than it (clocks that disagree).");
   sample(out, "sluice_clock_skew_total", store.clock_skew);
   if (figures != nullptr && figures->clock_offset_ns) {
     // Signed: positive when this process's clock is behind the store's.

@@ -15,7 +15,8 @@ by scripts/setup.sh) with its clock shifted by +30 s, +1 h and -30 s.
   store's clock, sluice_clock_offset_seconds, on the right process with
   the right sign (the store's clock minus the process's: about -30 on the
   process 30 s ahead), logs that it is past store.max_clock_offset, and
-  counts its requests in sluice_clock_skew_total — ahead as well as behind.
+  counts its requests in sluice_clock_skew_total — ahead as well as behind
+  (the process on time counts none).
 
 libfaketime is an LD_PRELOAD library (the path the `faketime` wrapper
 preloads, with FAKETIME="+30s" etc., so that the PID the test stops is
@@ -146,20 +147,23 @@ class ClockOnRedis(ServeCase):
                 self.assertEqual(got, allowance(self.policies), "clock=store, " + label)
 
                 local_shifted = self.serve("local", "local:", shift=label)
-                local_shifted.decide([("gcra", "m" + label)])
-                local_on_time.decide([("gcra", "m" + label)])
+                local_shifted.decide([("gcra", "m1" + label)])  # keys of their own: no skew between them
+                local_on_time.decide([("gcra", "m2" + label)])
                 ahead = self.offset_of(local_shifted)
                 self.assertLess(abs(ahead + seconds), 2, "the store's clock minus the shifted process's")
                 self.assertLess(abs(self.offset_of(local_on_time)), 2)
                 self.assertTrue(local_shifted.wait_log("past max_clock_offset"), local_shifted.log())
                 self.assertIn("ahead of" if seconds > 0 else "behind", local_shifted.log())
-                # Every request of the shifted process is skew now (its
-                # offset is past the tolerance of 1 s), ahead or behind.
+                # The shifted process counts skew, ahead (its requests
+                # stamped past the store's clock) or behind (a key admitted
+                # by the process on time is ahead of it): every request.
+                self.assertEqual(local_on_time.decide([("gcra", "s" + label)])[0], 200)
                 before = metric(local_shifted.metrics(), "sluice_clock_skew_total")
                 for _ in range(3):
-                    local_shifted.decide([("quota", "s" + label)])
+                    local_shifted.decide([("gcra", "s" + label)])
                 after = metric(local_shifted.metrics(), "sluice_clock_skew_total")
-                self.assertGreaterEqual(after - before, 3)
+                self.assertEqual(after - before, 3)
+                self.assertEqual(metric(local_on_time.metrics(), "sluice_clock_skew_total"), 0)
                 self.assertEqual(shifted.stop(), 0)
                 self.assertEqual(local_shifted.stop(), 0)
 
