@@ -17,6 +17,8 @@ set -euo pipefail
 # nginx (on free ports) and reach them with curl, python3's http.client and grpcio;
 # haproxy is the proxy that appends X-Forwarded-For and Forwarded lines (the
 # forwarded-header tests run it in front of sluice, as nginx replaces them).
+# faketime (libfaketime) runs a sluice serve with its clock shifted, so the
+# clock tests (tests/serve/test_serve_clock.py) see a fleet whose clocks disagree.
 # libclang-rt-14-dev (libFuzzer) is only a recommend of clang, so
 # --no-install-recommends needs it named.
 packages=(make cmake ninja-build g++ pkg-config git
@@ -26,7 +28,7 @@ packages=(make cmake ninja-build g++ pkg-config git
           libhiredis-dev libboost-dev libssl-dev openssl libtomlplusplus-dev nlohmann-json3-dev libyaml-cpp-dev
           redis-server redis-tools nginx-light haproxy curl python3
           libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-          python3-grpcio python3-protobuf)
+          python3-grpcio python3-protobuf faketime)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

@@ -115,7 +115,9 @@ struct redis_store_options {
   /// `sluice serve`; semantics.md "Remote stores"): a check denied until
   /// `now + retry_after` denies the requests of the same or larger cost on
   /// it until then without a call. Exact in `allowed` on a clock shared by
-  /// the fleet; its `retry_after` is a lower bound (exact unless another
+  /// the fleet (`clock = store_clock::store`: Redis's, against this
+  /// process's estimate of it, which errs early: docs/redis.md, "The deny
+  /// cache"); its `retry_after` is a lower bound (exact unless another
   /// client consumed meanwhile), its `remaining` 0. The store subscribes to
   /// its invalidation channel (`<prefix>invalidate`) on a connection of its
   /// own: an override change or refund through any process ends the
@@ -125,15 +127,23 @@ struct redis_store_options {
   bool deny_cache = false;
   /// About how many denied (policy, key) pairs the cache holds.
   std::size_t deny_cache_capacity = 1 << 16;
-  /// Server-clock mode (semantics.md, "Remote stores"): every request is
-  /// decided at Redis's clock (TIME, microseconds) instead of its `now`, so
-  /// a fleet whose clocks disagree decides on one; `store_decision::at`
-  /// reports the instant used. It costs one more round trip per call (per
-  /// pipeline for decide_many_at): TIME is read, then the request is
-  /// decided at that instant. Needs ticks that divide a microsecond
-  /// (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is µs·1000/tick_ns) and
-  /// no deny cache (its entries are instants of the client's clock).
-  bool server_clock = false;
+  /// Whose clock decides (semantics.md, "Clocks of a fleet"). `local`:
+  /// each request at its own `now` (explicit instants: virtual clocks,
+  /// replays, the conformance suite). `store`: each call reads Redis's
+  /// clock (TIME, µs) inside the same FCALL — one round trip, as `local` —
+  /// and decides at it (in a cluster: the clock of the primary that holds
+  /// the request's slot); `store_decision::at` reports the instant used and
+  /// the request's `now` is only a hint. Needs ticks that divide a
+  /// microsecond (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is
+  /// µs·1000/tick_ns). With the deny cache, its entries are instants of
+  /// the store's clock and a lookup reads this process's estimate of it
+  /// (docs/redis.md, "The deny cache").
+  store_clock clock = store_clock::local;
+  /// The bound on this process's offset to the store's clock (measured
+  /// with TIME about once a second while the store is used, in both
+  /// modes; redis_store::clock_offset): `on_health_change` gets one line
+  /// when the offset passes it and one when it is back within. 0: no line.
+  std::chrono::milliseconds max_clock_offset{1000};
 };
 
 /// Counts of the Redis store beyond `store_stats`.
@@ -177,6 +187,10 @@ struct redis_store_stats {
   std::uint64_t deny_cache_invalidations = 0;  ///< messages heard
   std::uint64_t deny_cache_subscriptions = 0;  ///< subscriptions confirmed
   std::uint64_t deny_cache_bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
+  /// Redis's clock minus this process's realtime clock, in ns, as last
+  /// measured (a TIME read, about once a second while the store decides,
+  /// corrected by half its round trip); none before the first.
+  std::optional<std::int64_t> clock_offset_ns;
 
   /// The bounds of the call-latency histogram, in nanoseconds (integers:
   /// no floating point decides a bucket).
@@ -252,7 +266,7 @@ class redis_store final : public store, public remote::loop_store {
   /// caller's and `done` runs on the client's I/O thread when its reply
   /// comes or its deadline passes — on an attached event loop, that loop's
   /// own connection and thread (attach_loops); a decision that needs more
-  /// calls (a carry-over, server-clock mode's TIME) is made on a thread of
+  /// calls (a carry-over) is made on a thread of
   /// the store's.
   void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
                     decided done) override;
@@ -268,6 +282,12 @@ class redis_store final : public store, public remote::loop_store {
   /// per store: a cluster keeps the store's own I/O thread.
   result<bool> attach_loops(std::span<boost::asio::io_context* const> loops) override;
   void detach_loop(boost::asio::io_context& loop) override;
+  /// Reads Redis's clock now (TIME, one round trip) and answers its offset
+  /// to this process's realtime clock in ns (positive: this process is
+  /// behind), as `redis_stats().clock_offset_ns` then reports; nullopt
+  /// when Redis does not answer. The store also measures it by itself,
+  /// about once a second while it decides (on a thread of its own).
+  std::optional<std::int64_t> measure_clock_offset();
   /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in
   /// a cluster too: the checks share a slot). When Redis cannot take it
   /// (down, timeout, breaker open), nothing is charged and the answer is
@@ -313,8 +333,8 @@ class redis_store final : public store, public remote::loop_store {
   std::optional<any_policy> override_seen(policy_id policy, std::string_view key) override;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
-  /// it). In server-clock mode decisions use Redis's clock instead, and
-  /// report it in `store_decision::at`.
+  /// it). At the store's clock (`clock = store_clock::store`) decisions
+  /// use Redis's clock instead, and report it in `store_decision::at`.
   [[nodiscard]] tick now() const noexcept override;
 
   [[nodiscard]] store_stats stats() const override;

@@ -92,6 +92,15 @@ enum class failure_mode : std::uint8_t {
   local,        ///< decide in process, with the same policy (source::fallback)
 };
 
+/// Whose clock decides a remote store's requests (semantics.md, "Clocks of
+/// a fleet"): the request's own `now` (`local`), or the store's clock,
+/// read inside each call (`store`: one clock for a fleet). The Redis
+/// store's option, and `sluice serve`'s `store.clock`.
+enum class store_clock : std::uint8_t {
+  local,  ///< each request at its `now` (explicit instants)
+  store,  ///< each call at the store's clock (Redis TIME), reported in `at`
+};
+
 /// How many sources there are (for tables indexed by source).
 inline constexpr std::size_t source_count = 9;
 
@@ -152,8 +161,8 @@ struct store_decision {
   /// Where the decision came from.
   source from = source::store;
   /// The instant the request was decided at, in the store's ticks: its
-  /// `now`, unless the store reads a clock of its own (a Redis store in
-  /// server-clock mode: Redis's).
+  /// `now`, unless the store reads a clock of its own (a Redis store at
+  /// `store_clock::store`: Redis's).
   tick at = 0;
   /// The nonce of the leases this admit took (semantics.md, "Leases"): one
   /// for every concurrency part of every check; 0 when it took none (a
@@ -218,6 +227,10 @@ struct store_figures {
   };
   /// nullopt: no deny cache.
   std::optional<cache_subscription> deny_cache;
+  /// The store's clock minus this process's realtime clock, in ns, as last
+  /// measured (semantics.md, "Clocks of a fleet"): positive when this
+  /// process is behind. None before the first measurement.
+  std::optional<std::int64_t> clock_offset_ns;
 };
 
 /// One override (semantics.md, "Overrides"): a key of a policy and the

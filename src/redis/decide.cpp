@@ -110,7 +110,7 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
   }
   c.keys = s.pieces.size() - c.first;
   const std::size_t at = begin_piece(s);
-  redis::put_limbs(s.bytes, r.now);
+  put_instant(s.bytes, r.now);
   redis::put_number(s.bytes, opt.tick_ns);
   redis::put_number(s.bytes, ttl_base);
   redis::put_number(s.bytes, batch);
@@ -193,8 +193,9 @@ outcome redis_store::impl::judge(const store_request& r, const entry* const* es,
     auto read = e.p->decode_leaf(0, before, latest);
     if (!read) return outcome::corrupt;
     any_state& st = read.value();
-    if (latest != detail::i64_min &&
-        static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
+    if ((latest != detail::i64_min &&
+         static_cast<detail::i128>(r.now) < static_cast<detail::i128>(latest) - opt.skew_tolerance) ||
+        ahead_of_store(r.now))
       skew.fetch_add(1, std::memory_order_relaxed);
     const any_policy& pol = e.p->policy();
     const std::int64_t cost = cost_of(r, r.checks[0]);
@@ -317,8 +318,9 @@ outcome redis_store::impl::decide_on(const store_request& r, const entry* const*
     at += k;
   }
   if (at != before.size()) return outcome::failure;
-  if (count_skew && latest != detail::i64_min &&
-      static_cast<detail::i128>(now) < static_cast<detail::i128>(latest) - opt.skew_tolerance)
+  if (count_skew && ((latest != detail::i64_min &&
+                      static_cast<detail::i128>(now) < static_cast<detail::i128>(latest) - opt.skew_tolerance) ||
+                     ahead_of_store(now)))
     skew.fetch_add(1, std::memory_order_relaxed);
   std::array<std::int64_t, max_checks> costs{};
   for (std::size_t i = 0; i < n; ++i) costs[i] = cost_of(r, r.checks[i]);
@@ -381,6 +383,7 @@ std::optional<store_decision> redis_store::impl::before_call(const store_request
                                                              std::span<decision> per_check,
                                                              std::span<std::optional<tick>> grows) {
   for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+  maybe_measure_clock();
   if (!entries_of(r, es)) {
     count(decisions, peek);
     count(errors, peek);
@@ -398,13 +401,11 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
   std::array<const entry*, max_checks> es{};
   store_request r = request;
   if (peek) grows = {};
+  // At the store's clock: looked up at the estimate of it, sent as the
+  // window split's reference, decided at the instant the reply returns.
+  r.now = lookup_now(r.now);
   if (auto early = before_call(r, peek, es.data(), per_check, grows)) return *early;
   const auto seen = cache_generation();  // before the call (conclude)
-  if (opt.server_clock) {
-    const auto t = server_now();  // decided at Redis's clock, reported in `at`
-    if (!t) return conclude(r, es.data(), outcome::failure, {}, peek, per_check, grows);
-    r.now = *t;
-  }
   // Per-check decisions for the deny cache or `grows` when the caller wants none.
   std::array<decision, max_checks> mine{};
   if (!peek && per_check.empty() && (!grows.empty() || (denials && r.checks.size() > 1)))
@@ -419,9 +420,11 @@ store_decision redis_store::impl::one(const store_request& request, bool peek, s
     clear(s);
     build(r, es.data(), peek, 0, s);
     seal(s);
-    const auto res = call_one(s.fcalls[0]);
-    if (const auto* rep = std::get_if<redis::reply>(&res)) {
-      o = judge(r, es.data(), *rep, peek, out, per_check, stale, grows);
+    const std::int64_t sent = remote::circuit_breaker::steady_ns();
+    auto res = call_one(s.fcalls[0]);
+    if (auto* rep = std::get_if<redis::reply>(&res)) {
+      o = take_instant(*rep, sent, r.now) ? judge(r, es.data(), *rep, peek, out, per_check, stale, grows)
+                                          : outcome::failure;
     } else {
       o = redis::outcome_of(std::get<redis::call_error>(res));
     }
@@ -488,6 +491,7 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   auto j = std::make_shared<async_job>();
   j->r = request;
   j->peek = peek;
+  j->r.now = lookup_now(j->r.now);  // as `one`
   // entries_of refuses more than max_checks before it writes an entry.
   j->es.resize(std::min(request.checks.size(), max_checks));
   if (auto early = before_call(j->r, peek, j->es.data(), per_check, grows)) return done(*early);
@@ -500,15 +504,6 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
   }
   j->per_check = per_check;
   enter();
-  if (opt.server_clock) {
-    // TIME first, then the FCALL: two calls, decided on the slow lane.
-    slow.post([this, j] {
-      const store_decision d = one(j->r, j->peek, j->per_check, j->grows);
-      j->done(d);
-      leave();
-    });
-    return;
-  }
   clear(j->s);
   // The call's bytes in one allocation, not one per doubling (a key and a
   // few numbers per check; a larger request grows it as it needs).
@@ -530,9 +525,11 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
     store_decision out;
     std::vector<std::optional<std::string>> stale;
     outcome o = outcome::failure;
-    if (const auto* rep = std::get_if<redis::reply>(&res)) {
+    if (auto* rep = std::get_if<redis::reply>(&res)) {
       const lease_scope scope(j->nonce);  // the nonce the call sent
-      o = judge(j->r, j->es.data(), *rep, j->peek, out, j->per_check, stale, j->grows);
+      o = take_instant(*rep, j->t0, j->r.now)
+              ? judge(j->r, j->es.data(), *rep, j->peek, out, j->per_check, stale, j->grows)
+              : outcome::failure;
     } else {
       o = redis::outcome_of(std::get<redis::call_error>(res));
     }
@@ -561,17 +558,15 @@ void redis_store::impl::one_async(const store_request& request, bool peek, std::
 }
 
 void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {
-  // Server-clock mode: the whole batch at one instant of Redis's clock (if
-  // TIME fails, every request meets the failure mode, as its call would).
-  std::vector<store_request> at_server;
+  // At the store's clock: each request looked up at the estimate of it,
+  // and decided at the instant its own call returns (as `one`).
+  maybe_measure_clock();
+  std::vector<store_request> at_store;
   std::span<const store_request> requests = given;
-  bool no_time = false;
-  if (opt.server_clock) {
-    const auto t = server_now();
-    no_time = !t;
-    at_server.assign(given.begin(), given.end());
-    for (auto& r : at_server) r.now = t.value_or(r.now);
-    requests = at_server;
+  if (at_store_clock()) {
+    at_store.assign(given.begin(), given.end());
+    for (auto& r : at_store) r.now = lookup_now(r.now);
+    requests = at_store;
   }
   const std::size_t n = requests.size();
   std::vector<std::array<const entry*, max_checks>> es(n);
@@ -588,9 +583,6 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       done[i] = true;
     } else if (stateless(requests[i], es[i].data())) {
       out[i] = decide_stateless(requests[i], es[i].data(), false, {});
-      done[i] = true;
-    } else if (no_time) {
-      out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
       done[i] = true;
     } else if (auto answered = local_answer(requests[i], es[i].data(), false, {})) {
       out[i] = *answered;
@@ -626,6 +618,7 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
     const std::vector<std::size_t> owner = s.owner;  // the carry path below reuses the buffers
     // One outcome per call: in a cluster each node's pipeline succeeds or
     // fails on its own (one server: all of them together).
+    const std::int64_t sent = remote::circuit_breaker::steady_ns();
     auto results = call_each(s.fcalls);
     for (std::size_t c = 0; c < owner.size(); ++c) {
       const std::size_t i = owner[c];
@@ -640,7 +633,10 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
       } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
         o = redis::outcome_of(*err);
       } else {
-        o = judge(r, es[i].data(), std::get<redis::reply>(results[c]), false, d, pc, stale);
+        auto& rep = std::get<redis::reply>(results[c]);
+        o = take_instant(rep, sent, at_store.empty() ? d.at : at_store[i].now)
+                ? judge(r, es[i].data(), rep, false, d, pc, stale)
+                : outcome::failure;
       }
       // Skipped: a call after a stale one on the same server (the library
       // ran nothing); sent again, in order, next round. The calls of other
@@ -667,9 +663,12 @@ void redis_store::impl::many(std::span<const store_request> given, std::span<sto
         clear(again);
         build(r, es[i].data(), false, 0, again);
         seal(again);
-        const auto res2 = call_one(again.fcalls[0]);
-        const auto* rep = std::get_if<redis::reply>(&res2);
-        o = rep != nullptr ? judge(r, es[i].data(), *rep, false, d, pc, stale) : outcome::failure;
+        const std::int64_t again_sent = remote::circuit_breaker::steady_ns();
+        auto res2 = call_one(again.fcalls[0]);
+        auto* rep = std::get_if<redis::reply>(&res2);
+        o = rep != nullptr && take_instant(*rep, again_sent, at_store.empty() ? d.at : at_store[i].now)
+                ? judge(r, es[i].data(), *rep, false, d, pc, stale)
+                : outcome::failure;
       }
       if (moved_again()) continue;
       out[i] = conclude(r, es[i].data(), o, d, false, pc, {}, seen);

@@ -213,12 +213,6 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     breaker_open.fetch_add(1, std::memory_order_relaxed);
     return failed(false);
   }
-  if (opt.server_clock) {
-    const auto t = server_now();
-    if (!t) return failed(true);
-    now = *t;
-    a.at = now;
-  }
   const std::string id_key = opt.prefix + "i:" + std::string(id);
   const std::string mark_key = opt.prefix + "r:" + std::string(id);
   // Every call's outcome feeds the breaker as a decision's does.
@@ -227,8 +221,16 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       health_changed(node, ok, figures.last_reason());
   };
   const auto read = [&](std::span<const std::string_view> keys) -> std::optional<std::vector<redis::reply>> {
-    const auto res = call_one(redis::function_call{fns.refund_read, keys.size(), keys});
-    const auto* rep = std::get_if<redis::reply>(&res);
+    // At the store's clock each read also answers its instant (the last
+    // read's, before the states are refunded, is the refund's).
+    std::vector<std::string_view> args(keys.begin(), keys.end());
+    const std::string tns = std::to_string(opt.tick_ns);
+    if (at_store_clock()) args.push_back(tns);
+    const std::int64_t sent = remote::circuit_breaker::steady_ns();
+    auto res = call_one(redis::function_call{fns.refund_read, keys.size(), args});
+    auto* rep = std::get_if<redis::reply>(&res);
+    if (rep != nullptr && !rep->is_error() && !take_instant(*rep, sent, now)) rep = nullptr;
+    a.at = now;
     const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
     if (arr == nullptr || arr->size() != keys.size()) {
       note(false);

@@ -24,6 +24,8 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.breaker_failures = o.breaker_failures;
   r.breaker_cool_down = o.breaker_cool_down;
   r.deny_cache = o.deny_cache;
+  r.clock = o.clock;
+  r.max_clock_offset = o.max_clock_offset;
   r.on_health_change = o.on_health_change;
   auto st = redis_store::open(std::move(r));
   if (!st) return st.err();
@@ -49,6 +51,7 @@ std::optional<store_figures> redis_store::figures() const {
   if (impl_->listener)
     f.deny_cache = store_figures::cache_subscription{s.deny_cache_subscribed, s.deny_cache_invalidations,
                                                      s.deny_cache_subscriptions, s.deny_cache_bypassed};
+  f.clock_offset_ns = s.clock_offset_ns;
   return f;
 }
 

@@ -69,11 +69,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     note(false);
     return error();
   };
-  if (opt.server_clock) {
-    const auto t = server_now();
-    if (!t) return failed();
-    r.now = now = *t;
-  }
+  r.now = now = lookup_now(now);  // at the store's clock: the reference sent, decided at the reply's instant
   std::vector<std::string> keys;
   std::string blob;
   std::vector<std::string_view> views;
@@ -81,7 +77,8 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
   const auto make_call = [&] {
     keys.clear();
     blob.clear();
-    redis::put_limbs(blob, now);
+    put_instant(blob, now);
+    redis::put_number(blob, opt.tick_ns);
     redis::put_number(blob, static_cast<std::int64_t>(nonce >> 32));
     redis::put_number(blob, static_cast<std::int64_t>(nonce & 0xFFFFFFFFULL));
     for (std::size_t i = 0; i < n; ++i)
@@ -125,8 +122,11 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
   make_call();
 
   for (int attempt = 0; attempt < release_attempts; ++attempt) {
-    const auto res = call_one(redis::function_call{fns.release, keys.size(), views});
-    const auto* rep = std::get_if<redis::reply>(&res);
+    const std::int64_t sent = remote::circuit_breaker::steady_ns();
+    auto res = call_one(redis::function_call{fns.release, keys.size(), views});
+    auto* rep = std::get_if<redis::reply>(&res);
+    if (rep != nullptr && !take_instant(*rep, sent, now)) return failed();
+    r.now = now;
     if (rep == nullptr) {
       if (redis::outcome_of(std::get<redis::call_error>(res)) == outcome::corrupt) {
         note(true);

@@ -32,6 +32,8 @@ thread_local redis::scratch tls_reports;
 
 std::optional<store_decision> redis_store::impl::report_before_call(store_request& r, const entry** es,
                                                                     std::span<decision> per_check) {
+  maybe_measure_clock();
+  r.now = lookup_now(r.now);  // at the store's clock: its estimate, the call's reference
   if (!r.id.empty() || !entries_of(r, es) || (!per_check.empty() && per_check.size() < r.checks.size())) {
     count(decisions, false);
     count(errors, false);
@@ -137,11 +139,6 @@ store_decision redis_store::impl::report_one(const store_request& request, std::
   std::array<const entry*, max_checks> es{};
   store_request r = request;
   if (auto early = report_before_call(r, es.data(), per_check)) return *early;
-  if (opt.server_clock) {
-    const auto t = server_now();
-    if (!t) return report_concluded(r, outcome::failure, {}, per_check);
-    r.now = *t;
-  }
   std::array<decision, max_checks> mine{};
   const std::span<decision> pc = per_check.empty() ? std::span<decision>(mine.data(), r.checks.size()) : per_check;
   store_decision out;
@@ -151,7 +148,9 @@ store_decision redis_store::impl::report_one(const store_request& request, std::
   for (int attempt = 0; attempt < carry_attempts;) {
     redis::scratch& s = tls_reports;
     build_report(r, es.data(), s);
-    o = judge_report(r, es.data(), call_one(s.fcalls[0]), out, pc, stale);
+    const std::int64_t sent = remote::circuit_breaker::steady_ns();
+    auto res = call_one(s.fcalls[0]);
+    o = take_instant(res, sent, r.now) ? judge_report(r, es.data(), res, out, pc, stale) : outcome::failure;
     if (o == outcome::moved) {
       // Built for another override than the one stored: nothing charged;
       // built again under the stored one.
@@ -194,14 +193,6 @@ void redis_store::impl::report_async(const store_request& request, std::span<dec
   j->done = std::move(done);
   j->per_check = per_check;
   enter();
-  if (opt.server_clock) {
-    // TIME first, then the FCALL: two calls, on the slow lane.
-    slow.post([this, j] {
-      j->done(report_one(j->r, j->per_check));
-      leave();
-    });
-    return;
-  }
   build_report(j->r, j->es.data(), j->s);
   j->t0 = remote::circuit_breaker::steady_ns();
   backend_here().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
@@ -214,7 +205,8 @@ void redis_store::impl::report_async(const store_request& request, std::span<dec
         j->per_check.empty() ? std::span<decision>(j->mine.data(), j->r.checks.size()) : j->per_check;
     store_decision out;
     std::vector<std::optional<std::string>> stale;
-    outcome o = judge_report(j->r, j->es.data(), res, out, pc, stale);
+    outcome o =
+        take_instant(res, j->t0, j->r.now) ? judge_report(j->r, j->es.data(), res, out, pc, stale) : outcome::failure;
     if (o == outcome::moved) {
       (void)follow(j->r, j->es.data(), stale);  // the slow lane builds it again under the stored override
       o = outcome::stale;

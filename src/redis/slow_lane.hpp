@@ -1,6 +1,6 @@
 // A thread of the Redis store's own for the rare decisions that take more
 // than one call (a state carried over from an earlier configuration, a
-// compare-and-set that lost a race, server-clock mode's TIME first): the
+// compare-and-set that lost a race; the clock's offset measurement): the
 // asynchronous path hands them here, where the synchronous code decides
 // them, so that no I/O thread and no caller's event loop ever waits on a
 // second call. Jobs run in the order given. Private to sluice::redis.

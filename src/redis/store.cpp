@@ -128,25 +128,6 @@ store_decision redis_store::impl::refuse_cross_slot(const store_request& r, bool
   return error_decision(r, per_check);
 }
 
-std::optional<tick> redis_store::impl::server_now() {
-  if (cluster != nullptr) return std::nullopt;  // open() refuses it in a cluster
-  const auto res = cli->call({"TIME"});
-  const auto* rep = std::get_if<redis::reply>(&res);
-  const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
-  if (arr == nullptr || arr->size() != 2) return std::nullopt;
-  std::int64_t part[2] = {0, 0};
-  for (std::size_t i = 0; i < 2; ++i) {
-    const auto text = (*arr)[i].as_string();
-    if (!text) return std::nullopt;
-    const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), part[i]);
-    if (ec != std::errc{} || p != text->data() + text->size() || part[i] < 0) return std::nullopt;
-  }
-  // Microseconds since 1970, in ticks of tick_ns (a divisor of 1000).
-  const detail::i128 ticks = (static_cast<detail::i128>(part[0]) * 1'000'000 + part[1]) * (1000 / opt.tick_ns);
-  if (ticks > detail::i64_max) return std::nullopt;
-  return static_cast<tick>(ticks);
-}
-
 redis::call_result redis_store::impl::call_one(const redis::function_call& fc) {
   const std::int64_t t0 = remote::circuit_breaker::steady_ns();
   auto r = cli->fcall(fc);
@@ -411,18 +392,12 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
   if (options.tick_ns >= redis::p53) return error{"tick_ns", "must be below 2^53"};
   if (options.grace.count() < 0) return error{"grace", "must not be negative"};
   if (options.skew_tolerance < 0) return error{"skew_tolerance", "must not be negative"};
-  if (options.server_clock && (options.tick_ns <= 0 || 1000 % options.tick_ns != 0))
+  if (options.clock == store_clock::store && (options.tick_ns <= 0 || 1000 % options.tick_ns != 0))
     return error{"tick_ns",
-                 "server-clock mode needs ticks that divide a microsecond (1, 2, 4, 5, 8, 10, ..., 1000 ns)"};
-  if (options.server_clock && options.deny_cache)
-    return error{"deny_cache",
-                 "not in server-clock mode: a cached denial holds until an instant of the client's clock, which the "
-                 "server's need not follow"};
+                 "the store's clock needs ticks that divide a microsecond (1, 2, 4, 5, 8, 10, ..., 1000 ns)"};
+  if (options.max_clock_offset.count() < 0) return error{"max_clock_offset", "must not be negative"};
   auto b = redis::open_backend(options);
   if (!b) return b.err();
-  if (options.server_clock && redis::is_cluster_url(options.url))
-    return error{"server_clock",
-                 "not with a cluster: each primary has its own clock, so no one TIME holds for every key"};
   auto p = std::make_unique<impl>(std::move(options), std::move(b).value());
   // The one server's name in health lines and breaker figures, whichever
   // client reaches it (a Sentinel deployment: its URL, redacted).
@@ -640,6 +615,7 @@ redis_store_stats redis_store::redis_stats() const {
     s.deny_cache_subscriptions = l.subscriptions;
     s.deny_cache_bypassed = get(p.bypassed);
   }
+  if (p.have_offset.load(std::memory_order_relaxed)) s.clock_offset_ns = p.offset_ns.load(std::memory_order_relaxed);
   if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
     for (const auto& [n, st] : p.cluster->breaker_states())
@@ -656,6 +632,8 @@ redis_store_stats redis_store::redis_stats() const {
 }
 
 store_stats redis_store::stats() const { return redis_stats().base; }
+
+std::optional<std::int64_t> redis_store::measure_clock_offset() { return impl_->measure_clock(); }
 
 std::optional<std::uint64_t> redis_store::count_keys() { return impl_->cli->count_keys(); }
 

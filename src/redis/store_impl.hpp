@@ -248,9 +248,44 @@ struct redis_store::impl {
   /// A batch number for a pipeline (non-zero, below 2^52).
   std::int64_t next_batch() noexcept;
 
-  /// Redis's clock (TIME) in the store's ticks (server-clock mode), or the
-  /// outcome in its place.
-  std::optional<tick> server_now();
+  // ---- store_clock.cpp (semantics.md, "Clocks of a fleet") ----
+  /// Whether every call is decided at the store's clock (clock = store).
+  [[nodiscard]] bool at_store_clock() const noexcept { return opt.clock == store_clock::store; }
+  /// The instant a call sends: `now` (local), or, at the store's clock, the
+  /// estimate of the store's clock flagged for the library (its high limb
+  /// plus 2^32: common.lua, `instant`).
+  void put_instant(std::string& out, tick now) const;
+  /// At the store's clock: the instant a reply ends with (two integers),
+  /// removed from it into `now`, and the estimate updated from it and the
+  /// call's send time `sent_ns` (steady). True at the local clock, and for
+  /// an error reply (it has none); false for a reply without it.
+  bool take_instant(redis::reply& rep, std::int64_t sent_ns, tick& now);
+  bool take_instant(redis::call_result& res, std::int64_t sent_ns, tick& now) {
+    auto* rep = std::get_if<redis::reply>(&res);
+    return rep == nullptr || take_instant(*rep, sent_ns, now);
+  }
+  /// The instant a request is looked up in the deny cache and stamped with
+  /// before its call: `now` at the local clock; at the store's, the
+  /// estimate of the store's clock, an upper bound (docs/redis.md, "The
+  /// deny cache"), or before any reply came this machine's realtime clock
+  /// plus the measured offset (if any), in ticks.
+  [[nodiscard]] tick lookup_now(tick now) const noexcept;
+  /// About once a second (the first decision after a second has passed),
+  /// a TIME read on the slow lane measures the offset to the store's clock
+  /// (clock_offset, the skew count, the health line past max_clock_offset).
+  void maybe_measure_clock();
+  std::optional<std::int64_t> measure_clock();
+  /// At the local clock, whether `now` is ahead of the store's clock (this
+  /// machine's realtime clock plus the measured offset) by more than
+  /// skew_tolerance: the process ahead counts as skew too (the one behind
+  /// meets keys whose latest admit is ahead of it).
+  [[nodiscard]] bool ahead_of_store(tick now) const noexcept;
+  // store clock - steady ns, of the latest reply's instant (ns), and whether one came
+  std::atomic<std::int64_t> store_minus_steady{0};
+  std::atomic<bool> have_store_estimate{false};
+  std::atomic<std::int64_t> next_measure_ns{0};  // steady ns of the next offset measurement
+  std::atomic<std::int64_t> offset_ns{0};
+  std::atomic<bool> have_offset{false}, offset_past_bound{false};
 
   /// One FCALL, or one pipeline of them, timed and its failures counted by
   /// reason (figures): every call the store decides with goes through these.
@@ -327,8 +362,8 @@ struct redis_store::impl {
   /// (source::error, counted), no failure mode answers it.
   store_decision report_one(const store_request& r, std::span<decision> per_check);
   /// `report_one` without waiting (store::report_async): the call on the
-  /// asynchronous client, judged on its I/O thread; a carry-over (or
-  /// server-clock mode) on `slow`.
+  /// asynchronous client, judged on its I/O thread; a carry-over on
+  /// `slow`.
   void report_async(const store_request& r, std::span<decision> per_check, store::decided done);
   /// What a report is answered before any call (a bad request, a request
   /// of stateless checks, a breaker open), or nothing; fills `es`.

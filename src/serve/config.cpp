@@ -310,10 +310,12 @@ std::optional<error> read_password(const reader& r, bool remote, store_config& s
   return std::nullopt;
 }
 
-void read_store(const std::string& file, const toml::table& t, store_config& s, std::vector<error>& errs) {
+void read_store(const std::string& file, const toml::table& t, store_config& s, bool client_time,
+                std::vector<error>& errs) {
   const reader r(file, t, "store");
   r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval"},
+          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "clock",
+          "max_clock_offset"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
@@ -360,6 +362,27 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   SLUICE_NOTE(r.duration("fail_closed_retry_after", s.fail_closed_retry_after));
   SLUICE_NOTE(r.boolean("deny_cache", s.deny_cache));
   SLUICE_NOTE(r.str("key_prefix", s.key_prefix));
+  SLUICE_NOTE(r.duration("max_clock_offset", s.max_clock_offset, true));
+  // The store's clock by default; the service's with client_time, whose
+  // instants are the clients' (semantics.md, "Clocks of a fleet").
+  s.clock = client_time ? store_clock::local : store_clock::store;
+  std::string clock;
+  SLUICE_NOTE(r.str("clock", clock));
+  if (const toml::node* n = r.get("clock"); n != nullptr && n->is_string()) {
+    if (clock == "local") {
+      s.clock = store_clock::local;
+    } else if (clock != "store") {
+      errs.push_back(r.wrong(*n, "clock", "must be \"store\" or \"local\" (got '" + escape_bytes(clock) + "')"));
+    } else if (client_time) {
+      errs.push_back(r.wrong(*n, "clock",
+                             "\"store\" decides at the store's clock, but server.client_time = true lets clients "
+                             "give their own instants: set store.clock = \"local\" (or server.client_time = false)"));
+    } else if (!remote && scheme != nullptr) {
+      errs.push_back(r.wrong(*n, "clock",
+                             "only a remote store has a clock of its own (the memory store decides at "
+                             "the service's)"));
+    }
+  }
 }
 
 // The column of a policy expression's error inside the file: the string's
@@ -500,6 +523,7 @@ void read_rule(const std::string& file, const toml::table& t, std::size_t index,
 void finish_store(config& c) {
   if (!c.store.max_keys_given) c.store.max_keys = default_max_keys(c.lim.key_bytes);
   c.store.in_time_order = !c.client_time;
+  if (c.client_time) c.store.clock = store_clock::local;  // a file without [store] too
 }
 
 void read_document(const std::string& file, const toml::table& doc, config& c, std::vector<error>& errs) {
@@ -520,7 +544,7 @@ void read_document(const std::string& file, const toml::table& doc, config& c, s
     if (!n->is_table())
       errs.push_back(at_place(file, n->source().begin, "store must be a table ([store])"));
     else
-      read_store(file, *n->as_table(), c.store, errs);
+      read_store(file, *n->as_table(), c.store, c.client_time, errs);
   }
   const std::size_t before = errs.size();
   if (const toml::node* n = doc.get("policies")) {

@@ -87,6 +87,13 @@ struct store_config {
   tick fail_closed_retry_after = 1'000'000'000;
   /// Remote store: answer known denials locally (the exact deny cache).
   bool deny_cache = true;
+  /// Remote store: whose clock decides (semantics.md, "Clocks of a
+  /// fleet"): the store's unless server.client_time is on (then "local";
+  /// "store" given with it is an error naming both keys).
+  store_clock clock = store_clock::store;
+  /// Remote store: the offset to the store's clock past which a line is
+  /// logged (ns; 0: never).
+  tick max_clock_offset = 1'000'000'000;
   /// Remote store: the prefix of every key it writes.
   std::string key_prefix = "sluice:";
   /// True for the in-process store.

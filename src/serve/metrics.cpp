@@ -211,8 +211,17 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");
   sample(out, "sluice_deny_cache_hits_total", store.deny_cache_hits);
   family(out, "sluice_clock_skew_total", "counter",
-         "Requests behind a key's latest admit by more than the tolerance (clients whose clocks disagree).");
+         "Requests behind a key's latest admit by more than the tolerance, or stamped ahead of the store's clock "
+         "by more than it (clocks that disagree).");
   sample(out, "sluice_clock_skew_total", store.clock_skew);
+  if (figures != nullptr && figures->clock_offset_ns) {
+    // Signed: positive when this process's clock is behind the store's.
+    const std::int64_t o = *figures->clock_offset_ns;
+    family(out, "sluice_clock_offset_seconds", "gauge",
+           "The remote store's clock minus this process's, as last measured (positive: this process is behind).");
+    out += "sluice_clock_offset_seconds " + std::string(o < 0 ? "-" : "") +
+           seconds_text(o < 0 ? 0 - static_cast<std::uint64_t>(o) : static_cast<std::uint64_t>(o)) + "\n";
+  }
 
   family(out, "sluice_http_responses_total", "counter", "HTTP responses, by status code.");
   for (std::size_t code = 100; code < status_.size(); ++code) {

@@ -49,6 +49,8 @@ store_options store_options_of(const store_config& c) {
   o.on_failure = c.on_failure;
   o.fail_closed_retry_after = c.fail_closed_retry_after;
   o.deny_cache = c.deny_cache;
+  o.clock = c.clock;
+  o.max_clock_offset = std::chrono::milliseconds(c.max_clock_offset / 1'000'000);
   return o;
 }
 

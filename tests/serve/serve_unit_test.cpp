@@ -302,6 +302,35 @@ TEST(Config, ErrorsNameLineAndColumn) {
   EXPECT_EQ(parse_listen("[::1]:80")->host, "::1");
 }
 
+TEST(Config, TheStoresClockIsTheDefaultAndClientTimeNeedsTheLocalOne) {
+  const std::string redis = "[store]\nurl = \"redis://127.0.0.1:6379\"\n";
+  const std::string policies = "[policies]\np = \"quota 1\"\n";
+  auto d = parse_config(redis + policies, "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->store.clock, store_clock::store);
+  EXPECT_EQ(d->store.max_clock_offset, 1'000'000'000);
+  auto l = parse_config(redis + "clock = \"local\"\nmax_clock_offset = \"250ms\"\n" + policies, "c.toml");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->store.clock, store_clock::local);
+  EXPECT_EQ(l->store.max_clock_offset, 250'000'000);
+  // client_time: the clients' instants, so the local clock by default, and
+  // "store" given with it an error naming both keys.
+  auto t = parse_config("[server]\nclient_time = true\n" + redis + policies, "c.toml");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->store.clock, store_clock::local);
+  auto bad = parse_config("[server]\nclient_time = true\n" + redis + "clock = \"store\"\n" + policies, "c.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.err().field, "c.toml:5:9");
+  EXPECT_NE(bad.err().message.find("store.clock"), std::string::npos) << bad.err().message;
+  EXPECT_NE(bad.err().message.find("server.client_time"), std::string::npos) << bad.err().message;
+  auto typo = parse_config(redis + "clock = \"server\"\n" + policies, "c.toml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.err().message.find("must be \"store\" or \"local\""), std::string::npos) << typo.err().message;
+  auto memory = parse_config("[store]\nclock = \"store\"\n" + policies, "c.toml");
+  ASSERT_FALSE(memory.ok());
+  EXPECT_NE(memory.err().message.find("only a remote store"), std::string::npos) << memory.err().message;
+}
+
 TEST(Config, SimpleConfig) {
   auto c = simple_config("gcra 100/1m burst=20", "header:X-Api-Key");
   ASSERT_TRUE(c.ok());

@@ -120,6 +120,11 @@ struct store_options {
   std::chrono::milliseconds breaker_cool_down{1000};
   /// A remote store: answer known denials locally (the exact deny cache).
   bool deny_cache = false;
+  /// A remote store: whose clock decides (store.hpp, store_clock), and the
+  /// bound on the measured offset to the store's clock past which
+  /// `on_health_change` gets a line (0: none).
+  store_clock clock = store_clock::local;
+  std::chrono::milliseconds max_clock_offset{1000};
   /// A remote store: called once per change of its health (a breaker opens
   /// or closes), with one line that says so and never a password; on the
   /// deciding thread, so it must be quick and thread-safe.

@@ -9,6 +9,7 @@
 -- sub-windows after the oldest non-empty one hold L or more, it is emptied.
 local function buckets_leaf(v, b, pos, tag)
   local mode, jh, jl, o, L, c, N, W, nxt = struct.unpack('<dddddddd', b, pos)
+  jh, jl, o = shifted(jh, jl, o, W / N)
   local counts, gap = nil, N
   if v then
     if #v ~= 9 + 8 * (N + 3) then corrupt('buckets length') end

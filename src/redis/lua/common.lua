@@ -22,6 +22,53 @@ local function corrupt(why)
   error({err = 'sluice: corrupt state (' .. why .. ')'})
 end
 
+-- The store's clock (semantics.md, "Clocks of a fleet"). A call asks for
+-- it by sending its instant's high limb plus 2^32 (th >= 2^31, outside
+-- every instant's range): the sent instant is then the client's estimate
+-- of the store's clock, and the call is decided at TIME, read here, in
+-- ticks of tns ns (tns divides 1000). `shift` is TIME minus the estimate,
+-- in ticks (|shift| <= 2^52, else an error: nothing decided), by which the
+-- windowed leaves move the window the client split; `stamp`, the instant
+-- used, which the call's reply ends with (two integers, h and l). Both are
+-- set by `instant` at the start of every call that takes an instant.
+local shift, stamp = 0, nil
+
+-- TIME in ticks of tns ns, as limbs.
+local function store_time(tns)
+  if not (tns >= 1 and tns <= 1000 and tns % 1 == 0 and 1000 % tns == 0) then
+    error({err = 'sluice: bad request (the store clock needs a tick dividing 1000 ns)'})
+  end
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2]) -- below 2^53
+  local k = 1000 / tns
+  local uh = math.floor(us / P32)
+  local lo = (us - uh * P32) * k
+  local carry = math.floor(lo / P32)
+  return uh * k + carry, lo - carry * P32
+end
+
+local function instant(th, tl, tns)
+  shift, stamp = 0, nil
+  if th < 2147483648 then return th, tl end
+  th = th - P32
+  local sh, sl = store_time(tns)
+  local d = (sh - th) * P32 + (sl - tl)
+  if not (d >= -P52 and d <= P52) then
+    error({err = 'sluice: clock offset (the estimate is more than 2^52 ticks from the store clock)'})
+  end
+  shift, stamp = d, {sh, sl}
+  return sh, sl
+end
+
+-- `out` with the instant used appended, when the call used the store's clock.
+local function stamped(out)
+  if stamp then
+    out[#out + 1] = stamp[1]
+    out[#out + 1] = stamp[2]
+  end
+  return out
+end
+
 -- Whether (h, l) are the limbs of an instant: integers, -2^31 <= h < 2^31,
 -- 0 <= l < 2^32 (false for NaN and infinities).
 local function limbs_ok(h, l)
@@ -36,6 +83,31 @@ end
 -- (ah, al) < (bh, bl), lexicographically (limbs).
 local function before(ah, al, bh, bl)
   return ah < bh or (ah == bh and al < bl)
+end
+
+-- The window (kh, kl) and offset o of a client's split in windows of w
+-- ticks (o < w < 2^53), moved by `shift`: exact (|shift| <= 2^52; math.fmod
+-- is exact on integers, and a multiple of w divided by w too).
+local function shifted(kh, kl, o, w)
+  local d, dk = shift, 0
+  if d == 0 then return kh, kl, o end
+  if d > 0 then
+    local a = d - (w - o)
+    if a < 0 then return kh, kl, o + d end
+    local r = math.fmod(a, w)
+    dk, o = 1 + (a - r) / w, r
+  else
+    local a = o + d
+    if a >= 0 then return kh, kl, a end
+    local m = -a
+    local r = math.fmod(m, w)
+    if r == 0 then dk, o = -(m / w), 0 else dk, o = -((m - r) / w) - 1, w - r end
+  end
+  local s = kl + dk
+  local carry = math.floor(s / P32)
+  kh, kl = kh + carry, s - carry * P32
+  if not limbs_ok(kh, kl) then error({err = 'sluice: bad request (a window past the last instant)'}) end
+  return kh, kl, o
 end
 
 -- (ah, al) - (bh, bl), exact below 2^53 and otherwise a number above

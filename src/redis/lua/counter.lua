@@ -27,6 +27,7 @@ end
 
 local function counter_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, W, c, nxt = struct.unpack('<ddddddd', b, pos)
+  kh, kl, o = shifted(kh, kl, o, W)
   local C = math.max(L, math.min(L * W, P52)) -- the most a report leaves in curr
   local prev, curr = 0, 0
   if v then

@@ -7,6 +7,7 @@
 -- sent as at most L + 1).
 local function fixed_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, c, W, nxt = struct.unpack('<ddddddd', b, pos)
+  kh, kl, o = shifted(kh, kl, o, W)
   local count = 0
   if v then
     if #v ~= 41 then corrupt('fixed length') end

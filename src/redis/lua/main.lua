@@ -59,6 +59,10 @@
 --   states it had to carry over from an earlier configuration (status 3)
 --   itself, with the core, and writes the result with this call.
 --
+-- The instant: th tl as sent, or the store's clock when th is sent with
+-- 2^32 added (common.lua, `instant`); then every reply above ends with the
+-- instant used, two integers h l (a request id's record holds it too).
+--
 -- `batch` keeps a pipeline in order: a call that answers 3 remembers its
 -- batch number (non-zero, drawn at random per pipeline), and every later
 -- call of that batch answers {4} without reading or writing anything, so
@@ -101,9 +105,10 @@ local function put(key, value, ttl, tns, base)
   end
 end
 
-redis.register_function('@LIB@_one', function(KEYS, ARGV)
+local function one(KEYS, ARGV)
   local b = ARGV[1]
   local th, tl, tns, base, batch, tag, pos = struct.unpack('<dddddc9', b)
+  th, tl = instant(th, tl, tns)
   if batch ~= 0 and batch == halted then return {4} end
   if KEYS[2] then
     local o, want = get(KEYS[2]), ARGV[2]
@@ -123,7 +128,9 @@ redis.register_function('@LIB@_one', function(KEYS, ARGV)
   if not ok then return {0, v} end
   put(KEYS[1], after, ttl, tns, base)
   return {1, v, after}
-end)
+end
+
+redis.register_function('@LIB@_one', function(KEYS, ARGV) return stamped(one(KEYS, ARGV)) end)
 
 -- A request id's record: its identity as an item, then 'th tl admitted',
 -- then per leaf '|', its tag and two items, the value before and the value
@@ -149,6 +156,7 @@ end
 local function run(KEYS, ARGV, peek, report)
   local b = ARGV[1]
   local th, tl, tns, base, batch, has_id, id_ttl, pos = struct.unpack('<ddddddd', b)
+  th, tl = instant(th, tl, tns)
   if batch ~= 0 and batch == halted then return {4} end
   local ki = 1
   if has_id == 1 then
@@ -262,11 +270,11 @@ local function run(KEYS, ARGV, peek, report)
   return out
 end
 
-redis.register_function('@LIB@_decide', function(KEYS, ARGV) return run(KEYS, ARGV, false, false) end)
-redis.register_function('@LIB@_report', function(KEYS, ARGV) return run(KEYS, ARGV, false, true) end)
+redis.register_function('@LIB@_decide', function(KEYS, ARGV) return stamped(run(KEYS, ARGV, false, false)) end)
+redis.register_function('@LIB@_report', function(KEYS, ARGV) return stamped(run(KEYS, ARGV, false, true)) end)
 redis.register_function{
   function_name = '@LIB@_peek',
-  callback = function(KEYS, ARGV) return run(KEYS, ARGV, true, false) end,
+  callback = function(KEYS, ARGV) return stamped(run(KEYS, ARGV, true, false)) end,
   flags = {'no-writes'},
 }
 

@@ -5,9 +5,11 @@
 -- one compare-and-set that also marks the id refunded: the mark is what
 -- makes a refund happen once across a fleet.
 --
--- FCALL L_refund_read numkeys keys...   (read-only)
+-- FCALL L_refund_read numkeys keys...  [tns]   (read-only)
 --   The values at the keys, in order (nil for none): the id's record and
---   its refund mark, then the states of its checks' leaves.
+--   its refund mark, then the states of its checks' leaves; with tns (the
+--   store's clock, common.lua), then the instant of TIME in ticks of tns
+--   ns, two integers h l.
 --
 -- FCALL L_refund numkeys id-key mark-key state-keys...  record, then per
 -- state key: expected ('-' for none, '=' .. value) new ('' for no write,
@@ -22,6 +24,10 @@ redis.register_function{
   callback = function(KEYS, ARGV)
     local out = {}
     for i = 1, #KEYS do out[i] = get(KEYS[i]) or false end
+    if ARGV[1] then
+      local sh, sl = store_time(tonumber(ARGV[1]))
+      out[#KEYS + 1], out[#KEYS + 2] = sh, sl
+    end
     return out
   end,
   flags = {'no-writes'},

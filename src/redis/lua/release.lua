@@ -1,7 +1,8 @@
 -- Releasing a lease (semantics.md, "Leases"; docs/redis.md, "Leases").
 --
 -- FCALL L_release numkeys state-keys...  blob
---   blob: th tl nh nl, then per key its leaf's 9-byte tag (every leaf of
+--   blob: th tl tns nh nl (th with 2^32 added: at the store's clock, the
+--   reply then ending with the instant used, common.lua), then per key its leaf's 9-byte tag (every leaf of
 --   the lease id's checks, in request order). In each concurrency leaf
 --   ('l'), the lease with the nonce held at max(now, latest) is removed;
 --   nothing else changes (latest stays, the key keeps its TTL). Reply:
@@ -10,7 +11,8 @@
 --   configuration's (nothing written: the client carries it over).
 redis.register_function('@LIB@_release', function(KEYS, ARGV)
   local b = ARGV[1]
-  local th, tl, nh, nl, pos = struct.unpack('<dddd', b)
+  local th, tl, tns, nh, nl, pos = struct.unpack('<ddddd', b)
+  th, tl = instant(th, tl, tns)
   local vals, tags = {}, {}
   for i = 1, #KEYS do
     local tag
@@ -19,7 +21,7 @@ redis.register_function('@LIB@_release', function(KEYS, ARGV)
     if v and string.sub(v, 1, 9) ~= tag then
       local out = {3}
       for j = 1, #KEYS do out[j + 1] = get(KEYS[j]) or false end
-      return out
+      return stamped(out)
     end
     vals[i], tags[i] = v, tag
   end
@@ -47,5 +49,5 @@ redis.register_function('@LIB@_release', function(KEYS, ARGV)
     end
     out[2 * i], out[2 * i + 1] = v or false, after
   end
-  return out
+  return stamped(out)
 end)
