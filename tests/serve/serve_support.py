@@ -219,7 +219,7 @@ class RedisServer:
     def start(self):
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+             "--dir", self.dir] + list(getattr(self, "extra", [])),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while True:
@@ -282,6 +282,61 @@ class RedisServer:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class TlsCerts:
+    """A CA, a server certificate it signed for 127.0.0.1 and localhost (and
+    one that has expired), a client certificate it signed, and an unrelated
+    CA: made by the openssl command as tests/support/tls_certs.cpp makes
+    them, in a temporary directory that stop() removes."""
+
+    KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def __init__(self):
+        if shutil.which("openssl") is None:
+            raise AssertionError("openssl is not installed (scripts/setup.sh)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-tls-")
+        for ca in ("ca", "other"):
+            self.openssl("req", "-x509", *self.KEY, "-keyout", ca + ".key", "-out", ca + ".crt", "-days", "2",
+                         "-subj", "/CN=sluice-%s-ca" % ca)
+        with open(self.path("server.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        with open(self.path("client.ext"), "w") as f:
+            f.write("extendedKeyUsage=clientAuth\n")
+        for who, ext, days in (("server", "server", "2"), ("client", "client", "2"), ("expired", "server", "-1")):
+            self.openssl("req", *self.KEY, "-keyout", who + ".key", "-out", who + ".csr", "-subj", "/CN=sluice-" + who)
+            self.openssl("x509", "-req", "-in", who + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                         "-out", who + ".crt", "-days", days, "-extfile", ext + ".ext")
+
+    def openssl(self, *args):
+        p = subprocess.run(["openssl"] + list(args), cwd=self.dir, capture_output=True, text=True, timeout=30)
+        if p.returncode != 0:
+            raise AssertionError("openssl %s failed: %s" % (args[0], p.stderr))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def stop(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class TlsRedisServer(RedisServer):
+    """A real redis-server with a TLS port (`tls_port`, certificate `cert` of
+    `certs`: "server" or "expired"; client certificates required when
+    `auth_clients`) beside its plaintext port, on which the test's own
+    commands go."""
+
+    def __init__(self, certs, cert="server", auth_clients=False):
+        self.certs = certs
+        self.tls_port = free_port()
+        self.extra = ["--tls-port", str(self.tls_port), "--tls-cert-file", certs.path(cert + ".crt"),
+                      "--tls-key-file", certs.path(cert + ".key"), "--tls-ca-cert-file", certs.path("ca.crt"),
+                      "--tls-auth-clients", "yes" if auth_clients else "no"]
+        super().__init__()
+
+    def tls_url(self, userinfo="", query=None):
+        q = "ca_file=" + self.certs.path("ca.crt") if query is None else query
+        return "rediss://%s127.0.0.1:%d?%s" % (userinfo + "@" if userinfo else "", self.tls_port, q)
 
 
 class RedisSentinels:
