@@ -208,6 +208,13 @@ struct store_figures {
   /// Each circuit breaker: the node it guards ("host:port", or a socket
   /// path; never a password) and its state ("closed", "open", "half-open").
   std::vector<std::pair<std::string, std::string_view>> breakers;
+  /// Keys the store's servers evicted since it opened; nullopt when it
+  /// does not count them.
+  std::optional<std::uint64_t> evicted_keys;
+  /// The latest failed call's reason and message ("untrusted: ...: TLS: the
+  /// server's certificate is not trusted (...)"; never a password), or ""
+  /// when no call failed.
+  std::string last_failure;
 };
 
 /// One override (semantics.md, "Overrides"): a key of a policy and the

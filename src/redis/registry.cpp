@@ -23,6 +23,7 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.breaker_failures = o.breaker_failures;
   r.breaker_cool_down = o.breaker_cool_down;
   r.deny_cache = o.deny_cache;
+  r.warn_on_eviction_policy = o.warn_on_eviction_policy;
   r.on_health_change = o.on_health_change;
   auto st = redis_store::open(std::move(r));
   if (!st) return st.err();
@@ -45,6 +46,8 @@ std::optional<store_figures> redis_store::figures() const {
   for (std::size_t i = 0; i < s.call_failures.size(); ++i)
     f.failures.emplace_back(redis_store_stats::failure_reasons[i], s.call_failures[i]);
   for (const auto& b : s.breakers) f.breakers.emplace_back(b.node, b.state);
+  f.evicted_keys = s.evicted_keys;
+  f.last_failure = s.last_failure;
   return f;
 }
 

@@ -295,9 +295,10 @@ std::optional<error> read_password(const reader& r, bool remote, store_config& s
 
 void read_store(const std::string& file, const toml::table& t, store_config& s, std::vector<error>& errs) {
   const reader r(file, t, "store");
-  r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval"},
-         errs);
+  r.only(
+      {"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
+       "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "eviction"},
+      errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
   // The scheme only (store/registry.hpp): whether this build opens it is the
@@ -343,6 +344,19 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   SLUICE_NOTE(r.duration("fail_closed_retry_after", s.fail_closed_retry_after));
   SLUICE_NOTE(r.boolean("deny_cache", s.deny_cache));
   SLUICE_NOTE(r.str("key_prefix", s.key_prefix));
+  std::string eviction;
+  SLUICE_NOTE(r.str("eviction", eviction));
+  if (!eviction.empty()) {
+    if (eviction == "refuse" || eviction == "warn") {
+      s.warn_on_eviction_policy = eviction == "warn";
+    } else {
+      errs.push_back(r.wrong(*r.get("eviction"), "eviction",
+                             "must be \"refuse\" or \"warn\" (got '" + escape_bytes(eviction) + "')"));
+    }
+    if (!remote)
+      errs.push_back(
+          r.wrong(*r.get("eviction"), "eviction", "only a remote store evicts (the memory store: max_keys)"));
+  }
 }
 
 // The column of a policy expression's error inside the file: the string's

@@ -86,6 +86,10 @@ struct store_config {
   bool deny_cache = true;
   /// Remote store: the prefix of every key it writes.
   std::string key_prefix = "sluice:";
+  /// Remote store: a server that may evict keys (`maxmemory-policy`
+  /// volatile-*, allkeys-*) is refused at start ("refuse", false) or only
+  /// warned of ("warn", true): store.eviction.
+  bool warn_on_eviction_policy = false;
   /// True for the in-process store.
   [[nodiscard]] bool is_memory() const noexcept { return url == "memory"; }
 };

@@ -49,6 +49,7 @@ store_options store_options_of(const store_config& c) {
   o.on_failure = c.on_failure;
   o.fail_closed_retry_after = c.fail_closed_retry_after;
   o.deny_cache = c.deny_cache;
+  o.warn_on_eviction_policy = c.warn_on_eviction_policy;
   return o;
 }
 

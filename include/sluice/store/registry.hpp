@@ -120,6 +120,9 @@ struct store_options {
   std::chrono::milliseconds breaker_cool_down{1000};
   /// A remote store: answer known denials locally (the exact deny cache).
   bool deny_cache = false;
+  /// A remote store that can evict keys (Redis's `maxmemory-policy`): warn
+  /// at open instead of refusing (redis_store_options::warn_on_eviction_policy).
+  bool warn_on_eviction_policy = false;
   /// A remote store: called once per change of its health (a breaker opens
   /// or closes), with one line that says so and never a password; on the
   /// deciding thread, so it must be quick and thread-safe.
