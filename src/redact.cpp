@@ -1,6 +1,9 @@
 // redact_url (redact.hpp): lexical, so it holds for text that is not a URL.
 #include "sluice/redact.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace sluice {
 namespace {
 
@@ -26,22 +29,46 @@ std::string hide_password_params(std::string_view text) {
   return out;
 }
 
+// Where a mistyped URL's userinfo would start: after a leading scheme-like
+// word and the ':' and '/' that follow it ("redis:/u:PW@h", "redis//u:PW@h",
+// "rediss:u:PW@h"), or at the start of text without one.
+std::size_t loose_userinfo_start(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[i])) != 0 || text[i] == '+' || text[i] == '-' || text[i] == '.'))
+    ++i;
+  const std::size_t word_end = i;
+  while (i < text.size() && (text[i] == ':' || text[i] == '/')) ++i;
+  return i > word_end ? i : 0;
+}
+
 }  // namespace
 
 std::string redact_url(std::string_view text) {
-  const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) return hide_password_params(text);
-  const std::size_t from = scheme_end + 3;
   const auto at = text.rfind('@');
-  if (at == std::string_view::npos || at < from) return hide_password_params(text);
-  const std::string_view userinfo = text.substr(from, at - from);
-  std::string out(text.substr(0, from));
-  const auto colon = userinfo.find(':');
-  out += userinfo.substr(0, colon);
-  if (colon != std::string_view::npos) {
-    out += ':';
-    out += redacted_password;
+  const auto scheme_end = text.find("://");
+  if (scheme_end != std::string_view::npos && at != std::string_view::npos && at > scheme_end + 3 &&
+      text.substr(0, scheme_end).find_first_of(":/@") == std::string_view::npos) {
+    // A well-formed "scheme://userinfo@...": the user name stays.
+    const std::size_t from = scheme_end + 3;
+    const std::string_view userinfo = text.substr(from, at - from);
+    std::string out(text.substr(0, from));
+    const auto colon = userinfo.find(':');
+    out += userinfo.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      out += ':';
+      out += redacted_password;
+    }
+    out += hide_password_params(text.substr(at));
+    return out;
   }
+  if (at == std::string_view::npos) return hide_password_params(text);
+  // Anything else with an '@' may be a mistyped URL whose userinfo holds a
+  // password: everything between the scheme-like start and the last '@' is
+  // hidden, the user name too.
+  const std::size_t from = std::min(loose_userinfo_start(text), at);
+  std::string out(text.substr(0, from));
+  out += redacted_password;
   out += hide_password_params(text.substr(at));
   return out;
 }

@@ -13,12 +13,14 @@ namespace sluice {
 inline constexpr std::string_view redacted_password = "***";
 
 /// `text` (a URL, or text that failed to parse as one) with every password
-/// it may hold replaced by "***": the userinfo after its first ':' (the
-/// userinfo ends at the last '@' after "://"; the user name is kept), and
-/// the value of every query parameter named `password`. Text without
-/// "://" is returned unchanged but for such query parameters. Never fails;
-/// it may hide more than the password (the whole userinfo of a malformed
-/// URL), never less.
+/// it may hold replaced by "***". In a well-formed "scheme://user:pw@..."
+/// the userinfo after its first ':' is hidden (it ends at the last '@'; the
+/// user name is kept). In any other text with an '@' — a mistyped URL such
+/// as "redis:/u:pw@h", "redis//u:pw@h" or "rediss:u:pw@h" — everything from
+/// the end of its scheme-like start (a word and the ':' and '/' after it; the
+/// text's start when there is none) to the last '@' is hidden, user name
+/// included. The value of every query parameter named `password` is hidden
+/// too. Never fails; it may hide more than the password, never less.
 [[nodiscard]] std::string redact_url(std::string_view text);
 
 /// Whether `text` gives a password where `redact_url` would hide one (a

@@ -144,6 +144,21 @@ struct redis_store_options {
   /// modes; redis_store::clock_offset): `on_health_change` gets one line
   /// when the offset passes it and one when it is back within. 0: no line.
   std::chrono::milliseconds max_clock_offset{1000};
+  /// What `open` does when a server's `maxmemory-policy` may evict keys
+  /// that have a TTL (`volatile-*`, `allkeys-*`: every state key but a
+  /// quota's has one, and an evicted state is a fresh one, a fresh burst),
+  /// or when the policy cannot be read (INFO refused by the ACL): false
+  /// refuses to open (field "eviction", naming the policy and the fix,
+  /// `CONFIG SET maxmemory-policy noeviction`); true opens and warns, through
+  /// `on_health_change` (or on stderr without it). A server that does not
+  /// answer at open is checked when it first does (docs/redis.md,
+  /// "Eviction").
+  bool warn_on_eviction_policy = false;
+  /// How often the servers' evictions (`INFO stats` `evicted_keys`) and
+  /// policy are read, on a thread of the store's own; each increase is one
+  /// line (as `warn_on_eviction_policy`'s) and counted in
+  /// `redis_store_stats::evicted_keys`. 0: never.
+  std::chrono::milliseconds eviction_poll{1000};
 };
 
 /// Counts of the Redis store beyond `store_stats`.
@@ -204,12 +219,22 @@ struct redis_store_stats {
   std::array<std::uint64_t, call_latency_bounds.size() + 1> call_latency_buckets{};
   std::uint64_t call_latency_sum_ns = 0;  ///< their total duration
   /// The names of the reasons a call fails, in the order of `call_failures`.
-  static constexpr std::array<std::string_view, 10> failure_reasons{
-      "timeout", "refused", "io", "auth", "oom", "noperm", "cluster-down", "busy", "server", "protocol"};
+  static constexpr std::array<std::string_view, 16> failure_reasons{
+      "timeout",        "refused",  "io",       "auth",      "oom",           "noperm",  "cluster-down",
+      "busy",           "server",   "protocol", "untrusted", "name-mismatch", "expired", "no-client-certificate",
+      "plaintext-peer", "handshake"};
   /// Calls that failed, by reason (docs/redis.md, "What an operator sees"):
   /// each request's call counts once. A call the breaker kept back, and the
   /// library's verdict on a key's value (corrupt state), are not failures.
   std::array<std::uint64_t, failure_reasons.size()> call_failures{};
+  /// Keys the servers evicted since the store opened (`INFO stats`
+  /// `evicted_keys`, summed over a cluster's primaries; a server's restart
+  /// starts its count again), read every `eviction_poll`.
+  std::uint64_t evicted_keys = 0;
+  /// The latest failed call: its reason's name, ": ", its message (a TLS
+  /// failure names its cause and OpenSSL's reason; never a password); ""
+  /// when none failed.
+  std::string last_failure;
   /// One circuit breaker: the node it guards ("host:port", or the socket
   /// path; never a password) and its state ("closed", "open", "half-open").
   struct breaker_view {

@@ -231,6 +231,13 @@ struct store_figures {
   /// measured (semantics.md, "Clocks of a fleet"): positive when this
   /// process is behind. None before the first measurement.
   std::optional<std::int64_t> clock_offset_ns;
+  /// Keys the store's servers evicted since it opened; nullopt when it
+  /// does not count them.
+  std::optional<std::uint64_t> evicted_keys;
+  /// The latest failed call's reason and message ("untrusted: ...: TLS: the
+  /// server's certificate is not trusted (...)"; never a password), or ""
+  /// when no call failed.
+  std::string last_failure;
 };
 
 /// One override (semantics.md, "Overrides"): a key of a policy and the

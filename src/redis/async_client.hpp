@@ -144,6 +144,11 @@ class async_backend {
   /// The keys matching the glob `match` (SCAN ... MATCH; a cluster scans
   /// every primary), in no order; stops once it has found `most` of them.
   virtual void async_scan(std::string match, std::size_t most, keys_handler done);
+  /// One command without keys on every server that holds keys (one server:
+  /// it; a cluster: every primary of the slot map), each server's outcome
+  /// in `done` (empty when a cluster's map names no primary for a slot, or
+  /// one's breaker is open: nothing is sent then).
+  virtual void async_call_every_primary(std::span<const std::string_view> argv, each_handler done);
   /// Fails every pending call (`io`) and refuses new ones; for an orderly end.
   virtual void close() = 0;
 };

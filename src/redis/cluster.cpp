@@ -250,6 +250,22 @@ struct cluster_client::impl {
 
   bool have_map() const { return owners[0].load(std::memory_order_relaxed) != 0; }
 
+  /// Every primary of the slot map, once each, for a command to all of
+  /// them; nullopt when a slot has no known owner (an answer would be
+  /// short), when one's breaker is open (a hung node would make it wait its
+  /// timeout), or once closed. On the strand.
+  std::optional<std::vector<node*>> primaries_now() const {
+    std::vector<node*> out;
+    for (std::size_t s = 0; s < slot_count; ++s) {
+      node* n = node_by_index(owners[s].load(std::memory_order_relaxed));
+      if (n == nullptr) return std::nullopt;
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    }
+    for (const node* n : out)
+      if (n->tripped() || closed) return std::nullopt;
+    return out;
+  }
+
   // ------------------------------------------------------------ the slot map
 
   /// Calls `then` once the map is fit to route with: at once unless a
@@ -597,15 +613,9 @@ void cluster_client::async_count_keys(count_handler done) {
   asio::post(impl_->strand, [self = shared_from_this(), done = std::move(done)]() mutable {
     impl& m = *self->impl_;
     m.maybe_refresh(!m.have_map(), false, [self, done = std::move(done)]() mutable {
-      impl& mm = *self->impl_;
-      std::vector<node*> primaries;
-      for (std::size_t s = 0; s < slot_count; ++s) {
-        node* n = mm.node_by_index(mm.owners[s].load(std::memory_order_relaxed));
-        if (n == nullptr) return done(std::nullopt);  // a slot without a known owner: the count would be short
-        if (std::find(primaries.begin(), primaries.end(), n) == primaries.end()) primaries.push_back(n);
-      }
-      for (const node* n : primaries)
-        if (n->tripped() || mm.closed) return done(std::nullopt);  // a hung node would make this wait its timeout
+      const auto found = self->impl_->primaries_now();
+      if (!found) return done(std::nullopt);
+      const std::vector<node*>& primaries = *found;
       struct sum {
         std::size_t left = 0;
         std::uint64_t total = 0;
@@ -626,20 +636,45 @@ void cluster_client::async_count_keys(count_handler done) {
   });
 }
 
+void cluster_client::async_call_every_primary(std::span<const std::string_view> argv, each_handler done) {
+  std::vector<std::string> args(argv.begin(), argv.end());
+  asio::post(impl_->strand, [self = shared_from_this(), args = std::move(args), done = std::move(done)]() mutable {
+    impl& m = *self->impl_;
+    m.maybe_refresh(!m.have_map(), false, [self, args = std::move(args), done = std::move(done)]() mutable {
+      const auto found = self->impl_->primaries_now();
+      if (!found) return done({});
+      const std::vector<node*>& primaries = *found;
+      struct gathered {
+        std::mutex mu;  // each primary's handler runs on its own client's strand
+        std::size_t left = 0;
+        std::vector<call_result> out;
+        each_handler done;
+      };
+      auto g = std::make_shared<gathered>();
+      g->left = primaries.size();
+      g->done = std::move(done);
+      const std::vector<std::string_view> views(args.begin(), args.end());
+      for (node* n : primaries)
+        n->cli->async_call(views, [g](call_result r) {
+          std::unique_lock lock(g->mu);
+          g->out.push_back(std::move(r));
+          if (--g->left != 0) return;
+          auto out = std::move(g->out);
+          lock.unlock();
+          g->done(std::move(out));
+        });
+    });
+  });
+}
+
 void cluster_client::async_scan(std::string match, std::size_t most, keys_handler done) {
   asio::post(
       impl_->strand, [self = shared_from_this(), match = std::move(match), most, done = std::move(done)]() mutable {
         impl& m = *self->impl_;
         m.maybe_refresh(!m.have_map(), false, [self, match = std::move(match), most, done = std::move(done)]() mutable {
-          impl& mm = *self->impl_;
-          std::vector<node*> primaries;
-          for (std::size_t s = 0; s < slot_count; ++s) {
-            node* n = mm.node_by_index(mm.owners[s].load(std::memory_order_relaxed));
-            if (n == nullptr) return done(std::nullopt);  // a slot without a known owner: keys would be missed
-            if (std::find(primaries.begin(), primaries.end(), n) == primaries.end()) primaries.push_back(n);
-          }
-          for (const node* n : primaries)
-            if (n->tripped() || mm.closed) return done(std::nullopt);
+          const auto found = self->impl_->primaries_now();
+          if (!found) return done(std::nullopt);
+          const std::vector<node*>& primaries = *found;
           struct merged {
             std::size_t left = 0;
             std::vector<std::string> keys;

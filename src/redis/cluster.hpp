@@ -178,6 +178,9 @@ class cluster_client final : public async_backend, public std::enable_shared_fro
   /// SCAN on every primary of the slot map, the keys found merged; nullopt
   /// as async_count_keys.
   void async_scan(std::string match, std::size_t most, keys_handler done) override;
+  /// The command on every primary of the slot map; nothing sent (an empty
+  /// answer) as async_count_keys.
+  void async_call_every_primary(std::span<const std::string_view> argv, each_handler done) override;
 
   /// Fails every pending call (`io`), closes every node's connection and
   /// refuses new calls.

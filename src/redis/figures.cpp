@@ -30,7 +30,22 @@ std::optional<failure_reason> reason_of_reply(std::string_view text) noexcept {
   return failure_reason::server;
 }
 
+std::optional<failure_reason> tls_reason_of(std::string_view message) noexcept {
+  // The client puts where it was ("127.0.0.1:6380: ") before the words.
+  const auto has = [&](std::string_view w) { return message.find(w) != std::string_view::npos; };
+  if (has(tls_words::untrusted)) return failure_reason::untrusted;
+  if (has(tls_words::name_mismatch)) return failure_reason::name_mismatch;
+  if (has(tls_words::expired)) return failure_reason::expired;
+  if (has(tls_words::no_client_certificate)) return failure_reason::no_client_certificate;
+  if (has(tls_words::plaintext_peer) || has("no TLS handshake within the connect timeout"))
+    return failure_reason::plaintext_peer;
+  if (has(tls_words::handshake)) return failure_reason::handshake;
+  return std::nullopt;
+}
+
 std::optional<failure_reason> reason_of(const call_error& e) noexcept {
+  if (e.kind != call_error::server && e.kind != call_error::breaker)
+    if (const auto tls = tls_reason_of(e.message)) return tls;
   switch (e.kind) {
     case call_error::timeout:
       return failure_reason::timeout;
@@ -59,22 +74,27 @@ void call_figures::observe(std::int64_t ns) noexcept {
   sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
 }
 
-void call_figures::count(failure_reason r) noexcept {
+void call_figures::count(failure_reason r, std::string_view message) {
   reasons_[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
   last_.store(static_cast<std::uint8_t>(r), std::memory_order_relaxed);
+  std::lock_guard lock(last_mu_);
+  last_message_.assign(redis_store_stats::failure_reasons[static_cast<std::size_t>(r)]).append(": ").append(message);
 }
 
-void call_figures::note(const call_result& r) noexcept {
-  std::optional<failure_reason> why;
+void call_figures::note(const call_result& r) {
   if (const auto* e = std::get_if<call_error>(&r)) {
-    why = reason_of(*e);
+    if (const auto why = reason_of(*e)) count(*why, e->message);
   } else if (const auto* rep = std::get_if<reply>(&r); rep != nullptr && rep->is_error()) {
-    why = reason_of_reply(rep->str);
+    if (const auto why = reason_of_reply(rep->str)) count(*why, rep->str);
   }
-  if (why) count(*why);
 }
 
-void call_figures::note_each(std::span<const call_result> rs) noexcept {
+std::string call_figures::last_failure() const {
+  std::lock_guard lock(last_mu_);
+  return last_message_;
+}
+
+void call_figures::note_each(std::span<const call_result> rs) {
   for (const auto& r : rs) note(r);
 }
 

@@ -31,7 +31,12 @@ using redis::outcome;
 
 namespace {
 
-constexpr int refund_attempts = 4;
+// A refund that loses its compare-and-set to another writer of the same keys
+// reads again: every lost race is another call's success, so it retries for
+// up to this long (and at least `refund_min_attempts` times) before it answers
+// error (docs/redis.md, "Refunds").
+constexpr int refund_min_attempts = 4;
+constexpr std::int64_t refund_retry_ns = 1'000'000'000;
 
 template <typename Int>
 bool read_int(std::string_view rec, std::size_t& pos, Int& v, char end) {
@@ -239,7 +244,9 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     note(true);
     return *arr;
   };
-  for (int attempt = 0; attempt < refund_attempts; ++attempt) {
+  const std::int64_t started = remote::circuit_breaker::steady_ns();
+  for (int attempt = 0;
+       attempt < refund_min_attempts || remote::circuit_breaker::steady_ns() - started < refund_retry_ns; ++attempt) {
     const std::string_view head_keys[] = {id_key, mark_key};
     const auto head = read(head_keys);
     if (!head) return failed(true);

@@ -26,6 +26,7 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.deny_cache = o.deny_cache;
   r.clock = o.clock;
   r.max_clock_offset = o.max_clock_offset;
+  r.warn_on_eviction_policy = o.warn_on_eviction_policy;
   r.on_health_change = o.on_health_change;
   auto st = redis_store::open(std::move(r));
   if (!st) return st.err();
@@ -52,6 +53,8 @@ std::optional<store_figures> redis_store::figures() const {
     f.deny_cache = store_figures::cache_subscription{s.deny_cache_subscribed, s.deny_cache_invalidations,
                                                      s.deny_cache_subscriptions, s.deny_cache_bypassed};
   f.clock_offset_ns = s.clock_offset_ns;
+  f.evicted_keys = s.evicted_keys;
+  f.last_failure = s.last_failure;
   return f;
 }
 

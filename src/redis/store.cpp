@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <utility>
@@ -153,7 +154,10 @@ void redis_store::impl::health_changed(std::string_view which, bool healthy,
   } else {
     line += "unhealthy: the circuit breaker opened after " + std::to_string(opt.breaker_failures) +
             " failed calls in a row (the last: " +
-            std::string(why ? redis_store_stats::failure_reasons[static_cast<std::size_t>(*why)] : "no reply") +
+            // One server: the last failure's words too (a TLS failure's cause).
+            (why && cluster == nullptr && !figures.last_failure().empty()
+                 ? redact_url(figures.last_failure())
+                 : std::string(why ? redis_store_stats::failure_reasons[static_cast<std::size_t>(*why)] : "no reply")) +
             "); the failure mode (" +
             std::string(opt.on_failure == failure_mode::fail_open ? "fail-open"
                         : opt.on_failure == failure_mode::local   ? "local"
@@ -161,6 +165,11 @@ void redis_store::impl::health_changed(std::string_view which, bool healthy,
             ") answers until a probe call succeeds";
   }
   opt.on_health_change(line);
+}
+
+void redis_store::impl::say(std::string_view line) const {
+  if (opt.on_health_change) return opt.on_health_change(line);
+  std::fprintf(stderr, "sluice: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
 std::int64_t redis_store::impl::next_batch() noexcept {
@@ -422,6 +431,23 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
   }
   if (auto lib = p->cli->set_library(std::string(library_name()), std::string(redis::lua_library)); !lib)
     return lib.err();
+  // Eviction never silent (docs/redis.md, "Eviction"): a policy that may
+  // evict a state is refused, or warned of when told so; a server that does
+  // not answer now is read by the watch once it does.
+  const redis::eviction_reading first = redis::read_eviction(*p->cli);
+  std::optional<std::string> wrong;
+  for (const auto& s : first.servers)
+    if (redis::policy_evicts(s.policy)) {
+      wrong = redis::evicting_policy_text(s.policy);
+      break;
+    }
+  if (!wrong && first.forbidden) wrong = redis::unread_policy_text(*first.forbidden);
+  if (wrong && !p->opt.warn_on_eviction_policy)
+    return error{"eviction", *wrong + "; or, to run anyway, warn instead (sluice serve: store.eviction = \"warn\")"};
+  if (wrong) p->say("store: warning: " + *wrong);
+  impl* self = p.get();
+  p->evictions = std::make_unique<redis::eviction_watch>(
+      *p->cli, p->opt.eviction_poll, [self](std::string_view line) { self->say(line); }, first);
   if (p->denials) {
     // The cache answers only once it hears every other process's changes
     // (docs/redis.md, "The deny cache").
@@ -616,6 +642,8 @@ redis_store_stats redis_store::redis_stats() const {
     s.deny_cache_bypassed = get(p.bypassed);
   }
   if (p.have_offset.load(std::memory_order_relaxed)) s.clock_offset_ns = p.offset_ns.load(std::memory_order_relaxed);
+  s.evicted_keys = p.evictions ? p.evictions->evicted() : 0;
+  s.last_failure = p.figures.last_failure();
   if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
     for (const auto& [n, st] : p.cluster->breaker_states())

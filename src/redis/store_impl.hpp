@@ -21,6 +21,7 @@
 
 #include "redis/client.hpp"
 #include "redis/cluster.hpp"
+#include "redis/eviction.hpp"
 #include "redis/figures.hpp"
 #include "redis/invalidation.hpp"
 #include "redis/migrate.hpp"
@@ -486,6 +487,13 @@ struct redis_store::impl {
   static void count(std::atomic<std::uint64_t>& c, bool peek) {
     if (!peek) c.fetch_add(1, std::memory_order_relaxed);
   }
+  /// Writes a line of the store's own (a warning, an eviction): through
+  /// `on_health_change`, else on stderr.
+  void say(std::string_view line) const;
+
+  /// The servers' evictions, read every `eviction_poll` (eviction.hpp);
+  /// declared after `cli`, so it stops before the client goes.
+  std::unique_ptr<redis::eviction_watch> evictions;
 };
 
 }  // namespace sluice

@@ -267,6 +267,20 @@ std::optional<std::vector<std::string>> sync_client::scan(std::string match, std
       [] { return std::optional<std::vector<std::string>>(); });
 }
 
+std::vector<call_result> sync_client::call_every_primary(std::span<const std::string_view> argv) {
+  return wait<std::vector<call_result>>(
+      [&](async_backend& b, auto done) { b.async_call_every_primary(argv, std::move(done)); },
+      [] { return std::vector<call_result>(); });
+}
+
+void async_backend::async_call_every_primary(std::span<const std::string_view> argv, each_handler done) {
+  async_call(argv, [h = std::move(done)](call_result res) {
+    std::vector<call_result> one;
+    one.push_back(std::move(res));
+    h(std::move(one));
+  });
+}
+
 namespace {
 
 /// One SCAN in progress: the cursor's next step until it comes back to 0

@@ -55,6 +55,8 @@ class sync_client final : public backend {
   std::optional<std::uint64_t> count_keys() override;
   /// async_backend::async_scan, waited for.
   std::optional<std::vector<std::string>> scan(std::string match, std::size_t most);
+  /// async_backend::async_call_every_primary, waited for.
+  std::vector<call_result> call_every_primary(std::span<const std::string_view> argv);
 
   /// One command; an error reply is `call_error::server`.
   call_result call(std::span<const std::string_view> argv);

@@ -1,24 +1,40 @@
 // tls_context: OpenSSL through asio::ssl for rediss:// (tls.hpp).
 #include "redis/tls.hpp"
 
+#include <cstring>
+
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/error.hpp>
 
+#include "redis/figures.hpp"
+
 namespace sluice::redis {
 namespace {
 
 namespace ssl = boost::asio::ssl;
 
-// OpenSSL's reason for the error at the top of its queue, which is emptied.
+// OpenSSL's reasons for the errors in its queue, which is emptied: each
+// one's text ("No such file or directory" for a system error, "no
+// certificate or crl found", ...), never a bare number.
 std::string openssl_reason() {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "no reason given";
-  const char* r = ERR_reason_error_string(code);
-  return r != nullptr ? r : "error " + std::to_string(code);
+  std::string out;
+  while (const unsigned long code = ERR_get_error()) {
+    std::string one;
+    if (ERR_SYSTEM_ERROR(code)) {
+      one = std::strerror(static_cast<int>(ERR_GET_REASON(code)));
+    } else if (const char* r = ERR_reason_error_string(code)) {
+      one = r;
+    } else {
+      char buf[256];
+      ERR_error_string_n(code, buf, sizeof buf);
+      one = buf;
+    }
+    if (out.find(one) == std::string::npos) out += (out.empty() ? "" : "; ") + one;
+  }
+  return out.empty() ? "no reason given" : out;
 }
 
 bool is_ip(const std::string& name) {
@@ -71,14 +87,16 @@ std::string tls_context::explain(SSL* ssl, const boost::system::error_code& ec, 
   const std::string name = name_for(host);
   const long v = ssl != nullptr ? SSL_get_verify_result(ssl) : X509_V_OK;
   if (settings_.verify && v != X509_V_OK) {
+    const std::string why = X509_verify_cert_error_string(v);
     if (v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH)
-      return "TLS: the server's certificate does not match the name \"" + name +
-             "\" (server_name=... names the one it was issued to)";
-    return std::string("TLS: the server's certificate is not trusted (") + X509_verify_cert_error_string(v) +
-           "; ca_file=... names the CA that issued it)";
+      return std::string(tls_words::name_mismatch) + " \"" + name + "\" (" + why +
+             "; server_name=... names the one it was issued to)";
+    if (v == X509_V_ERR_CERT_HAS_EXPIRED || v == X509_V_ERR_CERT_NOT_YET_VALID)
+      return std::string(tls_words::expired) + " (" + why + ")";
+    return std::string(tls_words::untrusted) + " (" + why + "; ca_file=... names the CA that issued it)";
   }
   if (ec == ssl::error::stream_truncated || ec == boost::asio::error::eof)
-    return "TLS: the server closed the connection during the handshake";
+    return std::string(tls_words::handshake) + "the server closed the connection during the handshake";
   if (ec.category() == boost::asio::error::get_ssl_category()) {
     const int reason = ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
     switch (reason) {
@@ -86,19 +104,18 @@ std::string tls_context::explain(SSL* ssl, const boost::system::error_code& ec, 
       case SSL_R_PACKET_LENGTH_TOO_LONG:
       case SSL_R_UNKNOWN_PROTOCOL:
       case SSL_R_RECORD_LENGTH_MISMATCH:
-        return "TLS: the server did not answer in TLS: a plaintext port? (" + ec.message() + ")";
+        return std::string(tls_words::plaintext_peer) + " (" + ec.message() + ")";
       case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
       case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
       case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
       case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
       case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
-        return "TLS: the server refused the client certificate, or wants one (cert_file=..., key_file=...): " +
-               ec.message();
+        return std::string(tls_words::no_client_certificate) + " (cert_file=..., key_file=...): " + ec.message();
       default:
         break;
     }
   }
-  return "TLS: " + ec.message();
+  return std::string(tls_words::handshake) + ec.message();
 }
 
 }  // namespace sluice::redis

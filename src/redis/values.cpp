@@ -363,12 +363,13 @@ std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
     case 'q':
       return static_cast<std::int64_t>(x[0] + lp.wq + 2);
     case 'f':
+    case 'b':  // fresh when the latest admit's sub-window leaves the window
       return w - x[2] + 1;
     case 'c':
       return 2 * w - x[2] + 2;
     case 'u':
       return -1;
-    default:  // 's', 'b'
+    default:  // 's'
       return w + 1;
   }
 }

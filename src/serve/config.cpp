@@ -315,7 +315,7 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   const reader r(file, t, "store");
   r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
           "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "clock",
-          "max_clock_offset"},
+          "max_clock_offset", "eviction"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
@@ -382,6 +382,19 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
                              "only a remote store has a clock of its own (the memory store decides at "
                              "the service's)"));
     }
+  }
+  std::string eviction;
+  SLUICE_NOTE(r.str("eviction", eviction));
+  if (!eviction.empty()) {
+    if (eviction == "refuse" || eviction == "warn") {
+      s.warn_on_eviction_policy = eviction == "warn";
+    } else {
+      errs.push_back(r.wrong(*r.get("eviction"), "eviction",
+                             "must be \"refuse\" or \"warn\" (got '" + escape_bytes(eviction) + "')"));
+    }
+    if (!remote)
+      errs.push_back(
+          r.wrong(*r.get("eviction"), "eviction", "only a remote store evicts (the memory store: max_keys)"));
   }
 }
 

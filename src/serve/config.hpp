@@ -96,6 +96,10 @@ struct store_config {
   tick max_clock_offset = 1'000'000'000;
   /// Remote store: the prefix of every key it writes.
   std::string key_prefix = "sluice:";
+  /// Remote store: a server that may evict keys (`maxmemory-policy`
+  /// volatile-*, allkeys-*) is refused at start ("refuse", false) or only
+  /// warned of ("warn", true): store.eviction.
+  bool warn_on_eviction_policy = false;
   /// True for the in-process store.
   [[nodiscard]] bool is_memory() const noexcept { return url == "memory"; }
 };

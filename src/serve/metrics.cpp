@@ -103,9 +103,16 @@ void render_figures(std::string& out, const store_figures& f) {
   out += "sluice_store_call_duration_seconds_count " + std::to_string(cumulative) + "\n";
   family(out, "sluice_store_call_failures_total", "counter",
          "Calls to the remote store that failed, by reason: timeout, refused, io (the connection broke), auth, oom, "
-         "noperm, cluster-down, busy, server (another error reply), protocol.");
+         "noperm, cluster-down, busy, server (another error reply), protocol; over TLS untrusted, name-mismatch, "
+         "expired, no-client-certificate, plaintext-peer, handshake.");
   for (const auto& [reason, n] : f.failures)
     out += "sluice_store_call_failures_total{reason=\"" + label_value(reason) + "\"} " + std::to_string(n) + "\n";
+  if (f.evicted_keys) {
+    family(out, "sluice_store_evicted_keys_total", "counter",
+           "Keys the store's servers evicted since the service started (INFO stats evicted_keys): each one may "
+           "have been a live state, handed out fresh again.");
+    out += "sluice_store_evicted_keys_total " + std::to_string(*f.evicted_keys) + "\n";
+  }
   family(out, "sluice_store_breaker_state", "gauge",
          "Each circuit breaker of the remote store (one per node of a cluster): 1 for its state now, 0 for the "
          "others.");

@@ -11,12 +11,16 @@
 #include <boost/beast/http.hpp>
 // clang-format on
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <ostream>
 #include <thread>
@@ -33,7 +37,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
 
 namespace {
 
@@ -406,7 +409,11 @@ result<std::unique_ptr<server>> server::bind(service& svc, const config& c, serv
   auto p = std::make_unique<impl>(svc, c.lim, std::move(hooks));
   const unsigned threads = c.threads != 0 ? c.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) p->workers.push_back(std::make_unique<worker>());
-  const auto open = [&](worker& w, const listen_address& a, listener_role role, bool reuse) -> result<std::uint16_t> {
+  // One listening socket per address, bound without SO_REUSEPORT: a second
+  // process on a port this one holds fails to bind (EADDRINUSE) instead of
+  // splitting its traffic (docs/serve.md). The other loops accept on
+  // duplicates of the same socket.
+  const auto open = [&](worker& w, const listen_address& a, listener_role role) -> result<std::uint16_t> {
     const std::string where =
         (a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host) + ":" + std::to_string(a.port);
     beast::error_code ec;
@@ -415,7 +422,6 @@ result<std::unique_ptr<server>> server::bind(service& svc, const config& c, serv
     auto acc = std::make_unique<tcp::acceptor>(w.ioc);
     acc->open(ep.protocol(), ec);
     if (!ec) acc->set_option(net::socket_base::reuse_address(true), ec);
-    if (!ec && reuse) acc->set_option(reuse_port(true), ec);
     if (!ec) acc->bind(ep, ec);
     if (!ec) acc->listen(net::socket_base::max_listen_connections, ec);
     if (ec) return error{"listen", where + ": " + ec.message()};
@@ -423,17 +429,31 @@ result<std::unique_ptr<server>> server::bind(service& svc, const config& c, serv
     w.acceptors.emplace_back(std::move(acc), role);
     return port;
   };
+  const auto share = [&](worker& w, tcp::acceptor& first, listener_role role) -> result<bool> {
+    const int fd = ::fcntl(first.native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return error{"listen", std::string("cannot share the listening socket: ") + std::strerror(errno)};
+    beast::error_code ec;
+    auto acc = std::make_unique<tcp::acceptor>(w.ioc);
+    acc->assign(first.local_endpoint().protocol(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return error{"listen", "cannot share the listening socket: " + ec.message()};
+    }
+    w.acceptors.emplace_back(std::move(acc), role);
+    return true;
+  };
   for (const auto& a : c.listen) {
     listen_address actual = a;
-    for (std::size_t i = 0; i < p->workers.size(); ++i) {
-      auto port = open(*p->workers[i], actual, listener_role::decision, true);
-      if (!port) return port.err();
-      actual.port = *port;  // port 0: every loop binds the port the first one got
-    }
+    auto port = open(*p->workers[0], actual, listener_role::decision);
+    if (!port) return port.err();
+    actual.port = *port;
+    tcp::acceptor& first = *p->workers[0]->acceptors.back().first;
+    for (std::size_t i = 1; i < p->workers.size(); ++i)
+      if (auto shared = share(*p->workers[i], first, listener_role::decision); !shared) return shared.err();
     p->addrs.push_back(bound_address{actual, listener_role::decision});
   }
   if (c.admin) {
-    auto port = open(*p->workers[0], *c.admin, listener_role::admin, false);
+    auto port = open(*p->workers[0], *c.admin, listener_role::admin);
     if (!port) return port.err();
     listen_address actual = *c.admin;
     actual.port = *port;

@@ -51,6 +51,7 @@ store_options store_options_of(const store_config& c) {
   o.deny_cache = c.deny_cache;
   o.clock = c.clock;
   o.max_clock_offset = std::chrono::milliseconds(c.max_clock_offset / 1'000'000);
+  o.warn_on_eviction_policy = c.warn_on_eviction_policy;
   return o;
 }
 

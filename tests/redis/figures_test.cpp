@@ -43,6 +43,41 @@ TEST(CallFigures, EachFailureUnderItsReason) {
   EXPECT_EQ(f.last_reason(), failure_reason::protocol);
 }
 
+TEST(CallFigures, ATlsFailureUnderItsCauseWithItsWords) {
+  // The words tls.cpp writes (tls_words) name the cause, whichever kind
+  // of error carried them (refused at the handshake, io at the first read,
+  // timeout for a handshake that got no answer).
+  call_figures f;
+  const std::string at = "127.0.0.1:6380: ";
+  const std::pair<call_error, std::string_view> cases[] = {
+      {{call_error::refused, at + std::string(tls_words::untrusted) + " (self-signed certificate)", false},
+       "untrusted"},
+      {{call_error::refused, at + std::string(tls_words::name_mismatch) + " \"x\" (hostname mismatch)", false},
+       "name-mismatch"},
+      {{call_error::refused, at + std::string(tls_words::expired) + " (certificate has expired)", false}, "expired"},
+      {{call_error::refused, at + "read: " + std::string(tls_words::no_client_certificate) + ": tlsv13 alert", false},
+       "no-client-certificate"},
+      {{call_error::refused, at + std::string(tls_words::plaintext_peer) + " (wrong version number)", false},
+       "plaintext-peer"},
+      {{call_error::timeout, at + "no TLS handshake within the connect timeout (200 ms): a plaintext port?", false},
+       "plaintext-peer"},
+      {{call_error::refused, at + "TLS: decryption failed", false}, "handshake"},
+  };
+  for (const auto& [e, name] : cases) {
+    f.note(e);
+    redis_store_stats s;
+    f.read(s);
+    EXPECT_EQ(s.call_failures[index_of(name)], name == "plaintext-peer" && e.kind == call_error::timeout ? 2U : 1U)
+        << e.message;
+    EXPECT_EQ(f.last_failure(), std::string(name) + ": " + e.message);
+  }
+  // A connection refused says no TLS words: refused, as before.
+  f.note(call_error{call_error::refused, at + "connect: Connection refused", false});
+  redis_store_stats s;
+  f.read(s);
+  EXPECT_EQ(s.call_failures[index_of("refused")], 1U);
+}
+
 TEST(CallFigures, LatencyBucketsHoldTheirUpperBound) {
   // Bucket i counts durations d with bounds[i-1] < d <= bounds[i]: a
   // duration equal to a bound is in that bound's bucket.

@@ -170,9 +170,10 @@ class TlsCerts:
     tests/support/tls_certs.cpp makes them for the C++ tests: a CA (ca.crt),
     a server certificate it signed for 127.0.0.1 and localhost (server.crt,
     server.key), a client certificate it signed (client.crt, client.key),
-    and a second, unrelated CA (other.crt) with a client certificate of its
-    own (stranger.crt, stranger.key). Without openssl the test fails; it
-    never skips. `remove()` deletes the folder."""
+    a second, unrelated CA (other.crt) with a client certificate of its
+    own (stranger.crt, stranger.key), and a server certificate of the first
+    CA that has expired (expired.crt, expired.key). Without openssl the test
+    fails; it never skips. `remove()` deletes the folder."""
 
     def __init__(self):
         if shutil.which("openssl") is None:
@@ -187,12 +188,12 @@ class TlsCerts:
                 f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
             with open(self.path("client.ext"), "w") as f:
                 f.write("extendedKeyUsage=clientAuth\n")
-            for who, ca, ext in (("server", "ca", "server"), ("client", "ca", "client"),
-                                 ("stranger", "other", "client")):
+            for who, ca, ext, days in (("server", "ca", "server", "2"), ("client", "ca", "client", "2"),
+                                       ("stranger", "other", "client", "2"), ("expired", "ca", "server", "-1")):
                 self._openssl(["req"] + key + ["-keyout", who + ".key", "-out", who + ".csr", "-subj",
                                                "/CN=sluice-" + who])
                 self._openssl(["x509", "-req", "-in", who + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
-                               "-CAcreateserial", "-out", who + ".crt", "-days", "2", "-extfile", ext + ".ext"])
+                               "-CAcreateserial", "-out", who + ".crt", "-days", days, "-extfile", ext + ".ext"])
         except Exception:
             self.remove()
             raise
@@ -300,7 +301,7 @@ class RedisServer:
     def start(self):
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+             "--dir", self.dir] + list(getattr(self, "extra", [])),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while True:
@@ -363,6 +364,25 @@ class RedisServer:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class TlsRedisServer(RedisServer):
+    """A real redis-server with a TLS port (`tls_port`, certificate `cert` of
+    `certs`: "server" or "expired"; client certificates required when
+    `auth_clients`) beside its plaintext port, on which the test's own
+    commands go."""
+
+    def __init__(self, certs, cert="server", auth_clients=False):
+        self.certs = certs
+        self.tls_port = free_port()
+        self.extra = ["--tls-port", str(self.tls_port), "--tls-cert-file", certs.path(cert + ".crt"),
+                      "--tls-key-file", certs.path(cert + ".key"), "--tls-ca-cert-file", certs.path("ca.crt"),
+                      "--tls-auth-clients", "yes" if auth_clients else "no"]
+        super().__init__()
+
+    def tls_url(self, userinfo="", query=None):
+        q = "ca_file=" + self.certs.path("ca.crt") if query is None else query
+        return "rediss://%s127.0.0.1:%d?%s" % (userinfo + "@" if userinfo else "", self.tls_port, q)
 
 
 class RedisSentinels:

@@ -613,6 +613,22 @@ class Lifecycle(ServeCase):
         with self.assertRaises(OSError):
             socket.create_connection(("127.0.0.1", s.port), 1)
 
+    def test_a_second_process_on_a_held_port_exits_1_naming_it(self):
+        # One port, one process (docs/serve.md): the second `sluice serve`,
+        # with as many threads, may not share the first one's listener.
+        s, path = self.start_config(base_config({"api": "gcra 1/1h"}, server="threads = 2\n"))
+        for threads in ("2", "1"):
+            p = subprocess.run([BINARY, "serve", "--config", path, "--listen", "127.0.0.1:%d" % s.port,
+                                "--threads", threads], capture_output=True, text=True, timeout=20)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("127.0.0.1:%d" % s.port, p.stderr)
+            self.assertIn("in use", p.stderr)
+        # The first keeps serving, alone: its one admit, then every new
+        # connection denied by the same state.
+        self.assertIsNone(s.proc.poll())
+        self.assertEqual(s.decide([("api", "k")])[0], 200)
+        self.assertEqual([s.decide([("api", "k")])[0] for _ in range(6)], [429] * 6)
+
     def test_a_request_that_never_completes_stops_the_drain_at_its_timeout(self):
         s, _ = self.start_config(base_config({"api": "fixed-window 5/1h"}, server='drain_timeout = "1s"\n'))
         stuck = socket.create_connection(("127.0.0.1", s.port))

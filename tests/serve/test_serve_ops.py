@@ -165,6 +165,45 @@ class SecretsNeverPrinted(OpsCase):
         s.stop()
         self.assertNoSecret(s.log(), wrong, PW)
 
+    # Typos of a URL: the scheme's "://" mistyped, so that no parser sees a
+    # userinfo; whatever comes before the last '@' is hidden all the same.
+    MISTYPED = ["redis:/u:%s@127.0.0.1:1" % PW, "redis//u:%s@127.0.0.1:1" % PW, "rediss:u:%s@127.0.0.1:1" % PW,
+                "redis:u:%s@127.0.0.1:1/0" % PW, "u:%s@127.0.0.1:1" % PW]
+
+    def test_a_mistyped_url_never_shows_the_password(self):
+        for url in self.MISTYPED:
+            with self.subTest(url=url):
+                text = base_config({"api": "gcra 1/1s"}) + store_toml(url)
+                code, out = self.check(text)  # serve --check
+                self.assertEqual(code, 2, out)
+                self.assertIn("store.url", out)
+                self.assertNoSecret(out)
+                path = write_config(text)  # the service's start
+                self.addCleanup(os.unlink, path)
+                p = subprocess.run([BINARY, "serve", "--config", path], capture_output=True, text=True, timeout=30,
+                                   env=env_without_password())
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("store.url", p.stderr)
+                self.assertNoSecret(p.stdout + p.stderr)
+                p = subprocess.run([BINARY, "replay", "--policy", "gcra 1/1s", "--store", url], input="1 a\n",
+                                   capture_output=True, text=True, timeout=30, env=env_without_password())
+                self.assertNotEqual(p.returncode, 0, url)
+                self.assertIn("--store", p.stderr)
+                self.assertNoSecret(p.stdout + p.stderr)
+
+    def test_a_reload_to_a_mistyped_url_never_shows_the_password(self):
+        base = base_config({"api": "gcra 1/1s"}, "", "threads = 1\nadmin = \"127.0.0.1:0\"\n")
+        s, path = self.start_config(base)
+        for url in self.MISTYPED:
+            with self.subTest(url=url):
+                with open(path, "w") as f:
+                    f.write(base + store_toml(url))
+                st, _, body = s.request("POST", "/admin/reload", admin=True)
+                self.assertEqual(st, 400, body)
+                self.assertIn("store.url", body)
+                self.assertNoSecret(body)
+        self.assertNoSecret(s.log() + s.metrics())
+
     def test_service_with_the_right_password_prints_none(self):
         redis = self.auth_redis()
         s = self.serve_on(redis.url())

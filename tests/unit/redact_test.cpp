@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "sluice/redact.hpp"
 
@@ -25,6 +27,23 @@ TEST(RedactUrl, HidesWhatAMalformedUrlMayHold) {
   EXPECT_EQ(redact_url("unix:///s?db=1&password=s3cret&x=1"), "unix:///s?db=1&password=***&x=1");
   EXPECT_EQ(redact_url("unix:///s?password=s3cret"), "unix:///s?password=***");
   EXPECT_EQ(redact_url("not a url ?password=s3cret"), "not a url ?password=***");
+}
+
+TEST(RedactUrl, HidesTheUserinfoOfAMistypedScheme) {
+  // No "://" for a parser to find a userinfo after: everything between the
+  // scheme-like start and the last '@' is hidden, the user name too.
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"redis:/u:s3cret@h:1", "redis:/***@h:1"},
+      {"redis//u:s3cret@h:1", "redis//***@h:1"},
+      {"rediss:u:s3cret@h:1", "rediss:***@h:1"},
+      {"redis:///u:s3cret@h:1", "redis:///u:***@h:1"},
+      {"u:s3cret@h:1", "u:***@h:1"},
+      {"s3cret@h", "***@h"},
+      {"u:s3cret@redis://h", "u:***@redis://h"},
+      {"redis:/u:p@ss@h?password=x", "redis:/***@h?password=***"},
+  };
+  for (const auto& [in, out] : cases) EXPECT_EQ(redact_url(in), out) << in;
+  EXPECT_TRUE(url_gives_password("redis:/u:s3cret@h"));
 }
 
 TEST(RedactUrl, ToldWhetherAUrlGivesAPassword) {

@@ -18,6 +18,7 @@
 #include "policy_flag.hpp"
 #include "sluice/atomic_file.hpp"
 #include "sluice/keyed.hpp"
+#include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
 #include "store_flag.hpp"
 #include "trace.hpp"
@@ -115,7 +116,9 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   // decision of the policy's to show: stop rather than print one.
   const auto not_decided = [&](source from) {
     if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
-    err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(from) << ")\n";
+    err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(from) << ")";
+    if (const std::string why = store.last_failure(); !why.empty()) err << ": " << redact_url(why);
+    err << "\n";
     return 1;
   };
   // What a decision's row says beside its figures (docs/traces.md): nothing

@@ -126,4 +126,9 @@ void single_policy_store::restore(const std::vector<std::pair<std::string, any_s
   if (made_.memory != nullptr) made_.memory->with_keyed(id_, [&](keyed_limiter& k) { k.restore(entries); });
 }
 
+std::string single_policy_store::last_failure() const {
+  const auto f = made_.s->figures();
+  return f ? f->last_failure : std::string();
+}
+
 }  // namespace sluice::cli

@@ -117,6 +117,9 @@ class single_policy_store {
 
   /// The memory store, if it is one.
   [[nodiscard]] memory_store* memory() const noexcept { return made_.memory; }
+  /// The store's message about its latest failed call (store_figures::
+  /// last_failure; never a password), or "" when it has none.
+  [[nodiscard]] std::string last_failure() const;
   /// The policy's id in the store.
   [[nodiscard]] policy_id id() const noexcept { return id_; }
 

@@ -125,6 +125,9 @@ struct store_options {
   /// `on_health_change` gets a line (0: none).
   store_clock clock = store_clock::local;
   std::chrono::milliseconds max_clock_offset{1000};
+  /// A remote store that can evict keys (Redis's `maxmemory-policy`): warn
+  /// at open instead of refusing (redis_store_options::warn_on_eviction_policy).
+  bool warn_on_eviction_policy = false;
   /// A remote store: called once per change of its health (a breaker opens
   /// or closes), with one line that says so and never a password; on the
   /// deciding thread, so it must be quick and thread-safe.

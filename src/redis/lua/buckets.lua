@@ -56,5 +56,5 @@ local function buckets_leaf(v, b, pos, tag)
       if oldest then rest = rest - out[oldest] end
     end
   end
-  return fits, write_doubles(tag, out, N + 3), W + 1, nxt
+  return fits, write_doubles(tag, out, N + 3), W - o + 1, nxt
 end
