@@ -37,7 +37,8 @@ constexpr int change_attempts = 4;
 /// (docs/redis.md, "Overrides": every other carried state is held, the
 /// sliding windows' by the conservative carry).
 constexpr std::string_view cannot_hold =
-    "the key's carried state is outside the Redis library's exact ranges (a debt of 2^52 or more); nothing changed";
+    "the key's carried state is outside the Redis library's exact ranges (docs/redis.md, \"Exact ranges\"); nothing "
+    "changed";
 
 /// The most beliefs kept (past it they are dropped: each costs at most one
 /// status 6 to learn again).
