@@ -32,7 +32,7 @@ struct fixture {
   static sluice::memory_store_options options() {
     sluice::memory_store_options o;
     o.keyed.auto_purge = false;
-    o.max_ids = 1 << 22;
+    o.max_id_bytes = std::size_t{4} << 30;
     return o;
   }
 };

@@ -3,6 +3,7 @@
 #include "sluice/reconfigure.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,58 @@ i128 new_tokens(i128 held, rate from, std::int64_t s_from, rate to, std::int64_t
 /// Whether [a0, a1) and [b0, b1) share an instant.
 bool overlaps(i128 a0, i128 a1, i128 b0, i128 b1) noexcept { return a0 < b1 && b0 < a1; }
 
+/// Keeps, of runs of units oldest first, only those that can change a
+/// decision of a window of limit `l` (semantics.md, "Reconfiguration"), as
+/// a report leaves them: each run holds at most `l`, and while the runs
+/// after the oldest hold `l` or more the oldest is dropped (it leaves the
+/// window before any of them, and while it is in it they alone deny every
+/// request). Nothing when `l` is 0 (a limit of 0 admits nothing, whatever
+/// it counts). What is kept holds at most 2l − 1 units: what a window's
+/// admits and reports leave, and all a Redis store holds.
+template <class Run, class Units>
+void keep_decisive(std::vector<Run>& runs, std::int64_t l, Units units) {
+  if (l <= 0) {
+    runs.clear();
+    return;
+  }
+  i128 total = 0;
+  for (Run& r : runs) {
+    units(r) = std::min(units(r), l);
+    total += units(r);
+  }
+  std::size_t first = 0;
+  while (first + 1 < runs.size() && total - units(runs[first]) >= l) total -= units(runs[first++]);
+  runs.erase(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(first));
+}
+
+/// `s` with only the units that can change a decision of `to` (keep_decisive).
+sliding_buckets::state decisive(const sliding_buckets& to, const sliding_buckets::state& s) {
+  const std::int64_t n = to.buckets();
+  if (s.total() == 0 || s.counts().size() != static_cast<std::size_t>(n)) return s;
+  struct sub_count {
+    i128 sub;
+    std::int64_t count;
+  };
+  std::vector<sub_count> runs;
+  for (std::int64_t k = n - 1; k >= 0; --k) {
+    const i128 sub = static_cast<i128>(s.newest()) - k;
+    const std::int64_t c = s.counts()[static_cast<std::size_t>(detail::floor_mod(sub, static_cast<i128>(n)))];
+    if (c > 0) runs.push_back({sub, c});
+  }
+  keep_decisive(runs, to.limit().limit, [](sub_count& r) -> std::int64_t& { return r.count; });
+  // The ring, rebuilt the only way its interface allows: each sub-window's
+  // count admitted at its first instant, oldest first, through a policy of
+  // the same window and buckets and no limit.
+  const tick width = to.limit().window / n;
+  const sliding_buckets big = sliding_buckets::make(rate{max_quantity, to.limit().window}, n).value();
+  sliding_buckets::state out;
+  for (const sub_count& r : runs) {
+    const i128 t = std::max<i128>(r.sub * width, detail::i64_min);
+    (void)decide(big, out, static_cast<tick>(t), r.count);
+  }
+  return out;
+}
+
 }  // namespace
 
 fixed_window::state reconfigure(const fixed_window& from, const fixed_window::state& s, const fixed_window& to,
@@ -62,6 +115,13 @@ sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state
   kept.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i)
     if (s.at(i).at > horizon) kept.push_back(s.at(i));
+  if (kept.empty()) return {};
+  // Re-windowed first (the new window drops what it no longer holds), then
+  // only what can change a decision of `to` is kept.
+  const sliding_log::state exact = detail::rebuild_log(to.limit().window, kept);
+  kept.clear();
+  for (std::size_t i = 0; i < exact.size(); ++i) kept.push_back(exact.at(i));
+  keep_decisive(kept, to.limit().limit, [](sliding_log::entry& run) -> std::int64_t& { return run.units; });
   if (kept.empty()) return {};
   return detail::rebuild_log(to.limit().window, kept);
 }
@@ -107,7 +167,7 @@ sliding_counter::state reconfigure(const sliding_counter& from, const sliding_co
 
 sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
                                    const sliding_buckets& to, tick now) {
-  if (from.limit().window == to.limit().window && from.buckets() == to.buckets()) return s;
+  if (from.limit().window == to.limit().window && from.buckets() == to.buckets()) return decisive(to, s);
   const decision d = from.peek(s, now, 0);  // cost 0: what is in the window
   const i128 in_window = static_cast<i128>(from.limit().limit) - d.remaining;
   if (in_window <= 0) return {};
@@ -120,7 +180,7 @@ sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_bu
   const sliding_buckets big = sliding_buckets::make(rate{max_quantity, to.limit().window}, to.buckets()).value();
   sliding_buckets::state out;
   (void)decide(big, out, at, clamp_units(in_window));
-  return out;
+  return decisive(to, out);
 }
 
 token_bucket::state reconfigure(const token_bucket& from, const token_bucket::state& s, const token_bucket& to,

@@ -10,6 +10,7 @@
 
 #include "detail/compose.hpp"
 #include "sluice/detail/log_rebuild.hpp"
+#include "sluice/detail/receipt_fields.hpp"
 
 namespace sluice {
 
@@ -32,7 +33,28 @@ struct receipt_access {
   static const i128& after(const receipt& r) noexcept { return r.after_; }
   static tick at(const receipt& r) noexcept { return r.at_; }
   static std::int64_t cost(const receipt& r) noexcept { return r.cost_; }
+  static receipt_fields fields(const receipt& r) noexcept {
+    return {r.algo_, r.at_, r.cost_, r.key_, r.before_, r.after_, r.p1_, r.p2_, r.p3_, r.part_};
+  }
 };
+
+receipt_fields fields_of(const receipt& r) noexcept { return receipt_access::fields(r); }
+
+receipt receipt_of(const receipt_fields& f, std::vector<receipt> parts) {
+  receipt r;
+  receipt_access::algo(r) = f.algo;
+  receipt_access::at(r) = f.at;
+  receipt_access::cost(r) = f.cost;
+  receipt_access::key(r) = f.key;
+  receipt_access::before(r) = f.before;
+  receipt_access::after(r) = f.after;
+  receipt_access::p1(r) = f.p1;
+  receipt_access::p2(r) = f.p2;
+  receipt_access::p3(r) = f.p3;
+  receipt_access::part(r) = f.part;
+  receipt_access::parts(r) = std::move(parts);
+  return r;
+}
 
 }  // namespace detail
 

@@ -35,12 +35,21 @@
 //   by S_new more, and the fraction would do the same.
 // - fixed window: the count, if the old window holding it overlaps the new
 //   window containing `now` (the units may be anywhere in it), else nothing.
-// - sliding log: every entry still in the old window, re-windowed with W_new.
+// - sliding log: every entry still in the old window, re-windowed with W_new,
+//   then only the units that can change a decision of `to`, as a report
+//   leaves them: each entry holds at most L_new, and while the entries after
+//   the oldest hold L_new or more the oldest is dropped (while it is in the
+//   window they alone deny every request, and it leaves first). So a lower
+//   limit keeps at most 2·L_new − 1 units, and every decision of `to` is the
+//   one the whole log would give; L_new = 0 keeps none.
 // - sliding window counter: the old windows' counts charged to every new
 //   window (k − 1 or k) they overlap.
 // - sliding window with buckets: unchanged when only L changes; otherwise the
 //   units still in the old window are charged to the new sub-window of the
-//   latest old sub-window (its sub-window counts are private to it).
+//   latest old sub-window (its sub-window counts are private to it). Then,
+//   as for the sliding log, only the units that can change a decision of
+//   `to`: each sub-window at most L_new, the oldest non-empty emptied while
+//   the newer ones hold L_new or more.
 // - leaky queue: the release time of the last queued unit is kept (its
 //   units leave as promised); new units are spaced W_new/L_new after it and
 //   the queue bound Q_new counts that wait in new slots.

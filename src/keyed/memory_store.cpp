@@ -174,6 +174,7 @@ store_stats memory_store::stats() const {
     out.id_conflicts += s.conflicts.load(std::memory_order_relaxed);
   }
   if (im.opt.keyed.budget) out.fallbacks = im.opt.keyed.budget->refused();
+  out.fallbacks += im.ids_refused.load(std::memory_order_relaxed);
   out.decisions = out.from_store + out.replayed + out.errors + out.fallbacks + out.id_conflicts;
   std::lock_guard lock(impl_->define_mu);
   for (const auto& e : im.entries) {
@@ -231,14 +232,7 @@ std::size_t memory_store::purge(tick now) {
     dropped += e->owned->purge(now, 1024);
     for (auto& o : e->overrides.map) dropped += o.second->purge(now, 1024);
   }
-  for (id_stripe& s : im.ids) {
-    std::lock_guard lock(s.mu);
-    while (!s.order.empty() && expired(s.order.front().first, now, im.opt.idempotency_window)) {
-      auto it = s.map.find(s.order.front().second);
-      if (it != s.map.end() && it->second.at == s.order.front().first) s.map.erase(it);
-      s.order.pop_front();
-    }
-  }
+  im.forget_all_expired(im.id_now(now));
   return dropped;
 }
 

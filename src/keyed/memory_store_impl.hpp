@@ -101,8 +101,10 @@ enum class counter { from_store, replayed, errors, conflicts };
 
 /// A remembered request id.
 struct id_entry {
-  tick at = 0;
-  std::string identity;  // detail::request_identity of its first request
+  tick at = 0;            // the request's instant
+  tick born = 0;          // the instant its life is read from (memory_store_options::ids_on_clock)
+  std::size_t bytes = 0;  // what it counts against max_id_bytes (id_bytes)
+  std::string identity;   // detail::request_identity of its first request
   store_decision d;
   std::vector<decision> per_check;
   std::vector<std::optional<tick>> grows;  // each check's grows_after, read right after the first decision
@@ -118,9 +120,39 @@ struct id_entry {
 struct id_stripe {
   std::mutex mu;
   std::unordered_map<std::string, id_entry> map;
-  std::deque<std::pair<tick, std::string>> order;  // by insertion
+  std::deque<std::pair<tick, std::string>> order;  // (born, id) by insertion
 };
 constexpr std::size_t id_stripes = 16;
+
+/// The receipts an admit of `p` takes: one, and a composite's parts' (all_of:
+/// every part's; any_of: the consuming part's, at most the largest).
+inline std::size_t receipt_nodes(const any_policy& p) {
+  if (const auto* a = std::get_if<all_of>(&p)) {
+    std::size_t n = 1;
+    for (const auto& part : a->parts()) n += receipt_nodes(part);
+    return n;
+  }
+  if (const auto* o = std::get_if<any_of>(&p)) {
+    std::size_t most = 0;
+    for (const auto& part : o->parts()) most = std::max(most, receipt_nodes(part));
+    return 1 + most;
+  }
+  return 1;
+}
+
+/// What a remembered id costs against max_id_bytes: its node in the table
+/// and in the expiry order, the id twice (the table's key and the order's),
+/// the identity, and per check its figures, grows_after, key and receipts
+/// (`receipts` in all). An estimate of the heap it holds, the same at the
+/// remember and at the forget (docs/serve.md, "Request ids").
+inline std::size_t id_bytes(std::size_t id_len, std::size_t identity_len, std::size_t checks, std::size_t key_bytes,
+                            std::size_t receipts) noexcept {
+  constexpr std::size_t node = sizeof(std::pair<const std::string, id_entry>) + 2 * sizeof(void*) +
+                               sizeof(std::pair<tick, std::string>) + sizeof(void*);
+  return node + 2 * id_len + identity_len + key_bytes +
+         checks * (sizeof(decision) + sizeof(std::optional<tick>) + sizeof(std::pair<policy_id, std::string>)) +
+         receipts * sizeof(receipt);
+}
 
 /// Whether an id remembered at `at` has expired at `now` (a `now` before
 /// `at`, a clock that stepped back, is within the window).
@@ -162,8 +194,10 @@ struct memory_store::impl {
   std::condition_variable gate_cv;
   counter_stripe stripes[owned_stripes + 1];
   id_stripe ids[id_stripes];
-  std::atomic<bool> leases{false};        // some policy has a concurrency part: decisions draw nonces
-  std::atomic<std::size_t> overrides{0};  // over every policy (max_overrides)
+  std::atomic<std::size_t> id_bytes_held{0};  // over every stripe (max_id_bytes)
+  std::atomic<std::uint64_t> ids_refused{0};  // new ids answered by on_full at max_id_bytes
+  std::atomic<bool> leases{false};            // some policy has a concurrency part: decisions draw nonces
+  std::atomic<std::size_t> overrides{0};      // over every policy (max_overrides)
 
   // The carrier: a thread that carries over, a slice at a time, the states
   // redefinitions left behind (started by the first redefinition).
@@ -320,29 +354,76 @@ struct memory_store::impl {
   /// "Reconfiguration"). Decisions wait only for the switch of the stores.
   result<policy_id> redefine(policy_entry& e, policy_id id, const any_policy& to, tick now);
 
-  /// The remembered decision of `id` at `now`, if any; for a peek, nothing
-  /// else. Requires the stripe's lock.
-  static id_entry* remembered(id_stripe& s, std::string_view id, tick now, tick window) {
+  /// The instant an id's life is read at, for a request (or refund) at
+  /// `now`: the store's clock with ids_on_clock (no request's `now` can
+  /// shorten an id's life), else `now`.
+  tick id_now(tick now) const noexcept {
+    if (!opt.ids_on_clock) return now;
+    return opt.clock != nullptr ? opt.clock->now() : unix_clock::now();
+  }
+
+  /// The remembered decision of `id` at `t` (id_now), if any; for a peek,
+  /// nothing else. Requires the stripe's lock.
+  id_entry* remembered(id_stripe& s, std::string_view id, tick t) const {
     auto it = s.map.find(std::string(id));
     if (it == s.map.end()) return nullptr;
-    if (expired(it->second.at, now, window)) return nullptr;
+    if (expired(it->second.born, t, opt.idempotency_window)) return nullptr;
     return &it->second;
   }
 
   id_stripe& stripe_of(std::string_view id) { return ids[std::hash<std::string_view>{}(id) % id_stripes]; }
 
-  void remember(id_stripe& s, std::string_view id, std::string identity, const store_request& r,
-                const store_decision& d, std::span<decision> per_check, std::span<const std::optional<tick>> grows,
-                std::size_t n, std::span<receipt> receipts) {
-    const tick now = r.now;
-    while (!s.order.empty() && (s.map.size() >= std::max<std::size_t>(opt.max_ids / id_stripes, 1) ||
-                                expired(s.order.front().first, now, opt.idempotency_window))) {
+  /// Forgets the ids of `s` whose window has ended at `t` (id_now), oldest
+  /// first, as far as the first that has not. Requires the stripe's lock.
+  void forget_expired(id_stripe& s, tick t) {
+    while (!s.order.empty() && expired(s.order.front().first, t, opt.idempotency_window)) {
       auto it = s.map.find(s.order.front().second);
-      if (it != s.map.end() && it->second.at == s.order.front().first) s.map.erase(it);
+      if (it != s.map.end() && it->second.born == s.order.front().first) {
+        id_bytes_held.fetch_sub(it->second.bytes, std::memory_order_relaxed);
+        s.map.erase(it);
+      }
       s.order.pop_front();
     }
+  }
+
+  /// Forgets the expired ids of every stripe, one lock at a time. Requires
+  /// no stripe lock.
+  void forget_all_expired(tick t) {
+    for (id_stripe& s : ids) {
+      std::lock_guard lock(s.mu);
+      forget_expired(s, t);
+    }
+  }
+
+  /// What remembering `r`'s id will count against max_id_bytes.
+  std::size_t id_bytes_of(const store_request& r, std::size_t identity_len) const {
+    std::size_t keys = 0;
+    std::size_t receipts = 0;
+    for (const check& c : r.checks) {
+      keys += c.key.size();
+      receipts += receipt_nodes(entry_of(c.policy)->current.load(std::memory_order_acquire)->policy());
+    }
+    return id_bytes(r.id.size(), identity_len, r.checks.size(), keys, receipts);
+  }
+
+  /// Takes `bytes` of max_id_bytes for a new id; false (nothing taken) past it.
+  bool take_id_bytes(std::size_t bytes) noexcept {
+    const std::size_t before = id_bytes_held.fetch_add(bytes, std::memory_order_relaxed);
+    if (before + bytes <= opt.max_id_bytes && before + bytes >= before) return true;
+    id_bytes_held.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+
+  /// Remembers `r`'s first decision, its `bytes` (id_bytes_of) already
+  /// taken. Requires the stripe's lock.
+  void remember(id_stripe& s, std::string_view id, std::string identity, const store_request& r,
+                const store_decision& d, std::span<decision> per_check, std::span<const std::optional<tick>> grows,
+                std::size_t n, std::span<receipt> receipts, tick born, std::size_t bytes) {
+    const tick now = r.now;
     id_entry e;
     e.at = now;
+    e.born = born;
+    e.bytes = bytes;
     e.identity = std::move(identity);
     e.d = d;
     e.d.from = source::replayed;
@@ -358,8 +439,12 @@ struct memory_store::impl {
       }
     }
     std::string key(id);
+    // An expired entry of the same id not yet forgotten (not at the front
+    // of the order) gives its bytes back.
+    if (auto old = s.map.find(key); old != s.map.end())
+      id_bytes_held.fetch_sub(old->second.bytes, std::memory_order_relaxed);
     s.map.insert_or_assign(key, std::move(e));
-    s.order.emplace_back(now, std::move(key));
+    s.order.emplace_back(born, std::move(key));
   }
 
   static store_decision replay(const id_entry& e, std::span<decision> per_check, std::span<std::optional<tick>> grows,
@@ -582,9 +667,14 @@ struct memory_store::impl {
     std::string identity;
     detail::request_identity(
         r, [&](std::size_t i) -> std::string_view { return entry_of(r.checks[i].policy)->name; }, identity);
+    const tick born = id_now(r.now);
+    const std::size_t bytes = commit ? id_bytes_of(r, identity.size()) : 0;
+    // Near the bound, the ids whose window has ended go first, every
+    // stripe's (one lock at a time, before this id's own).
+    if (commit && id_bytes_held.load(std::memory_order_relaxed) + bytes > opt.max_id_bytes) forget_all_expired(born);
     id_stripe& s = stripe_of(r.id);
     std::lock_guard lock(s.mu);  // a repeat arriving meanwhile waits, then replays
-    if (const id_entry* e = remembered(s, r.id, r.now, opt.idempotency_window); e != nullptr) {
+    if (const id_entry* e = remembered(s, r.id, born); e != nullptr) {
       if (e->identity != identity) {
         // Another request under a used id: refused, nothing decided
         // (semantics.md, "Request ids").
@@ -603,13 +693,22 @@ struct memory_store::impl {
     const std::span<decision> pc = per_check.empty() ? std::span<decision>(local, n) : per_check;
     if (!commit)
       return n == 1 ? decide_one(r.checks[0], r.now, cost_of(r, r.checks[0]), pc, false) : decide_checks(r, pc, false);
+    forget_expired(s, born);
+    if (!take_id_bytes(bytes)) {
+      // At max_id_bytes a new id is answered as a new key at max_keys is,
+      // by on_full: nothing charged and the id not remembered, so a retry
+      // is never charged twice (docs/serve.md, "Request ids").
+      ids_refused.fetch_add(1, std::memory_order_relaxed);
+      for (auto& gr : grows) gr.reset();
+      return full(r.checks, r.cost, r.now, per_check);
+    }
     receipt tickets[max_checks];
     store_decision d = decide_checks(r, pc, true, false, std::span<receipt>(tickets, n));
     d.lease = issued_lease(d);  // remembered with the decision: a repeat answers the same lease
     std::optional<tick> mine[max_checks];
     const std::span<std::optional<tick>> g = grows.empty() ? std::span<std::optional<tick>>(mine, n) : grows;
     fill_grows(r, d, pc, g);
-    remember(s, r.id, std::move(identity), r, d, pc, g.first(n), n, std::span<receipt>(tickets, n));
+    remember(s, r.id, std::move(identity), r, d, pc, g.first(n), n, std::span<receipt>(tickets, n), born, bytes);
     return d;
   }
 

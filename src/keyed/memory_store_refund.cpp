@@ -16,7 +16,7 @@ refund_answer memory_store::impl::refund(std::string_view id, tick now, std::spa
   }
   id_stripe& s = stripe_of(id);
   std::lock_guard lock(s.mu);
-  id_entry* e = remembered(s, id, now, opt.idempotency_window);
+  id_entry* e = remembered(s, id, id_now(now));
   if (e == nullptr) {
     a.status = refund_status::unknown_id;
     return a;

@@ -33,12 +33,12 @@ constexpr std::size_t max_overrides = 10'000;
 /// The most attempts at a change whose compare-and-set lost a race.
 constexpr int change_attempts = 4;
 
-/// The refusal of a change whose carried state the library cannot hold
-/// (docs/redis.md, "Overrides").
+/// A change whose carried state lies outside the library's exact ranges
+/// (docs/redis.md, "Overrides": every other carried state is held, the
+/// sliding windows' by the conservative carry).
 constexpr std::string_view cannot_hold =
-    "the key's state cannot be carried into this limit exactly in the Redis store (it counts more than the new "
-    "limit holds, e.g. a sliding window's units past a lower limit); nothing changed: retry once the units have "
-    "left the window";
+    "the key's carried state is outside the Redis library's exact ranges (docs/redis.md, \"Exact ranges\"); nothing "
+    "changed";
 
 /// The most beliefs kept (past it they are dropped: each costs at most one
 /// status 6 to learn again).
@@ -235,7 +235,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
           // A state that holds nothing a later decision counts (a window
           // passed, a log whose runs all left it) decides as a fresh one:
           // its key goes.
-          if (!redis::leaf_emptied(leaf, *parts[j], at)) return error{"policy", std::string(cannot_hold)};
+          if (!redis::leaf_emptied(leaf, *parts[j], at)) return store_error(std::string(cannot_hold));
           if (now_values[j]) written[j] = std::string();
           continue;
         }

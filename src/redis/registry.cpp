@@ -19,6 +19,7 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.pipelined_client = o.pipelined_client;
   r.tick_ns = o.tick_ns;
   r.unknown_tick_ttl = o.unknown_tick_ttl;
+  r.idempotency_window = o.idempotency_window;
   r.on_failure = o.on_failure;
   r.fail_closed_retry_after = o.fail_closed_retry_after;
   r.breaker_failures = o.breaker_failures;

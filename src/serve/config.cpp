@@ -31,6 +31,13 @@ void read_envoy_sections(const std::string& file, const toml::table& doc, config
 
 namespace {
 
+// The request ids' settings (docs/serve.md, "Request ids"): a window from
+// 1 ms (Redis's TTL unit) to 7 days, and room for a few of the largest ids
+// (16 checks of 256-byte keys take about 14 KB).
+constexpr tick min_idempotency_window = 1'000'000;
+constexpr tick max_idempotency_window = tick{7} * 24 * 3600 * 1'000'000'000;
+constexpr std::int64_t min_id_bytes = 65'536;
+
 // An error at a place in the file.
 struct located {
   toml::source_position at;
@@ -315,7 +322,7 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   const reader r(file, t, "store");
   r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
           "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "clock",
-          "max_clock_offset", "eviction"},
+          "max_clock_offset", "eviction", "idempotency_window", "max_id_bytes"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
   if (const toml::node* n = r.get("url")) s.url_place = place_of(file, n->source().begin);
@@ -335,6 +342,17 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   SLUICE_NOTE(r.integer("max_keys", s.max_keys, 0, std::numeric_limits<std::int64_t>::max()));
   s.max_keys_given = r.get("max_keys") != nullptr;
   SLUICE_NOTE(r.duration("purge_interval", s.purge_interval, true));
+  if (const toml::node* n = r.get("idempotency_window")) {
+    if (auto e = r.duration("idempotency_window", s.idempotency_window)) {
+      errs.push_back(*e);
+    } else if (s.idempotency_window < min_idempotency_window || s.idempotency_window > max_idempotency_window) {
+      errs.push_back(r.wrong(*n, "idempotency_window", "must be from 1ms to 7d"));
+    }
+  }
+  SLUICE_NOTE(r.integer("max_id_bytes", s.max_id_bytes, min_id_bytes, std::numeric_limits<std::int64_t>::max()));
+  if (remote && r.get("max_id_bytes") != nullptr)
+    errs.push_back(r.wrong(*r.get("max_id_bytes"), "max_id_bytes",
+                           "only the memory store is bounded here (Redis: maxmemory; its ids expire by TTL)"));
   if (remote && r.get("max_keys") != nullptr)
     errs.push_back(r.wrong(*r.get("max_keys"), "max_keys", "only the memory store is bounded here (Redis: maxmemory)"));
   if (remote && r.get("purge_interval") != nullptr)

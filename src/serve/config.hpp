@@ -67,6 +67,13 @@ struct store_config {
   std::size_t max_keys = 0;
   /// Whether `max_keys` was given (else the default was filled in).
   bool max_keys_given = false;
+  /// How long a request id is remembered (idempotent retries; docs/serve.md,
+  /// "Request ids"), in nanoseconds, by the service's clock: 1ms to 7d.
+  /// Redis: its records' TTL (whole milliseconds, rounded up).
+  tick idempotency_window = 60'000'000'000;
+  /// Memory store: the most bytes the remembered request ids hold; past it
+  /// a new id is answered by `on_failure`, nothing charged.
+  std::size_t max_id_bytes = std::size_t{256} << 20;
   /// Memory store: purge fresh states every this many nanoseconds (0:
   /// never), at the service's clock. Off with server.client_time (no
   /// instant is promised then: semantics.md, "Keys").

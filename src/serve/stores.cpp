@@ -23,6 +23,10 @@ std::string file_of(const std::string& dir, std::string_view policy) {
   return dir + "/" + std::string(policy) + ".snap";
 }
 
+/// The request ids' file: no policy's file can have its name (those end
+/// in ".snap").
+std::string ids_file_of(const std::string& dir) { return dir + "/request-ids"; }
+
 const named_policy* policy_named(const config& c, std::string_view name) { return c.find_policy(name); }
 
 }  // namespace
@@ -37,6 +41,12 @@ store_options store_options_of(const store_config& c) {
   o.memory.on_full = c.on_failure;
   o.memory.full_retry_after = c.fail_closed_retry_after;
   o.memory.keyed.in_time_order = c.in_time_order;
+  // Request ids live by the service's clock alone: a client's "now"
+  // (server.client_time) can shorten no id's life (docs/serve.md).
+  o.memory.ids_on_clock = true;
+  o.memory.idempotency_window = c.idempotency_window;
+  o.memory.max_id_bytes = c.max_id_bytes;
+  o.idempotency_window = std::chrono::milliseconds((c.idempotency_window + 999'999) / 1'000'000);
   o.password = c.password;
   o.key_prefix = c.key_prefix;
   o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
@@ -92,6 +102,10 @@ result<snapshot_report> save_snapshots(store& st, const config& c, const std::st
         rep.keys += info->keys;
       });
   if (failed) return *failed;
+  // The request ids, with their refund records (docs/serve.md, "Request ids").
+  auto ids = m->save_ids(ids_file_of(dir));
+  if (!ids) return ids.err();
+  rep.ids = *ids;
   return rep;
 }
 
@@ -147,6 +161,14 @@ result<snapshot_report> load_snapshots(store& st, const config& c, const std::st
     auto put = m->restore_overrides(*m->find(name), os);
     if (!put) return error{"store.snapshot", file_of(dir, name) + ": " + put.err().what()};
     rep.overrides += *put;
+  }
+  // The request ids last: they name the policies, which are all defined.
+  const std::string ids = ids_file_of(dir);
+  struct stat sb {};
+  if (::stat(ids.c_str(), &sb) == 0) {
+    auto n = m->load_ids(ids);
+    if (!n) return n.err();
+    rep.ids = *n;
   }
   return rep;
 }

@@ -39,6 +39,7 @@ struct snapshot_report {
   std::uint64_t policies = 0;        ///< files written or read
   std::uint64_t keys = 0;            ///< states written or restored
   std::uint64_t overrides = 0;       ///< load: overrides restored
+  std::uint64_t ids = 0;             ///< request ids saved or restored
   std::vector<std::string> skipped;  ///< load: policies started fresh, and why
 };
 

@@ -251,10 +251,11 @@ inline std::unique_ptr<memory_store> exact_memory_store() {
 }
 
 /// Whether `e` is the Redis store's refusal of an override change whose
-/// carried state its library cannot hold (docs/redis.md, "Overrides"):
-/// nothing changed there, so the memory store is not asked either.
+/// carried state is outside its library's exact ranges (docs/redis.md,
+/// "Overrides"): nothing changed there, so the memory store is not asked
+/// either.
 inline bool cannot_hold(const std::string& e) {
-  return e.find("cannot be carried into this limit exactly in the Redis store") != std::string::npos;
+  return e.find("outside the Redis library's exact ranges") != std::string::npos;
 }
 
 /// Runs `sc` one call at a time; `define_at` redefines in the store under

@@ -15,6 +15,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "redis/redefine_scenarios.hpp"
@@ -31,6 +32,14 @@ using conformance::answer;
 using namespace redefine;
 
 any_policy expr(std::string_view text) { return parse_policy(text).value(); }
+
+/// `name` defined as `text` at 0 in the Redis store and in the memory
+/// store: (the Redis store's id, the memory store's).
+template <typename Memory>
+std::pair<policy_id, policy_id> define_both(redis_store& st, Memory& mem, std::string_view name,
+                                            std::string_view text) {
+  return {st.define_at(name, expr(text), 0).value(), mem.define_at(name, expr(text), 0).value()};
+}
 
 class RedisOverride : public ::testing::TestWithParam<algorithm> {};
 
@@ -63,10 +72,14 @@ TEST_P(RedisOverride, DecidesAsTheMemoryStoreOneCallAtATime) {
   const auto s = st->redis_stats();
   std::printf(
       "overrides %-16s %zu traces, %zu decisions agree with the memory store; %llu calls built again; %zu of %zu "
-      "changes refused (state past the new limit)\n",
+      "changes refused (outside the exact ranges)\n",
       std::string(name_of(GetParam())).c_str(), scenarios.size(), decisions,
       static_cast<unsigned long long>(s.override_moves), refusals, changes);
-  EXPECT_LT(refusals * 3, changes);  // most changes are made
+  // The conservative carry keeps what a sliding log's or buckets' lower
+  // limit can use, so none of theirs is refused for that; states outside
+  // the exact ranges still are (2026-12-07: a sliding counter's 31 of 440,
+  // GCRA's 11 of 431, others 0 to 6; docs/redis.md, "Overrides").
+  EXPECT_LT(refusals * 3, changes) << refusals << " of " << changes;
   EXPECT_EQ(s.mismatches, 0U);
   EXPECT_EQ(s.unknown_config, 0U);
   EXPECT_EQ(s.override_races, 0U);
@@ -242,7 +255,7 @@ TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
   EXPECT_EQ(field(st->override_of(p, "k")), "store");
 }
 
-TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedOrRefusesTheChange) {
+TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedAndIsNeverRefused) {
   redis_store_options o;
   o.prefix = fresh_prefix("ovhold");
   auto st = open_store(o);
@@ -250,8 +263,7 @@ TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedOrRefusesTheChange) {
   ASSERT_TRUE(st);
   // A fixed window's 8 units stay counted under a limit of 5: denied until
   // the window ends, as in the memory store.
-  const policy_id p = st->define_at("w", expr("fixed-window 10/1000ns"), 0).value();
-  const policy_id m = mem->define_at("w", expr("fixed-window 10/1000ns"), 0).value();
+  const auto [p, m] = define_both(*st, *mem, "w", "fixed-window 10/1000ns");
   const check c{p, "k"};
   const check cm{m, "k"};
   for (tick t = 1; t <= 8; ++t) ASSERT_TRUE(st->decide_at(one_check(c, t)).d.allowed);
@@ -265,19 +277,78 @@ TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedOrRefusesTheChange) {
     EXPECT_EQ(a.d.remaining, b.d.remaining) << t;
     EXPECT_EQ(a.d.retry_after, b.d.retry_after) << t;
   }
-  // A sliding log's 8 units past a limit of 5 are more than its library
-  // holds exactly: refused naming policy, nothing changed; made once the
-  // units have left the window.
-  const policy_id l = st->define_at("log", expr("sliding-log 10/1000ns"), 0).value();
+  // A sliding log's 8 units past a limit of 5: the conservative carry keeps
+  // the units that can change a decision (semantics.md, "Reconfiguration"),
+  // made in both stores at once, deciding alike (it was refused naming
+  // policy until the units left the window).
+  const auto [l, lm] = define_both(*st, *mem, "log", "sliding-log 10/1000ns");
   const check cl{l, "k"};
+  const check clm{lm, "k"};
   for (tick t = 1; t <= 8; ++t) ASSERT_TRUE(st->decide_at(one_check(cl, t)).d.allowed);
-  const auto refused = st->set_override_at(l, "k", expr("sliding-log 5/1000ns"), 9);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.err().field, "policy");
-  EXPECT_FALSE(st->override_of(l, "k").value().has_value());
-  EXPECT_EQ(st->decide_at(one_check(cl, 10)).d.remaining, 1);  // still the configured 10
-  EXPECT_EQ(st->set_override_at(l, "k", expr("sliding-log 5/1000ns"), 2000).value(), override_change::created);
-  EXPECT_EQ(st->decide_at(one_check(cl, 2001)).d.remaining, 4);
+  for (tick t = 1; t <= 8; ++t) ASSERT_TRUE(mem->decide_at(one_check(clm, t)).d.allowed);
+  const auto made = st->set_override_at(l, "k", expr("sliding-log 5/1000ns"), 9);
+  ASSERT_TRUE(made) << made.err().what();
+  EXPECT_EQ(made.value(), override_change::created);
+  EXPECT_EQ(mem->set_override_at(lm, "k", expr("sliding-log 5/1000ns"), 9).value(), override_change::created);
+  for (const tick t : {10, 1000, 1003, 1004, 1005, 1006, 1008, 1009, 2100}) {
+    const auto a = st->decide_at(one_check(cl, t));
+    const auto b = mem->decide_at(one_check(clm, t));
+    EXPECT_EQ(a.d.allowed, b.d.allowed) << t;
+    EXPECT_EQ(a.d.remaining, b.d.remaining) << t;
+    EXPECT_EQ(a.d.retry_after, b.d.retry_after) << t;
+  }
+}
+
+TEST(RedisOverrides, ARaisedSlidingLogIsRevokedWhileItsTenantKeepsUsingIt) {
+  // The operator raised a tenant's sliding-log 5/4000ns to 50/4000ns; the
+  // tenant keeps using it while the override is deleted. The delete is made
+  // (it was refused naming policy while the units stayed in the window),
+  // and every admit after it keeps the configured limit, counting what the
+  // tenant took under the override: at most 5 admits in the 4000 ticks up
+  // to it. Both stores decide alike.
+  constexpr tick w = 4000;
+  redis_store_options o;
+  o.prefix = fresh_prefix("ovrevoke");
+  auto st = open_store(o);
+  auto mem = exact_memory_store();
+  ASSERT_TRUE(st);
+  const auto [p, pm] = define_both(*st, *mem, "slog", "sliding-log 5/4000ns");
+  const check c{p, "tenant"};
+  const check cm{pm, "tenant"};
+  ASSERT_EQ(st->set_override_at(p, "tenant", expr("sliding-log 50/4000ns"), 1).value(), override_change::created);
+  ASSERT_EQ(mem->set_override_at(pm, "tenant", expr("sliding-log 50/4000ns"), 1).value(), override_change::created);
+  std::vector<tick> admitted;
+  std::size_t deletes = 0;
+  // A request every 50 ticks over three windows; the delete at 1025 (made
+  // before the request at 1060).
+  for (tick t = 10; t < 3 * w; t += 50) {
+    if (t > 1025 && deletes == 0) {
+      const auto gone = st->delete_override_at(p, "tenant", 1025);
+      ASSERT_TRUE(gone) << gone.err().what();
+      EXPECT_TRUE(gone.value());
+      ASSERT_TRUE(mem->delete_override_at(pm, "tenant", 1025).value());
+      ++deletes;
+    }
+    const auto a = st->decide_at(one_check(c, t));
+    const auto b = mem->decide_at(one_check(cm, t));
+    ASSERT_EQ(a.from, source::store) << t;
+    EXPECT_EQ(a.d.allowed, b.d.allowed) << t;
+    EXPECT_EQ(a.d.remaining, b.d.remaining) << t;
+    EXPECT_EQ(a.d.retry_after, b.d.retry_after) << t;
+    if (!a.d.allowed) continue;
+    admitted.push_back(t);
+    if (t < 1025) continue;
+    // The configured limit's definition: at most 5 admits in (t - W, t].
+    const auto in_window = std::count_if(admitted.begin(), admitted.end(), [&](tick u) { return u > t - w; });
+    EXPECT_LE(in_window, 5) << "admit at " << t;
+  }
+  const auto after = std::count_if(admitted.begin(), admitted.end(), [](tick u) { return u >= 1025; });
+  const auto before = static_cast<std::ptrdiff_t>(admitted.size()) - after;
+  EXPECT_EQ(before, 21);  // every request under the raised limit
+  // None until all but 4 of the override's admits (10..1010) have left the
+  // window (at 4810), then 5 a window: 4810..5010 and 8810..9010.
+  EXPECT_EQ(after, 10);
+  EXPECT_FALSE(st->override_of(p, "tenant").value().has_value());
 }
 
 TEST(RedisOverrides, TheBoundIsTenThousandOverTheStore) {

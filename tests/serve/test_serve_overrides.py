@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import unittest
 import urllib.parse
 
@@ -245,6 +246,64 @@ class OverridesOnRedis(ServeCase):
             self.assertEqual((st, h["ratelimit-policy"], b["source"]), (429, '"win";q=5;w=3600', "store"))
         # Another key never had an override: its own 5.
         self.assertEqual(sum(fleet[i % 4].decide([("win", "u")])[0] == 200 for i in range(8)), 5)
+
+
+class RevokeARaisedLimit(ServeCase):
+    """A tenant keeps using a raised sliding-log limit while the operator
+    revokes it (semantics.md, "Overrides": always revocable). The report, on
+    Redis: `sliding-log 5/4s` raised to `50/4s`, 24 DELETEs over three
+    windows all refused (400 `policy`), 82 admits against ~15 under the
+    configured limit."""
+
+    W = 2.0  # the window, seconds: sliding-log 5/2s raised to 50/2s
+    POLICIES = {"slog": "sliding-log 5/2s"}
+
+    def start_service(self):
+        return self.start_config(base_config(self.POLICIES, "", 'admin = "127.0.0.1:0"\n'))[0]
+
+    def test_the_delete_is_made_and_every_admit_after_it_keeps_the_configured_limit(self):
+        s = self.start_service()
+        path = "/admin/v1/overrides/slog/tenant"
+        st, _, _ = s.request("PUT", path, '{"policy":"sliding-log 50/2s"}', {"Content-Type": "application/json"},
+                             admin=True)
+        self.assertEqual(st, 201)
+        conn = s.conn()
+        admits = []  # (sent, answered) of every admit, by the client's clock
+        deleted = None
+        start = time.monotonic()
+        while time.monotonic() - start < 2.5 * self.W:  # bounded: about 100 requests
+            if deleted is None and time.monotonic() - start > 0.4 * self.W:
+                st, _, data = s.request("DELETE", path, admin=True)
+                self.assertEqual((st, json.loads(data)), (200, {"deleted": True}))
+                deleted = time.monotonic()
+            sent = time.monotonic()
+            st, _, b = s.decide([("slog", "tenant")], conn=conn)
+            answered = time.monotonic()
+            self.assertIn(st, (200, 429), b)
+            if st == 200:
+                admits.append((sent, answered))
+            time.sleep(0.04)
+        conn.close()
+        before = [a for a in admits if a[1] < deleted]
+        after = [a for a in admits if a[0] > deleted]
+        self.assertGreater(len(before), 5)  # the raised limit was in use
+        self.assertGreater(len(after), 0)  # and the configured one admits again in time
+        # The definition of sliding-log 5/W, counted on the admits surely in
+        # the W seconds up to each admit after the delete (the server decided
+        # each between its sending and its answer): at most 5.
+        for i, (sent, answered) in enumerate(admits):
+            if sent <= deleted:
+                continue
+            surely = [b for b in admits[: i + 1] if b[0] > answered - self.W]
+            self.assertLessEqual(len(surely), 5, "an admit %.3fs after the delete" % (sent - deleted))
+
+
+class RevokeARaisedLimitOnRedis(RevokeARaisedLimit):
+    def start_service(self):
+        redis = RedisServer()
+        self.addCleanup(redis.stop)
+        text = base_config(self.POLICIES, "", 'admin = "127.0.0.1:0"\n') + store_section(redis, fresh_prefix())
+        return self.start_config(text)[0]
 
 
 if __name__ == "__main__":

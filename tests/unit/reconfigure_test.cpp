@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
+#include "sluice/detail/log_rebuild.hpp"
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 
@@ -168,6 +170,51 @@ TEST(Reconfigure, SlidingLogReWindowsTheEntries) {
   const auto c = reconfigure(from, s, longer, 14);
   EXPECT_EQ(c.units(), 1);
   EXPECT_TRUE(reconfigure(from, s, longer, 18) == sliding_log::state{});
+}
+
+/// Decisions of `p` on copies of `a` and `b` (peeks of every cost up to
+/// L + 1 at every tick of [from, to)): equal at every one.
+template <typename Policy, typename State>
+void decide_alike(const Policy& p, const State& a, const State& b, tick from, tick to) {
+  for (tick t = from; t < to; ++t)
+    for (std::int64_t c = 1; c <= p.limit().limit + 1; ++c) {
+      State x = a;
+      State y = b;
+      ASSERT_EQ(decide(p, x, t, c), decide(p, y, t, c)) << "at " << t << " cost " << c;
+    }
+}
+
+TEST(Reconfigure, ALowerSlidingLogKeepsOnlyTheUnitsThatCanChangeADecision) {
+  // The conservative carry (semantics.md, "Reconfiguration"): 8 units, one
+  // entry of 4, under a limit of 3 keep at most 2·3 − 1, each entry at most
+  // 3; every decision is the whole log's. (Kept whole before: a Redis store
+  // could not hold it, and refused to revoke a raised limit.)
+  const auto from = test::ok(sliding_log::make(rate{10, 100}));
+  sliding_log::state s;
+  take(from, s, 1, 4);
+  for (tick t = 2; t <= 5; ++t) take(from, s, t, 1);
+  const auto to = test::ok(sliding_log::make(rate{3, 100}));
+  const auto kept = reconfigure(from, s, to, 6);
+  EXPECT_LE(kept.units(), 5);
+  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_LE(kept.at(i).units, 3);
+  std::vector<sliding_log::entry> all;
+  for (std::size_t i = 0; i < s.size(); ++i) all.push_back(s.at(i));
+  decide_alike(to, kept, detail::rebuild_log(100, all), 6, 220);
+  // A limit of 0 admits nothing whatever it counts: none kept.
+  EXPECT_TRUE(reconfigure(from, s, test::ok(sliding_log::make(rate{0, 100})), 6) == sliding_log::state{});
+}
+
+TEST(Reconfigure, ALowerSlidingBucketsKeepsOnlyTheUnitsThatCanChangeADecision) {
+  const auto from = test::ok(sliding_buckets::make(rate{10, 100}, 10));
+  sliding_buckets::state s;
+  take(from, s, 5, 4);   // sub-window 0
+  take(from, s, 25, 3);  // sub-window 2
+  take(from, s, 45, 2);  // sub-window 4
+  const auto to = test::ok(sliding_buckets::make(rate{3, 100}, 10));
+  const auto kept = reconfigure(from, s, to, 46);
+  EXPECT_LE(kept.total(), 5);
+  for (const std::int64_t c : kept.counts()) EXPECT_LE(c, 3);
+  decide_alike(to, kept, s, 46, 260);
 }
 
 TEST(Reconfigure, SlidingCounterChargesOverlappingWindows) {

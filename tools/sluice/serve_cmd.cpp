@@ -148,7 +148,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
       return 1;
     }
     err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << loaded->keys << " keys of " << loaded->policies
-        << " policies restored\n";
+        << " policies restored, " << loaded->ids << " request ids\n";
     for (const auto& why : loaded->skipped) err << "sluice serve: snapshot: starting fresh: " << why << "\n";
   }
   const auto save = [&](const char* when) {
@@ -158,8 +158,8 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
       err << "sluice serve: snapshot not saved (" << when << "): " << saved.err().what() << std::endl;
       return false;
     }
-    err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << saved->keys << " keys saved (" << when << ")"
-        << std::endl;
+    err << "sluice serve: snapshot " << store_cfg.snapshot << ": " << saved->keys << " keys saved (" << when << "), "
+        << saved->ids << " request ids" << std::endl;
     return true;
   };
   server_hooks hooks;

@@ -67,13 +67,24 @@ struct memory_store_options {
   /// The `retry_after` of a fail-closed answer at the bound, in ticks.
   tick full_retry_after = 1'000'000'000;
   /// How long a request id is remembered, in the store's ticks (ns for the
-  /// Unix clock): a repeat of an id decided at `t` is replayed while its
-  /// `now` is before `t + idempotency_window`. 0 turns ids off (every
-  /// request is decided).
+  /// Unix clock): a repeat of an id remembered at `t` is replayed while its
+  /// instant (see `ids_on_clock`) is before `t + idempotency_window`. 0
+  /// turns ids off (every request is decided).
   tick idempotency_window = 60'000'000'000;
-  /// The most request ids remembered at once; past it the oldest are
-  /// forgotten first (a repeat of a forgotten id is decided again).
-  std::size_t max_ids = 1'000'000;
+  /// Which instant an id's life is read at. False: the requests' own `now`
+  /// (a replayed trace's time; a request far ahead ends every older id's
+  /// window, so the caller must trust its times). True: the store's clock
+  /// (`now()`) alone, as the Redis store's records expire by Redis's clock
+  /// — no request's `now` can shorten an id's life (`sluice serve`, whose
+  /// clients may give their own `now`).
+  bool ids_on_clock = false;
+  /// The most bytes the remembered ids may hold at once (an estimate of
+  /// each id's heap: its identity, keys, figures and receipts; about 600
+  /// bytes for one check of a short key). Ids whose window has ended are
+  /// forgotten first; past it a new id is answered by `on_full` — nothing
+  /// charged, the id not remembered, counted in `store_stats::fallbacks` —
+  /// so a retry is never charged twice; no id is forgotten within its window.
+  std::size_t max_id_bytes = std::size_t{256} << 20;
   /// The most policies the store can define (names; a redefinition keeps
   /// its id).
   std::size_t max_policies = 1024;
@@ -211,6 +222,22 @@ class memory_store final : public store {
   /// states read under the same lock (a snapshot saves both at once).
   void for_each_policy_with_overrides(const std::function<void(std::string_view name, keyed_limiter& states,
                                                                std::span<const override_state> overrides)>& fn);
+
+  /// Saves every remembered request id — its identity, first decision and
+  /// receipts — to `path`, atomically (docs/snapshot-format.md, "The request
+  /// ids file"). Decisions go on meanwhile (each id stripe is read under its
+  /// lock). Returns the ids saved; the error ("snapshot") names the file.
+  /// Defined in src/keyed/id_snapshot.cpp.
+  result<std::size_t> save_ids(const std::string& path);
+
+  /// Loads the ids `save_ids` wrote, for a store that does not serve yet
+  /// and whose policies are defined: every instant comes back as it was (the
+  /// store's clock), so an id keeps the rest of its window. Left out: an id
+  /// whose window has ended (with `ids_on_clock`), one with a check of a
+  /// policy not defined here, one already held, and any past
+  /// `max_id_bytes`. Returns the ids loaded; a file that fails any check is
+  /// an error ("snapshot", naming the file and the fault) and loads nothing.
+  result<std::size_t> load_ids(const std::string& path);
 
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;

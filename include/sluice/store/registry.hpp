@@ -110,6 +110,9 @@ struct store_options {
   /// written).
   std::int64_t tick_ns = 1;
   std::chrono::milliseconds unknown_tick_ttl{std::chrono::hours(24 * 7)};
+  /// A remote store: how long a request id's record is kept (its TTL, by
+  /// the store's own clock).
+  std::chrono::milliseconds idempotency_window{60'000};
   /// A remote store: what decides when it cannot answer.
   failure_mode on_failure = failure_mode::fail_closed;
   /// A remote store: the `retry_after` of a fail-closed denial, in ticks.
