@@ -26,6 +26,7 @@
 #include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"
 #include "support/redis_server.hpp"
+#include "support/stop_and_join.hpp"
 
 namespace sluice::redis::redis_sentinel_test {
 namespace {
@@ -306,16 +307,7 @@ TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
     }
   };
   std::thread a(load, 0), b(load, 1);
-  struct joiner {
-    std::atomic<bool>& stop;
-    std::thread& a;
-    std::thread& b;
-    ~joiner() {
-      stop = true;
-      if (a.joinable()) a.join();
-      if (b.joinable()) b.join();
-    }
-  } join_on_exit{stop, a, b};
+  const testing::stop_and_join join_on_exit(stop, {&a, &b});
 
   async_client_options co;
   co.where = parse_url(d.sentinels[0]->url()).value();
