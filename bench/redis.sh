@@ -9,7 +9,10 @@
 #
 # Env: RUNS (repetitions, default 3), SCALE (every count times this, default 1;
 # e.g. 0.2 on a loaded machine), REDIS_PORT (default: a free port),
-# FILTER (a substring of the sluice scenario names), BUILD_DIR.
+# FILTER (a substring of the sluice scenario names), BUILD_DIR, WAIT_ROWS
+# (default 1: after the rounds, a replica is attached and the 1-key GCRA
+# store rows run again without and with ?wait_replicas=1, the cost of WAIT;
+# 0: not).
 # The server is pinned to CPU 1, the clients to CPU 0 (as the peers'
 # redis-ceiling), and stopped by its PID on exit. Every loop has a fixed count.
 # The RUNS repetitions are rounds: each round runs every ceiling and then
@@ -99,6 +102,32 @@ for round in $(seq 1 "$RUNS"); do
   RUNS=1 ceilings
   taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT" --script "$script" --runs 1 --scale "$SCALE" "${filter_args[@]}" | grep '^RESULT' >>"$raw"
 done
+# ---- the cost of WAIT (docs/redis.md, "Waiting for replicas") ------------------------
+# A replica of the server (CPU 1 too), stopped by its PID; the same store rows
+# with it attached, without and with ?wait_replicas=1, in interleaved rounds.
+if [ "${WAIT_ROWS:-1}" = 1 ]; then
+  rport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  rdir=$(mktemp -d)
+  taskset -c 1 redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+    --dir "$rdir" --logfile "$rdir/redis.log" --replicaof 127.0.0.1 "$REDIS_PORT" >/dev/null 2>&1 &
+  rpid=$!
+  on_exit() { kill "$rpid" 2>/dev/null || true; rm -rf "$rdir"; }
+  for _ in $(seq 1 100); do
+    redis-cli -h 127.0.0.1 -p "$rport" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+    sleep 0.1
+  done
+  redis-cli -h 127.0.0.1 -p "$rport" info replication | grep -q 'master_link_status:up' ||
+    { say "ERROR: the replica did not sync"; exit 1; }
+  say "replica on 127.0.0.1:$rport (pid $rpid, CPU 1): the WAIT rows"
+  for round in $(seq 1 "$RUNS"); do
+    for w in 0 1; do
+      q=""; [ "$w" = 1 ] && q="?wait_replicas=1&wait_timeout=1000ms"
+      taskset -c 0 "$bench_bin" --url "redis://127.0.0.1:$REDIS_PORT$q" --script "$script" --runs 1 --scale "$SCALE" \
+        --filter redis-store-gcra-1key-allow-P --suffix "-replica-wait$w" | grep '^RESULT' >>"$raw"
+    done
+  done
+  on_exit
+fi
 # One RESULT line per row: the median of its rounds' ns/op, their range.
 awk -F'\t' -v OFS='\t' '$1 == "RESULT" {
     k = $2 "\t" $3; if (!(k in n)) order[++rows] = k
@@ -139,6 +168,13 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
     }
     if (ops["redis-incr-client-P1"] && ops["redis-incr-c1-P1"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P1", "redis-incr-c1-P1", ops["redis-incr-client-P1"] / ops["redis-incr-c1-P1"]
     if (ops["redis-incr-client-P16"] && ops["redis-incr-c1-P16"]) printf "  %-36s / %-32s = %.2f\n", "redis-incr-client-P16", "redis-incr-c1-P16", ops["redis-incr-client-P16"] / ops["redis-incr-c1-P16"]
+    print ""
+    print "WAIT (a replica attached; ?wait_replicas=1 against none):"
+    split("P1 P16", wd, " ")
+    for (j = 1; j <= 2; j++) {
+      a = "redis-store-gcra-1key-allow-" wd[j] "-replica-wait1"; b = "redis-store-gcra-1key-allow-" wd[j] "-replica-wait0"
+      if (ops[a] && ops[b]) printf "  %-44s / %-44s = %.2f\n", a, b, ops[a] / ops[b]
+    }
     print ""
     print "leases (one acquire = one FCALL, one release = one FCALL; an acquire+release pair against one GCRA decision):"
     a = "redis-store-concurrency-1key-acquire-release-P1"; b = "redis-store-gcra-1key-allow-P1"

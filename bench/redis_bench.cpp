@@ -6,6 +6,7 @@
 // beside redis-benchmark on the same server in the same run.
 //
 //   redis_bench --url redis://127.0.0.1:PORT --script PATH/gcra.lua [--runs 3] [--filter SUBSTRING] [--scale X]
+//               [--suffix S]   (S appended to every row's name: bench/redis.sh's WAIT rows)
 //
 // Every loop is bounded by a fixed count. Virtual time: `now` is fixed, so
 // an allowed decision writes (debt grows, tolerance never reached) and a
@@ -171,6 +172,10 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// --suffix: appended to every row's name (the same rows against a server
+// with a replica, with and without ?wait_replicas=1 in --url).
+std::string g_suffix;
+
 void print(const result_row& r) {
   std::vector<double> v = r.ns_per_op;
   std::sort(v.begin(), v.end());
@@ -181,8 +186,8 @@ void print(const result_row& r) {
     std::snprintf(buf, sizeof buf, "; client thread CPU %.1f ns/op (median)", median(r.cpu_ns_per_op));
     note += buf;
   }
-  std::printf("RESULT\tsluice-redis\t%s\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\t%s\n", r.scenario.c_str(), med, 1e9 / med,
-              v.size(), v.front(), v.back(), note.c_str());
+  std::printf("RESULT\tsluice-redis\t%s%s\t%.2f\t%.0f\t-\t%zu\t%.2f\t%.2f\t%s\n", r.scenario.c_str(), g_suffix.c_str(),
+              med, 1e9 / med, v.size(), v.front(), v.back(), note.c_str());
   std::fflush(stdout);
 }
 
@@ -490,6 +495,8 @@ int main(int argc, char** argv) {
       filter = next();
     else if (a == "--scale")
       g_scale = std::clamp(std::atof(next().c_str()), 0.001, 100.0);
+    else if (a == "--suffix")
+      g_suffix = next();
     else {
       std::fprintf(
           stderr, "usage: redis_bench --url redis://host:port --script gcra.lua [--runs N] [--filter S] [--scale X]\n");

@@ -1,7 +1,8 @@
 // async_client's FUNCTION library path, in continuation form: FCALL; on
 // "Function not found" FUNCTION LOAD REPLACE and the missing calls again,
 // once; when FUNCTION/FCALL is refused, EVALSHA of the script form from then
-// on, with SCRIPT LOAD on NOSCRIPT.
+// on, with SCRIPT LOAD on NOSCRIPT. With `wait_replicas` (url), each round
+// ends with one WAIT, and a round fewer replicas acknowledged fails whole.
 #include <algorithm>
 #include <utility>
 
@@ -139,13 +140,35 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
     }
     format_command(bytes, cmd);
   }
-  submit_formatted(std::move(bytes), j->pending.size() * (j->asking ? 2 : 1),
+  // One WAIT after the round's calls (not one per call): its answer covers
+  // every write before it on this connection.
+  const url& where = options_.where;
+  const bool wait = where.wait_replicas > 0;
+  if (wait) {
+    const std::string n = std::to_string(where.wait_replicas), ms = std::to_string(where.wait_timeout_ms);
+    const std::string_view wait_cmd[] = {"WAIT", n, ms};
+    format_command(bytes, std::span<const std::string_view>(wait_cmd));
+  }
+  submit_formatted(std::move(bytes), j->pending.size() * (j->asking ? 2 : 1) + (wait ? 1 : 0),
                    [self = shared_from_this(), j](batch_result r) { self->on_round(j, std::move(r)); });
 }
 
 void async_client::on_round(std::shared_ptr<fcall_job> j, batch_result r) {
   if (auto* e = std::get_if<call_error>(&r)) return j->done(std::move(*e));
   auto& replies = std::get<std::vector<reply>>(r);
+  if (const auto need = options_.where.wait_replicas; need > 0) {
+    // The round ran on this server, but a failover may lose it: its calls
+    // are answered by the caller's failure mode, never as decided.
+    const reply acked = std::move(replies.back());
+    replies.pop_back();
+    if (acked.as_integer().value_or(-1) < need)
+      return j->done(call_error{
+          call_error::timeout,
+          "WAIT " + std::to_string(need) + " " + std::to_string(options_.where.wait_timeout_ms) + ": " +
+              (acked.is_error() ? acked.str
+                                : std::to_string(acked.as_integer().value_or(-1)) + " replicas acknowledged in time"),
+          true});
+  }
   if (j->asking) {
     // Each call's reply follows the +OK of its ASKING.
     for (std::size_t k = 0; k < j->pending.size(); ++k) replies[k] = std::move(replies[2 * k + 1]);

@@ -66,6 +66,13 @@ struct url {
   std::int32_t db = 0;
   /// TLS (`rediss://`) and its settings.
   tls_settings tls{};
+  /// `?wait_replicas=N`: every round of FCALLs on a connection is followed
+  /// by `WAIT N wait_timeout`, and the round fails (a timeout, maybe applied)
+  /// when fewer than N replicas acknowledged it in time. 0: no WAIT.
+  std::int32_t wait_replicas = 0;
+  /// `?wait_timeout=50ms`: WAIT's timeout, 1..60000 ms (never 0, which
+  /// would block for good).
+  std::int64_t wait_timeout_ms = 50;
 
   /// True for a unix-socket URL.
   [[nodiscard]] bool is_unix() const noexcept { return !socket_path.empty(); }
@@ -75,7 +82,8 @@ struct url {
 
 /// Parses `redis://[user[:password]@]host[:port][/db]` (also
 /// `redis://:password@host`), `rediss://...` (the same over TLS, with the
-/// query parameters of `tls_settings`) and `unix:///path/to/socket[?db=N]`;
+/// query parameters of `tls_settings`), either with `wait_replicas` and
+/// `wait_timeout` in its query, and `unix:///path/to/socket[?db=N]`;
 /// user, password and query values are percent-decoded. An IPv6 host is
 /// written in brackets (`redis://[::1]:6379`). Errors name the part at fault:
 /// "scheme", "user", "password", "host", "port", "db", "path", "query", or

@@ -56,6 +56,9 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
       e.message = "seed " + std::to_string(n) + " (\"" + std::string(one) + "\"): " + e.message;
       return e;
     }
+    // The nodes' clients are made from the slot map, not from the seeds:
+    // a WAIT setting here would be dropped, so it is refused (docs/redis.md).
+    if (u->wait_replicas != 0) return error{"query", "wait_replicas is not supported on a redis+cluster:// URL yet"};
     seeds.push_back(std::move(u).value());
     if (comma == std::string_view::npos) break;
     hosts = hosts.substr(comma + 1);

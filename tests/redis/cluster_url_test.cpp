@@ -57,7 +57,8 @@ INSTANTIATE_TEST_SUITE_P(
         cluster_bad_case{"redis+cluster://h:1,h:99999", "port"}, cluster_bad_case{"redis+cluster://h:x", "port"},
         cluster_bad_case{"redis+cluster://h:1,bad host:2", "host"}, cluster_bad_case{"redis+cluster://h:1/1", "db"},
         cluster_bad_case{"redis+cluster://h:1/x", "db"}, cluster_bad_case{"redis+cluster://:%zz@h:1", "password"},
-        cluster_bad_case{"redis+cluster://[::1:1", "host"}, cluster_bad_case{"redis+cluster://h:1?x=1", "query"}));
+        cluster_bad_case{"redis+cluster://[::1:1", "host"}, cluster_bad_case{"redis+cluster://h:1?x=1", "query"},
+        cluster_bad_case{"redis+cluster://h:1?wait_replicas=1", "query"}));
 
 TEST(ClusterUrl, PasswordHoldingCommaOrSlashIsTheUserinfos) {
   auto r = parse_cluster_url("redis+cluster://app:p,a/s@s@h:1,h:2");

@@ -1,5 +1,6 @@
 // parse_url's rediss:// form and its query of TLS settings: every parameter,
-// percent-decoding, and errors that name the parameter.
+// percent-decoding, and errors that name the parameter; and the WAIT
+// settings either scheme's query takes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -37,6 +38,18 @@ TEST(TlsUrl, EveryQueryParameterPercentDecoded) {
   EXPECT_EQ(parsed("rediss://h:1?ca_file=/a").port, 1);
 }
 
+TEST(WaitUrl, WaitReplicasAndTimeoutOnEitherScheme) {
+  const url none = parsed("redis://h");
+  EXPECT_EQ(none.wait_replicas, 0);
+  const url u = parsed("redis://:pw@h:7/2?wait_replicas=1&wait_timeout=50ms");
+  EXPECT_EQ(u.wait_replicas, 1);
+  EXPECT_EQ(u.wait_timeout_ms, 50);
+  EXPECT_EQ(u.db, 2);
+  EXPECT_FALSE(u.tls.on);
+  EXPECT_EQ(parsed("redis://h?wait_replicas=2").wait_timeout_ms, 50);  // the default
+  EXPECT_EQ(parsed("rediss://h?wait_timeout=200&wait_replicas=3&verify=no").wait_timeout_ms, 200);
+}
+
 class TlsUrlRejects : public ::testing::TestWithParam<bad_case> {};
 
 TEST_P(TlsUrlRejects, NamingTheParameter) {
@@ -56,7 +69,15 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_case{"rediss://h?ca_file=/a&ca_file=/b", "ca_file"},
                       bad_case{"rediss://h?verify=off", "verify"}, bad_case{"rediss://h?cert_file=/c", "key_file"},
                       bad_case{"rediss://h?key_file=/k", "cert_file"}, bad_case{"rediss://h?verify=no&", "query"},
-                      bad_case{"rediss://:pw@h:0?verify=no", "port"}, bad_case{"rediss://", "host"}));
+                      bad_case{"rediss://:pw@h:0?verify=no", "port"}, bad_case{"rediss://", "host"},
+                      bad_case{"redis://:pw@h?wait_replicas=-1", "wait_replicas"},
+                      bad_case{"redis://h?wait_replicas=1001", "wait_replicas"},
+                      bad_case{"redis://h?wait_replicas=one", "wait_replicas"},
+                      bad_case{"redis://h?wait_replicas=1&wait_replicas=1", "wait_replicas"},
+                      bad_case{"redis://h?wait_replicas=1&wait_timeout=0", "wait_timeout"},
+                      bad_case{"redis://h?wait_replicas=1&wait_timeout=1s", "wait_timeout"},
+                      bad_case{"redis://h?wait_replicas=1&wait_timeout=60001ms", "wait_timeout"},
+                      bad_case{"redis://h?wait_timeout=50ms", "wait_timeout"}));
 
 }  // namespace
 }  // namespace sluice::redis::redis_tls_url_test

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "redis/cluster/cluster_support.hpp"
+#include "support/stop_and_join.hpp"
 
 namespace sluice::redis_test::cluster_failover_test {
 namespace {
@@ -89,16 +90,7 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   std::thread a(load, 0), b(load, 1);
   // Any early exit (a failed assertion, an exception of the harness) stops
   // and joins the load instead of destroying running threads (an abort).
-  struct joiner {
-    std::atomic<bool>& stop;
-    std::thread& a;
-    std::thread& b;
-    ~joiner() {
-      stop = true;
-      if (a.joinable()) a.join();
-      if (b.joinable()) b.join();
-    }
-  } join_on_exit{stop, a, b};
+  const testing::stop_and_join join_on_exit(stop, {&a, &b});
   std::this_thread::sleep_for(1500ms);
   const auto before = st->redis_stats();
   t_kill = steady::now();
