@@ -125,8 +125,8 @@ void render_figures(std::string& out, const store_figures& f) {
            "Subscriptions to the invalidation channel confirmed (the first, and each after one was lost).");
     sample(out, "sluice_deny_cache_subscriptions_total", c->subscriptions);
     family(out, "sluice_deny_cache_bypassed_total", "counter",
-           "Requests that went to the store because the deny cache could not answer: not subscribed, or a message "
-           "unread.");
+           "Requests that went to the store because the deny cache could not answer: not subscribed, a message "
+           "unread or being read, or a TLS subscription.");
     sample(out, "sluice_deny_cache_bypassed_total", c->bypassed);
   }
 }
