@@ -115,8 +115,8 @@ void render_figures(std::string& out, const store_figures& f) {
              "\"} " + (st == state ? "1" : "0") + "\n";
   if (const auto& c = f.deny_cache) {
     family(out, "sluice_deny_cache_subscribed", "gauge",
-           "1 while the deny cache hears every process's changes and may answer; 0 while it is emptied and "
-           "bypassed.");
+           "1 while the deny cache hears every process's changes and may answer (never over TLS); 0 while it is "
+           "emptied and bypassed.");
     out += "sluice_deny_cache_subscribed " + std::string(c->subscribed ? "1" : "0") + "\n";
     family(out, "sluice_deny_cache_invalidations_total", "counter",
            "Invalidations heard: changes (an override, a refund) made through any process.");
