@@ -231,6 +231,7 @@ struct async_client::impl {
   // ------------------------------------------------------------ reading
 
   void start_read(const std::shared_ptr<transport>& tr) {
+    if (owner.options_.reading != nullptr && tr->plain_fd() >= 0) return gated_read(tr);
     tr->with([&](auto& s) {
       s.async_read_some(asio::buffer(tr->rbuf),
                         [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
@@ -244,6 +245,33 @@ struct async_client::impl {
                           }
                           if (m.consume(tr, n)) m.start_read(tr);
                         });
+    });
+  }
+
+  // async_client_options::reading: waits for the socket without reading
+  // it, raises the flag, reads everything there is (read_now delivers each
+  // whole reply), lowers the flag, waits again. The reactor reports
+  // readiness by edge and a wait is never tried at once, so the next wait
+  // is queued in the handler that made the last recv: with one thread
+  // running the context, no epoll_wait runs between them, and a byte that
+  // came after that recv is reported to the queued wait.
+  void gated_read(const std::shared_ptr<transport>& tr) {
+    tr->with([&](auto& s) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(s)>, tls_stream>) {
+        s.async_wait(asio::socket_base::wait_read, [self = owner.shared_from_this(), tr](const error_code& ec) {
+          impl& m = *self->impl_;
+          if (tr != m.t) return;
+          if (ec) {
+            m.lost(call_error{call_error::io, m.where + ": wait: " + m.describe(ec), true});
+            return;
+          }
+          std::atomic<bool>& reading = *self->options_.reading;
+          reading.store(true);
+          m.read_now();
+          reading.store(false);
+          if (tr == m.t) m.start_read(tr);
+        });
+      }
     });
   }
 
@@ -738,6 +766,11 @@ int async_client::socket_fd() const {
   if (const int fd = t->plain_fd(); fd >= 0) return fd;
   auto* layer = t->tcp_layer();
   return layer != nullptr && layer->is_open() ? layer->native_handle() : -1;
+}
+
+bool async_client::gated() const {
+  const auto& t = impl_->t;
+  return options_.reading != nullptr && t && t->plain_fd() >= 0;
 }
 
 bool async_client::caller_idle() { return impl_->caller_idle(); }

@@ -86,6 +86,15 @@ struct async_client_options {
   /// next time a call hands a connection back to the pool (0: never), so a
   /// burst of callers does not keep its connections for good.
   std::chrono::milliseconds caller_idle_close{60'000};
+  /// A subscriber's read gate (the deny cache's listener, invalidation.hpp):
+  /// when set, a plaintext connection waits until its socket is readable
+  /// without reading it, sets `*reading` (seq_cst), reads every byte there
+  /// is and delivers every whole reply (push handlers included), then
+  /// clears it. So a byte that left the socket has its reply handled before
+  /// `*reading` is false again. Must outlive the client; the executor's
+  /// context must be run by one thread. TLS: not gated (its engine reads
+  /// ahead of what it delivers).
+  std::atomic<bool>* reading = nullptr;
 };
 
 /// Counters of what an async client did (monotone, relaxed reads).
@@ -209,6 +218,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// On the strand only (a handler of this client's): the descriptor of
   /// the connection's socket (the TCP socket under TLS), -1 when none.
   [[nodiscard]] int socket_fd() const;
+  /// On the strand only: whether the connection's reads are gated by
+  /// async_client_options::reading (set, and a plaintext connection).
+  [[nodiscard]] bool gated() const;
 
   /// For a caller-driven connection (async_client_options::caller_driven),
   /// whose plaintext socket its caller reads directly. Before a call: reads

@@ -138,6 +138,7 @@ struct invalidation_listener::impl {
     if (!u) return again();
     async_client_options o = base;
     o.where = *u;
+    o.reading = &owner.reading_;
     auto made = async_client::create(ctx.get_executor(), std::move(o));
     if (!made) return again();
     client = std::move(made).value();
@@ -158,7 +159,9 @@ struct invalidation_listener::impl {
       cache.clear();
       {
         const std::lock_guard lock(wait_mu);
-        owner.fd_.store(c->socket_fd());
+        // Over TLS no read is gated: fd_ stays -1 and the cache never
+        // answers (caught_up), though denials are still cached.
+        owner.fd_.store(c->gated() ? c->socket_fd() : -1);
         owner.up_.store(true);
       }
       wait_cv.notify_all();
@@ -255,12 +258,24 @@ invalidation_listener::invalidation_listener(std::string channel, locate where, 
 invalidation_listener::~invalidation_listener() { impl_->stop(); }
 
 bool invalidation_listener::caught_up() const noexcept {
+  // Why a denial looked up after this returns true is never one that a
+  // message which reached this machine before the call has ended (every
+  // access seq_cst; docs/redis.md, "The deny cache"):
+  //  (a) no byte waits in the socket, then (b) reading_ is false, then the
+  //  caller looks the entry up (c). The listener raises reading_ before it
+  //  reads a byte and lowers it only after every key of every message read
+  //  is forgotten. A message that was in the socket before the call is
+  //  either still unread at (a): the call goes to Redis; or the listener
+  //  took it, which it did after raising reading_: at (b) the flag is
+  //  either still up (the call goes to Redis), or down again, which comes
+  //  after its keys were forgotten, so the lookup at (c) misses them.
   // The descriptor is cleared after up_ and before the socket closes, so a
   // descriptor reused meanwhile is read only when up_ is already false.
   const int fd = fd_.load();
   if (fd < 0) return false;
   int waiting = 0;
-  if (::ioctl(fd, FIONREAD, &waiting) != 0 || waiting != 0) return false;
+  if (::ioctl(fd, FIONREAD, &waiting) != 0 || waiting != 0) return false;  // (a)
+  if (reading_.load()) return false;                                       // (b)
   return up_.load();
 }
 

@@ -80,10 +80,12 @@ class invalidation_listener {
   /// Whether the subscription is confirmed: the cache may answer and take
   /// denials.
   [[nodiscard]] bool subscribed() const noexcept { return up_.load(std::memory_order_acquire); }
-  /// Subscribed, and nothing has come on the subscription that the
-  /// listener has not read yet (no byte waits in its socket): a cached
-  /// denial may answer. One ioctl; never a stale answer for a message that
-  /// reached this machine before the call.
+  /// Subscribed, no byte waits in the subscription's socket, and the
+  /// listener is not between reading bytes and handling them: a cached
+  /// denial looked up AFTER this returns true answers with no message that
+  /// reached this machine before the call still to be applied (the
+  /// argument: invalidation.cpp). One ioctl. False over TLS (its engine
+  /// reads ahead of what it hands on, so no read can be gated).
   [[nodiscard]] bool caught_up() const noexcept;
   [[nodiscard]] listener_figures figures() const noexcept;
   /// Waits until subscribed, at most `most`; whether it is.
@@ -97,7 +99,10 @@ class invalidation_listener {
   struct impl;
   std::unique_ptr<impl> impl_;
   std::atomic<bool> up_{false};
-  std::atomic<int> fd_{-1};  // the subscription's socket while up_; -1 before up_ is cleared
+  std::atomic<int> fd_{-1};  // the subscription's socket while up_ (plaintext only); -1 before up_ is cleared
+  // True from before the listener reads the subscription's socket until it
+  // has handled every reply read (async_client_options::reading).
+  std::atomic<bool> reading_{false};
 };
 
 }  // namespace sluice::redis

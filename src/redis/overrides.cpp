@@ -268,6 +268,9 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       carry_conflicts.fetch_add(1, std::memory_order_relaxed);
       continue;  // the key or its override moved meanwhile: read again
     }
+    // Every other process has the call's message in its socket before the
+    // change is acknowledged.
+    settle(keys.front());
     // This process's cached denials of the key were decided under the old
     // limit (every other process's end as it hears the call's message).
     if (denials) denials->forget(policy, key);

@@ -457,6 +457,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       continue;  // something moved: read again
     }
     refunds.fetch_add(1, std::memory_order_relaxed);
+    settle(id_key);  // every other process has the call's message before the refund is acknowledged
     // More permissive now: the deny cache forgets these keys (Keys).
     if (denials)
       for (std::size_t i = 0; i < n; ++i) denials->forget(pids[i], wanted[i].key);

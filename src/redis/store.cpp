@@ -344,6 +344,11 @@ void redis_store::impl::append_invalidation(std::vector<std::string>& args,
   args.push_back(std::move(message));
 }
 
+void redis_store::impl::settle(std::string_view key) {
+  const std::string_view keys[] = {key};
+  (void)call_one(redis::function_call{fns.sync, 1, keys});
+}
+
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,
                                                               std::span<decision> per_check,
                                                               std::span<std::optional<tick>> grows) {
@@ -359,20 +364,31 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
   } else if (denials && r.id.empty()) {
     store_decision out;
     bool hit = false;
-    for (std::size_t i = 0; i < r.checks.size(); ++i) {
-      const auto ra =
-          denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
-      if (!ra) continue;
-      if (i < grows.size()) grows[i] = *ra;  // the cached wait: `t` for a cost of 1, later for more
-      if (!hit || *ra > out.d.retry_after) {
-        out.d.retry_after = *ra;
-        out.d.part = static_cast<std::int32_t>(i);
+    const auto look = [&] {
+      hit = false;
+      for (std::size_t i = 0; i < r.checks.size(); ++i) {
+        const auto ra =
+            denials->lookup(r.checks[i].policy, es[i]->version, r.checks[i].key, cost_of(r, r.checks[i]), r.now);
+        if (!ra) continue;
+        if (i < grows.size()) grows[i] = *ra;  // the cached wait: `t` for a cost of 1, later for more
+        if (!hit || *ra > out.d.retry_after) {
+          out.d.retry_after = *ra;
+          out.d.part = static_cast<std::int32_t>(i);
+        }
+        hit = true;
       }
-      hit = true;
-    }
-    if (hit && !listener->caught_up()) {
-      // A message waits unread on the subscription: it may end this very
-      // denial, so the store answers (docs/redis.md, "The deny cache").
+    };
+    // A first look finds whether anything is cached at all (a miss costs
+    // no system call); a hit answers only from a second look made AFTER
+    // caught_up() held: no message unread on the subscription, and none
+    // read but not yet applied (the order matters: invalidation.cpp,
+    // caught_up; docs/redis.md, "The deny cache").
+    look();
+    if (hit && listener->caught_up()) {
+      for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
+      look();
+    } else if (hit) {
+      // A message may end this very denial: the store answers.
       for (std::size_t i = 0; i < grows.size() && i < r.checks.size(); ++i) grows[i].reset();
       if (!peek) bypassed.fetch_add(1, std::memory_order_relaxed);
       hit = false;

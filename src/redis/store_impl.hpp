@@ -50,6 +50,7 @@ struct functions {
   std::string refund_read = std::string(lua_library_name) + "_refund_read";  // refund.lua
   std::string refund = std::string(lua_library_name) + "_refund";
   std::string release = std::string(lua_library_name) + "_release";  // release.lua
+  std::string sync = std::string(lua_library_name) + "_sync";        // after a call that published
 };
 
 /// One configuration of a defined policy, as decisions read it. Immutable
@@ -167,7 +168,8 @@ struct redis_store::impl {
   // cache); declared after the cache, so it stops before the cache goes.
   std::string invalidation;  // the channel, <prefix>invalidate: every store publishes its changes there
   std::unique_ptr<redis::invalidation_listener> listener;
-  std::atomic<std::uint64_t> bypassed{0};  // requests it could not answer: not subscribed, or a message unread
+  std::atomic<std::uint64_t> bypassed{
+      0};  // requests it could not answer: not subscribed, a message unread or being read, TLS
   /// Whether the deny cache may answer and take denials now: it is on and
   /// its subscription is confirmed (docs/redis.md, "The deny cache").
   [[nodiscard]] bool cache_live() const noexcept { return listener && listener->subscribed(); }
@@ -180,6 +182,12 @@ struct redis_store::impl {
   /// The invalidation message of `keys` (invalidation.hpp), appended to a
   /// changing call's arguments with its channel (`L_cas`, `L_refund`).
   void append_invalidation(std::vector<std::string>& args, std::span<const std::string_view> keys) const;
+  /// After a call that published (L_cas, L_refund) returned, before the
+  /// change is acknowledged: one more round trip to the node of `key` (the
+  /// call's first key), which Redis runs only after it has written out the
+  /// call's message to every subscriber (docs/redis.md, "The deny cache").
+  /// A failure is ignored: the change is made, the message published.
+  void settle(std::string_view key);
 
   // The asynchronous path (decide_async): the decisions that need more
   // than one call go to `slow`; `in_flight` counts the asynchronous

@@ -122,8 +122,8 @@ void render_figures(std::string& out, const store_figures& f) {
              "\"} " + (st == state ? "1" : "0") + "\n";
   if (const auto& c = f.deny_cache) {
     family(out, "sluice_deny_cache_subscribed", "gauge",
-           "1 while the deny cache hears every process's changes and may answer; 0 while it is emptied and "
-           "bypassed.");
+           "1 while the deny cache hears every process's changes and may answer (never over TLS); 0 while it is "
+           "emptied and bypassed.");
     out += "sluice_deny_cache_subscribed " + std::string(c->subscribed ? "1" : "0") + "\n";
     family(out, "sluice_deny_cache_invalidations_total", "counter",
            "Invalidations heard: changes (an override, a refund) made through any process.");
@@ -132,8 +132,8 @@ void render_figures(std::string& out, const store_figures& f) {
            "Subscriptions to the invalidation channel confirmed (the first, and each after one was lost).");
     sample(out, "sluice_deny_cache_subscriptions_total", c->subscriptions);
     family(out, "sluice_deny_cache_bypassed_total", "counter",
-           "Requests that went to the store because the deny cache could not answer: not subscribed, or a message "
-           "unread.");
+           "Requests that went to the store because the deny cache could not answer: not subscribed, a message "
+           "unread or being read, or a TLS subscription.");
     sample(out, "sluice_deny_cache_bypassed_total", c->bypassed);
   }
 }

@@ -87,8 +87,8 @@ TEST(RedisDenyCacheFleet, AnOverrideSetThroughAnotherStoreEndsTheCachedDenial) {
   ASSERT_TRUE(f.b->redis_stats().deny_cache_subscribed);
   const tick now = f.b->now();
   exhaust(*f.b, f.pb, "alice", now);
-  const auto d = after_change(
-      f, "alice", now, [&] { return f.a->set_override_at(f.pa, "alice", expr("fixed-window 3/1h"), now).has_value(); });
+  const auto d = after_change(f, "alice", now,
+                              [&] { return f.a->set_override_at(f.pa, "alice", expr("fixed-window 3/1h"), now).ok(); });
   EXPECT_EQ(d.from, source::store);
   EXPECT_TRUE(d.d.allowed);
 }
@@ -100,12 +100,15 @@ TEST(RedisDenyCacheFleet, AnOverrideDeletedThroughAnotherStoreEndsTheCachedDenia
   const check bob{f.pb, "bob"};
   // Heard first: an unread message keeps b's cache from answering.
   ASSERT_TRUE(after_change(f, "bob", now, [&] {
-                return f.a->set_override_at(f.pa, "bob", expr("fixed-window 1/1h"), now).has_value();
+                return f.a->set_override_at(f.pa, "bob", expr("fixed-window 1/1h"), now).ok();
               }).d.allowed);
   ASSERT_EQ(f.b->decide_at(one_check(bob, now)).from, source::store);
   ASSERT_EQ(f.b->decide_at(one_check(bob, now)).from, source::deny_cache);
   // Back to 2/1h: one more.
-  const auto d = after_change(f, "bob", now, [&] { return f.a->delete_override_at(f.pa, "bob", now).value_or(false); });
+  const auto d = after_change(f, "bob", now, [&] {
+    const auto deleted = f.a->delete_override_at(f.pa, "bob", now);
+    return deleted.ok() && deleted.value();
+  });
   EXPECT_EQ(d.from, source::store);
   EXPECT_TRUE(d.d.allowed);
 }

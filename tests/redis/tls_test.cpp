@@ -2,7 +2,7 @@
 // openssl (tests/support/tls_certs.hpp): calls and the store's conformance
 // through it; an untrusted certificate, a wrong name, a plaintext port, a
 // missing client certificate and unreadable files each refused with their
-// own message, never showing the password.
+// own message, never showing the password; the deny cache never answering.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
 #include "redis/sync_client.hpp"
+#include "sluice/policy_expr.hpp"
 #include "support/redis_server.hpp"
 #include "support/tls_certs.hpp"
 
@@ -159,6 +160,30 @@ TEST_P(TlsConformance, TracesPipelinedThroughTls) {
   EXPECT_EQ(run_in_groups(*st, traces, prefix, prefix), n);
   EXPECT_EQ(st->redis_stats().mismatches, 0U);
   EXPECT_EQ(st->stats().store_failures, 0U);
+}
+
+// Over TLS no read of the subscription can be gated (docs/redis.md, "The
+// deny cache"), so the cache, though subscribed, never answers: every
+// denial comes from Redis, each counted as bypassed.
+TEST(Tls, TheDenyCacheNeverAnswers) {
+  redis_server srv(tls_options());
+  redis_store_options o;
+  o.deny_cache = true;
+  o.command_timeout = 2s;
+  o.connect_timeout = 2s;
+  auto st = open_store(o, tls_url(srv, "ca_file=" + certs().ca()));
+  ASSERT_TRUE(st);
+  ASSERT_TRUE(st->redis_stats().deny_cache_subscribed);
+  const auto p = st->define_at("fw", parse_policy("fixed-window 1/1h").value(), 0);
+  ASSERT_TRUE(p.ok()) << p.err().what();
+  const check c{p.value(), "k"};
+  ASSERT_TRUE(st->decide_at(one_check(c, 1)).d.allowed);
+  for (int i = 0; i < 3; ++i) {
+    const auto d = st->decide_at(one_check(c, 1));
+    EXPECT_FALSE(d.d.allowed);
+    EXPECT_EQ(d.from, source::store) << "denial " << i;
+  }
+  EXPECT_EQ(st->redis_stats().deny_cache_bypassed, 2U);  // the first denial found nothing cached
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, TlsConformance, ::testing::ValuesIn(conformance::all_algorithms),

@@ -129,14 +129,15 @@ class DenyCacheFleetOnRedis(Fleet):
     def test_a_thousand_changes_each_reach_b_at_once(self):
         """1,000 changes through A (override sets, deletes and refunds in
         turn): after each is acknowledged, B answers with the new state.
-        Prints the time from A's acknowledgment to B's first answer with it,
-        and how many of B's answers after an acknowledgment still came from
-        its cache."""
+        Prints the time from A's acknowledgment to B's first answer with it;
+        not one of B's answers after an acknowledgment may come from its
+        cache (counted over the whole run before the check)."""
         a, b = self.fleet()
         ca, cb = a.conn(), b.conn()
         admin = a.conn(admin=True)
         delays = []
-        stale = 0
+        changes = []  # A's answer to each change, from the request sent (ms)
+        stale = []  # (change, kind) of each cached denial answered after an acknowledgment
         started = time.time()
         for i in range(1000):
             self.assertLess(time.time() - started, 90, "the loop is bounded in time")
@@ -148,6 +149,7 @@ class DenyCacheFleetOnRedis(Fleet):
                 self.cached_denial(b, key, cb)
             else:
                 self.exhaust(b, key, cb, rid="r%d" % i if kind == 1 else None)
+            sent = time.perf_counter()
             if kind == 0:
                 st, _, data = a.request("PUT", path_of("fw", key), '{"policy":"fixed-window 3/1h"}',
                                         {"Content-Type": "application/json"}, conn=admin)
@@ -160,14 +162,15 @@ class DenyCacheFleetOnRedis(Fleet):
                 st, _, data = a.request("DELETE", path_of("fw", key), conn=admin)
                 self.assertEqual(st, 200, data)
             acked = time.perf_counter()
+            changes.append(round((acked - sent) * 1000, 3))
             # B's answers until it has the new state (a cached denial after
-            # the acknowledgment is counted: docs/redis.md, "Promptly").
+            # the acknowledgment is counted, and fails the test at the end).
             for attempt in range(1000):
                 st, _, body = b.decide([("fw", key)], conn=cb)
                 if st == 200:
                     break
                 self.assertEqual(body["source"], "deny-cache", "change %d (%d): %s" % (i, kind, body))
-                stale += 1
+                stale.append((i, kind))
                 self.assertLess(time.perf_counter() - acked, 2, "change %d (%d) not heard in 2 s" % (i, kind))
             delays.append(time.perf_counter() - acked)
             self.assertEqual((st, body["source"]), (200, "store"), "change %d (%d): %s" % (i, kind, body))
@@ -177,12 +180,16 @@ class DenyCacheFleetOnRedis(Fleet):
         ms = [round(d * 1000, 3) for d in delays]
         print("deny cache: 1000 changes, A's acknowledgment to B's first answer with the new state (ms): "
               "min %s p50 %s p90 %s p99 %s max %s; cached denials answered after the acknowledgment: %d"
-              % (ms[0], ms[500], ms[900], ms[990], ms[-1], stale), file=sys.stderr)
+              % (ms[0], ms[500], ms[900], ms[990], ms[-1], len(stale)), file=sys.stderr)
+        changes.sort()
+        print("deny cache: A's answer to a change (ms): p50 %s p90 %s p99 %s"
+              % (changes[500], changes[900], changes[990]), file=sys.stderr)
         m = metric(b.metrics(), "sluice_deny_cache_invalidations_total")
         self.assertGreaterEqual(m, 1000)
-        # At most a few in a thousand, on a loaded machine: the window left
-        # is Redis writing the reply before the subscriber's message.
-        self.assertLessEqual(stale, 5)
+        # None: A acknowledges only after a round trip Redis runs once the
+        # message is in B's socket, and B's cache answers only when nothing
+        # is unread there nor read and not yet applied (docs/redis.md).
+        self.assertEqual(stale, [], "cached denials after an acknowledgment (change, kind)")
 
 
 class DenyCacheSubscriptionLostOnRedis(Fleet):
