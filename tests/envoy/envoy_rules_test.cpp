@@ -114,7 +114,8 @@ TEST(EnvoyRules, ErrorsNameFileLineColumn) {
             "t.toml:9:14: envoy[1].descriptor: the same domain and descriptor as envoy[0] (only the first would ever "
             "apply)");
   EXPECT_EQ(error_of(p + "[grpc]\nport = 1\n"),
-            "t.toml:4:1: unknown key 'port' in grpc (known: listen, envoy_config, dynamic_metadata)");
+            "t.toml:4:1: unknown key 'port' in grpc (known: listen, envoy_config, dynamic_metadata, tls_cert_file, "
+            "tls_key_file, tls_client_ca_file)");
   EXPECT_EQ(error_of(p + "[envoy]\n"), "t.toml:3:1: envoy must be an array of tables ([[envoy]])");
 }
 
