@@ -11,6 +11,7 @@ put in place of the page's 127.0.0.1:8080 (decisions) and 127.0.0.1:8081
 SLUICE_SOURCE_DIR.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,35 @@ class ServePage(unittest.TestCase):
         self.assertGreaterEqual(curls, 8)
         self.assertGreaterEqual(checked, 11)
         print("docs/serve.md examples checked: %d (%d against sluice serve)" % (checked, curls))
+
+    def test_the_sample_shows_every_setting(self):
+        """Every key of the page's configuration table (`server.*`,
+        `store.*`, `grpc.*`) stands in etc/sluice.toml, set or commented
+        out (`# key = ...`), under its own section, so a reader of the
+        sample sees every setting there is (but those the table calls
+        ignored, kept only so that older files load)."""
+        keys = []
+        for row, meaning in re.findall(r"^\| (`[a-z_]+\.[^|]*?) \|[^|]*\| (.*) \|$", self.page, re.M):
+            if meaning.startswith("Ignored"):
+                continue
+            names = re.findall(r"`([a-z_]+(?:\.[a-z_]+)?)`", row)
+            section = names[0].split(".")[0] if names else None
+            if section not in ("server", "store", "grpc"):
+                continue
+            keys += [n if "." in n else section + "." + n for n in names]
+        self.assertGreaterEqual(len(keys), 25, keys)
+        sections, section = {}, None
+        with open(SAMPLE) as f:
+            for line in f:
+                m = re.match(r"^#?\s*\[([a-z]+)\]\s*$", line)
+                if m:
+                    section = m.group(1)
+                    continue
+                m = re.match(r"^#?\s*([a-z_]+)\s*=", line)
+                if m and section:
+                    sections.setdefault(section, set()).add(m.group(1))
+        missing = [k for k in keys if k.split(".")[1] not in sections.get(k.split(".")[0], set())]
+        self.assertEqual(missing, [], "docs/serve.md's settings missing from etc/sluice.toml")
 
 
 if __name__ == "__main__":
