@@ -333,6 +333,33 @@ TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
   EXPECT_EQ(field(st->override_of(p, "k")), "store");
 }
 
+TEST(RedisOverrides, ACounterBlockedWithALimitOfZeroIsNeverRefused) {
+  // A sliding counter of limit 0 holds no count in the Redis library
+  // (curr ≤ max(L, min(L·W, 2^52)) = 0), so carrying a used counter to it
+  // was refused as the error `store`: the operator could not block a key.
+  // It is now the conservative fallback: the key keeps nothing, and limit
+  // 0 admits nothing (docs/redis.md, "Overrides").
+  redis_store_options o;
+  o.prefix = fresh_prefix("ovzero");
+  auto st = open_store(o);
+  ASSERT_TRUE(st);
+  const policy_id p = st->define_at("c", expr("sliding-counter 5/1000ns"), 0).value();
+  const check c{p, "k"};
+  for (tick t = 1; t <= 3; ++t) ASSERT_TRUE(st->decide_at(one_check(c, t)).d.allowed);
+  const auto set = st->set_override_at(p, "k", expr("sliding-counter 0/1000ns"), 4);
+  ASSERT_TRUE(set) << set.err().what();
+  EXPECT_EQ(set.value(), override_change::created);
+  EXPECT_EQ(st->redis_stats().override_fallbacks, 1U);
+  for (tick t = 5; t <= 3000; t += 500) {
+    const auto d = st->decide_at(one_check(c, t));
+    EXPECT_FALSE(d.d.allowed) << t;
+    EXPECT_EQ(d.from, source::store) << t;
+  }
+  // And it is revocable: the delete carries nothing back (nothing is kept).
+  ASSERT_TRUE(st->delete_override_at(p, "k", 3001).value());
+  EXPECT_TRUE(st->decide_at(one_check(c, 3002)).d.allowed);
+}
+
 TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedAndIsNeverRefused) {
   redis_store_options o;
   o.prefix = fresh_prefix("ovhold");
