@@ -191,6 +191,10 @@ struct redis_store_stats {
   /// Requests and override changes that met a changing override on every
   /// attempt: errors (source::error, or the error "store"), never admits.
   std::uint64_t override_races = 0;
+  /// Leaf states an override change carried outside the library's exact
+  /// ranges, written as the conservative fallback instead (docs/redis.md,
+  /// "Overrides").
+  std::uint64_t override_fallbacks = 0;
   std::uint64_t moved = 0;               ///< cluster: MOVED redirections followed
   std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
   std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sluice/detail/debt_bound.hpp"
 #include "sluice/override.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/reconfigure.hpp"
@@ -89,7 +90,7 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
         out = error{"policy", carried.err().message};
         return;
       }
-      (void)next->put(key, *carried);  // a fresh state is not stored
+      (void)next->put(key, detail::within_debt_bound(limit, *carried, now));  // a fresh state is not stored
     }
     if (it != t.map.end()) {
       it->second = std::move(next);
@@ -122,7 +123,7 @@ result<bool> memory_store::delete_override_at(policy_id policy, std::string_view
         out = error{"policy", carried.err().message};
         return;
       }
-      (void)configured.put(key, *carried);
+      (void)configured.put(key, detail::within_debt_bound(configured.policy(), *carried, now));
     }
     gone = std::move(it->second);
     t.map.erase(it);

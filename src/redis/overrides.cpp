@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "redis/store_impl.hpp"
+#include "sluice/detail/debt_bound.hpp"
 #include "sluice/override.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/reconfigure.hpp"
@@ -33,9 +34,8 @@ constexpr std::size_t max_overrides = 10'000;
 /// The most attempts at a change whose compare-and-set lost a race.
 constexpr int change_attempts = 4;
 
-/// A change whose carried state lies outside the library's exact ranges
-/// (docs/redis.md, "Overrides": every other carried state is held, the
-/// sliding windows' by the conservative carry).
+/// A change none of whose conservative states the library can hold (a
+/// concurrency leaf's; never met: docs/redis.md, "Overrides").
 constexpr std::string_view cannot_hold =
     "the key's carried state is outside the Redis library's exact ranges (docs/redis.md, \"Exact ranges\"); nothing "
     "changed";
@@ -205,6 +205,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
     const std::size_t leaves = now_values.size();
     std::vector<std::optional<std::string>> written(leaves);  // "" : delete
     std::vector<std::int64_t> px(leaves, 0);
+    std::uint64_t conservative = 0;
     if (held) {
       tick latest = detail::i64_min;
       redis::read_outcome how = redis::read_outcome::current;
@@ -215,7 +216,9 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
                                : "the key's state is corrupt");
       auto moved_state = reconfigure(from->p->policy(), *st, to->p->policy(), now);
       if (!moved_state) return error{"policy", moved_state.err().message};
-      any_state next = std::move(moved_state).value();
+      // A debt past what a report leaves is held at that bound, as the
+      // memory store holds it (detail/debt_bound.hpp).
+      any_state next = detail::within_debt_bound(to->p->policy(), std::move(moved_state).value(), now);
       // Written as of the change's instant (not a leaf's latest instant: a
       // carried window may hold one ahead of every admit). A decision before
       // it (a clock that steps back across the change) may read it otherwise
@@ -235,9 +238,31 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
           // A state that holds nothing a later decision counts (a window
           // passed, a log whose runs all left it) decides as a fresh one:
           // its key goes.
-          if (!redis::leaf_emptied(leaf, *parts[j], at)) return store_error(std::string(cannot_hold));
-          if (now_values[j]) written[j] = std::string();
-          continue;
+          if (redis::leaf_emptied(leaf, *parts[j], at)) {
+            if (now_values[j]) written[j] = std::string();
+            continue;
+          }
+          // Outside the library's exact ranges: the conservative fallback,
+          // never a refusal (docs/redis.md, "Overrides"): the carried
+          // state capped at the ranges, else the new limit fully used at
+          // the change's instant.
+          bool held_now = false;
+          bool dropped = false;
+          for (const bool exhausted : {false, true}) {
+            const auto c = redis::conservative_leaf(leaf, *parts[j], at, exhausted);
+            v.clear();
+            dropped = c && *c == fresh_state(leaf);  // a limit of 0 that holds no count
+            if (dropped || (c && to->p->encode_leaf(j, *c, at, v))) {
+              held_now = true;
+              break;
+            }
+          }
+          if (!held_now) return store_error(std::string(cannot_hold));
+          ++conservative;
+          if (dropped) {
+            if (now_values[j]) written[j] = std::string();
+            continue;
+          }
         }
         if (const auto ms = px_of(*to->p, j, v)) px[j] = *ms;
         written[j] = std::move(v);
@@ -274,6 +299,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
     // This process's cached denials of the key were decided under the old
     // limit (every other process's end as it hears the call's message).
     if (denials) denials->forget(policy, key);
+    override_fallbacks.fetch_add(conservative, std::memory_order_relaxed);
     believe(policy, key, target);
     if (target == nullptr) return 1;
     return stored ? 2 : 1;

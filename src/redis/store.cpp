@@ -649,6 +649,7 @@ redis_store_stats redis_store::redis_stats() const {
   s.cross_slot = get(p.cross_slot);
   s.override_moves = get(p.override_moves);
   s.override_races = get(p.override_races);
+  s.override_fallbacks = get(p.override_fallbacks);
   p.figures.read(s);
   if (p.listener) {
     const auto l = p.listener->figures();

@@ -92,6 +92,12 @@ void make_holdable(const plan& p, any_state& st, tick now);
 /// Whether leaf state `s` of `leaf` holds nothing a decision at or after
 /// `at` counts (it decides as a fresh one: its key may go).
 bool leaf_emptied(const any_policy& leaf, const any_state& s, tick at);
+/// A state of `leaf` in place of `carried` that admits no more at and after
+/// `at` than the new policy fully used at `at` (conservative.cpp): the
+/// tightest holdable one no laxer than `carried` (a debt or a count capped
+/// at the library's ranges), or with `exhausted` a fresh state charged the
+/// whole limit at `at`; nullopt where there is none (a concurrency leaf).
+std::optional<any_state> conservative_leaf(const any_policy& leaf, const any_state& carried, tick at, bool exhausted);
 
 /// A key's value in a reply: nullopt for nil; a reply that is neither nil
 /// nor a string sets `ok` to false.
@@ -425,7 +431,7 @@ struct redis_store::impl {
   mutable std::mutex beliefs_mu;
   std::unordered_map<std::string, const entry*> beliefs;  // requires beliefs_mu
   std::atomic<std::size_t> belief_count{0};
-  std::atomic<std::uint64_t> override_moves{0}, override_races{0};
+  std::atomic<std::uint64_t> override_moves{0}, override_races{0}, override_fallbacks{0};
   /// Whether `key`'s calls name its override key: always on one server; in
   /// a cluster not for a key that is empty or starts with '}' (its state
   /// keys' hash tag is empty: the override key would lie in another slot).

@@ -261,13 +261,16 @@ inline bool cannot_hold(const std::string& e) {
 /// Runs `sc` one call at a time; `define_at` redefines in the store under
 /// test. `refused` (when given): per change, whether the store refused it
 /// as `cannot_hold`; a store given one that is already filled skips those
-/// changes, one that is empty fills it.
+/// changes, one that is empty fills it. `fell_back` (a Redis store): per
+/// change, whether it wrote a conservative fallback state
+/// (`redis_stats().override_fallbacks` grew).
 template <typename Store>
 std::vector<answer> run_one_by_one(Store& st, const scenario& sc, const std::string& prefix, std::string& err,
                                    const std::string& key_prefix = {}, bool with_ids = false,
-                                   std::vector<bool>* refused = nullptr) {
+                                   std::vector<bool>* refused = nullptr, std::vector<bool>* fell_back = nullptr) {
   const bool record = refused != nullptr && refused->empty();
   if (record) refused->assign(sc.changes.size(), false);
+  if (fell_back != nullptr) fell_back->assign(sc.changes.size(), false);
   const std::string& kp = key_prefix.empty() ? prefix : key_prefix;
   const auto [ids, e] = conformance::define_all(st, sc.t, prefix);
   if (!e.empty()) {
@@ -279,7 +282,11 @@ std::vector<answer> run_one_by_one(Store& st, const scenario& sc, const std::str
   for (std::size_t i = 0; i < sc.t.steps.size(); ++i) {
     for (; next < sc.changes.size() && sc.changes[next].step == i; ++next) {
       if (refused != nullptr && !record && (*refused)[next]) continue;
+      std::uint64_t fallbacks = 0;
+      if constexpr (requires { st.redis_stats(); }) fallbacks = st.redis_stats().override_fallbacks;
       err = apply(st, sc.changes[next], sc.t, ids, prefix, kp);
+      if constexpr (requires { st.redis_stats(); })
+        if (fell_back != nullptr) (*fell_back)[next] = st.redis_stats().override_fallbacks > fallbacks;
       if (record && cannot_hold(err)) {
         (*refused)[next] = true;
         err.clear();
