@@ -44,10 +44,10 @@ command -v systemd-nspawn >/dev/null || die "needs systemd-nspawn: apt-get insta
 mkdir -p "$build"
 say "building sluice (Release) in $build"
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc >"$build.configure.log" 2>&1 ||
-  { tail -n 20 "$build.configure.log" >&2; die "configure failed"; }
-cmake --build "$build" --target sluice -j "$(nproc)" >"$build.build.log" 2>&1 ||
-  { tail -n 20 "$build.build.log" >&2; die "build failed"; }
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc >"$build/configure.log" 2>&1 ||
+  { tail -n 20 "$build/configure.log" >&2; die "configure failed"; }
+cmake --build "$build" --target sluice -j "$(nproc)" >"$build/build.log" 2>&1 ||
+  { tail -n 20 "$build/build.log" >&2; die "build failed"; }
 
 # The Debian packages of the libraries the binary links (what a package's
 # Depends would name), found from the host's own copies of them.
@@ -114,8 +114,13 @@ journalctl -u sluice --no-pager | grep -q 'reloaded' && ok "systemctl reload: th
 codes="$(decide) $(decide)"
 [ "$codes" = "200 429" ] && ok "after the reload: api is fixed-window 1/1h ($codes)" || fail "after the reload: $codes"
 systemctl stop sluice
+state=$(systemctl is-active sluice)
 status=$(systemctl show -p ExecMainStatus --value sluice)
-[ "$status" = 0 ] && ok "systemctl stop: exit status 0" || fail "systemctl stop: exit status '$status'"
+if [ "$state" = inactive ] && [ "$status" = 0 ] && journalctl -u sluice --no-pager | grep -q 'sluice serve: stopped'; then
+  ok "systemctl stop: inactive, exit status 0, the service logged its stop"
+else
+  fail "systemctl stop: $state, exit status '$status'"
+fi
 snap=$(find /var/lib/private/sluice /var/lib/sluice -type f 2>/dev/null | head -n 1)
 [ -n "$snap" ] && ok "the snapshot was saved ($snap)" || fail "no snapshot in the state directory"
 echo done >>"$out"
