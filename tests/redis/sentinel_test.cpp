@@ -82,25 +82,48 @@ struct deployment {
           .extra_config = {"sentinel monitor mymaster 127.0.0.1 " + std::to_string(master.port()) + " 2",
                            "sentinel down-after-milliseconds mymaster 1000", "sentinel failover-timeout mymaster 5000"},
           .sentinel = true}));
-    // Ready when the first sentinel knows the replica and the replica is in sync.
+    // Ready when every sentinel knows the replica as a healthy one (any of
+    // them may be asked to fail over: one that has not seen it yet answers
+    // NOGOODSLAVE) and the replica is in sync. With the sync at once, the
+    // replica is in sync before the later sentinels' first look at the
+    // master, so the first sentinel's view alone was not enough.
     async_client_options co;
-    co.where = parse_url(sentinels[0]->url()).value();
     co.command_timeout = 1000ms;
-    test_client s(co);
+    std::vector<std::unique_ptr<test_client>> watchers;
+    for (const auto& sentinel : sentinels) {
+      co.where = parse_url(sentinel->url()).value();
+      watchers.push_back(std::make_unique<test_client>(co));
+    }
     co.where = parse_url(replica.url()).value();
     test_client r(co);
     const auto until = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < until) {
-      auto reps = s.call({"SENTINEL", "replicas", "mymaster"});
       auto info = r.call({"INFO", "replication"});
-      const auto* arr = std::get_if<reply>(&reps);
       const auto* text = std::get_if<reply>(&info);
-      if (arr != nullptr && arr->as_array() != nullptr && !arr->elements.empty() && text != nullptr &&
-          text->str.find("master_link_status:up") != std::string::npos)
-        return;
+      bool ready = text != nullptr && text->str.find("master_link_status:up") != std::string::npos;
+      for (auto& w : watchers) ready = ready && knows_a_healthy_replica(*w);
+      if (ready) return;
       std::this_thread::sleep_for(50ms);
     }
-    throw std::runtime_error("sentinel deployment: the replica was not seen in sync within 20 s");
+    throw std::runtime_error("sentinel deployment: the replica was not seen in sync by every sentinel within 20 s");
+  }
+
+  // Whether a sentinel lists a replica of "mymaster" flagged only "slave"
+  // whose link to the master it reads as ok.
+  static bool knows_a_healthy_replica(test_client& sentinel) {
+    auto reps = sentinel.call({"SENTINEL", "replicas", "mymaster"});
+    const auto* arr = std::get_if<reply>(&reps);
+    if (arr == nullptr || arr->as_array() == nullptr) return false;
+    for (const auto& one : arr->elements) {
+      if (one.as_array() == nullptr) continue;
+      std::string flags, link;
+      for (std::size_t i = 0; i + 1 < one.elements.size(); i += 2) {
+        if (one.elements[i].str == "flags") flags = one.elements[i + 1].str;
+        if (one.elements[i].str == "master-link-status") link = one.elements[i + 1].str;
+      }
+      if (flags == "slave" && link == "ok") return true;
+    }
+    return false;
   }
 
   [[nodiscard]] std::string url(const std::string& first = "") const {
