@@ -7,8 +7,9 @@
 # a one-shot unit that runs after boot:
 #   - sluice.service (the installed unit, enabled) is active and /healthz answers;
 #   - `systemctl reload sluice` re-reads the configuration: the sample's
-#     policy `api` is changed in /etc/sluice/sluice.toml, and after the reload
-#     a second decision for one key is denied (before it, 5 were allowed);
+#     policy `api` is changed in /etc/sluice/sluice.toml to `gcra 1/1h
+#     burst=1`, and after the reload a second decision for a new key is
+#     denied (before it, 5 were allowed for one key);
 #   - `systemctl stop sluice` ends it with status 0 and leaves its snapshot
 #     in its state directory.
 # The container powers itself off; the result is read from the tree.
@@ -92,7 +93,7 @@ ok() { echo "ok $*" >>"$out"; }
 fail() { echo "FAIL $*" >>"$out"; }
 decide() {
   curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
-    -d '{"checks":[{"policy":"api","key":"boot-check"}]}' http://127.0.0.1:8080/v1/decide
+    -d '{"checks":[{"policy":"api","key":"'"$1"'"}]}' http://127.0.0.1:8080/v1/decide
 }
 healthy() {
   for _ in $(seq 1 100); do
@@ -103,16 +104,16 @@ healthy() {
 }
 if systemctl is-active -q sluice && healthy; then ok "sluice.service active, /healthz 200"; else
   fail "sluice.service not serving: $(systemctl is-active sluice)"; journalctl -u sluice --no-pager >>"$out"; fi
-codes=$(for _ in 1 2 3 4 5; do decide; echo -n ' '; done)
+codes=$(for _ in 1 2 3 4 5; do decide before; echo -n ' '; done)
 [ "$codes" = "200 200 200 200 200 " ] && ok "before the reload: 5 decisions allowed ($codes)" ||
   fail "before the reload: $codes"
-sed -i 's|^api = .*|api = "fixed-window 1/1h"|' /etc/sluice/sluice.toml
+sed -i 's|^api = .*|api = "gcra 1/1h burst=1"|' /etc/sluice/sluice.toml
 systemctl reload sluice
 for _ in $(seq 1 50); do journalctl -u sluice --no-pager | grep -q 'reloaded' && break; sleep 0.1; done
 journalctl -u sluice --no-pager | grep -q 'reloaded' && ok "systemctl reload: the service logged its reload" ||
   fail "systemctl reload: no reload in the journal"
-codes="$(decide) $(decide)"
-[ "$codes" = "200 429" ] && ok "after the reload: api is fixed-window 1/1h ($codes)" || fail "after the reload: $codes"
+codes="$(decide after) $(decide after)"
+[ "$codes" = "200 429" ] && ok "after the reload: api is gcra 1/1h burst=1 ($codes)" || fail "after the reload: $codes"
 systemctl stop sluice
 state=$(systemctl is-active sluice)
 status=$(systemctl show -p ExecMainStatus --value sluice)
