@@ -310,6 +310,25 @@ std::vector<answer> run_one_by_one(Store& st, const scenario& sc, const std::str
   return out;
 }
 
+/// The step of the first change that carried the conservative fallback
+/// (`fell_back`, from run_one_by_one), or the trace's length: a Redis store
+/// decides as the memory store up to there, and is stricter from there
+/// (docs/redis.md, "Overrides").
+inline std::size_t first_fallback_step(const scenario& sc, const std::vector<bool>& fell_back, std::size_t steps) {
+  const auto first = std::find(fell_back.begin(), fell_back.end(), true);
+  return first == fell_back.end() ? steps : sc.changes[static_cast<std::size_t>(first - fell_back.begin())].step;
+}
+
+/// conformance::compare over the first `upto` steps only.
+inline std::string compare_head(const scenario& sc, const std::vector<answer>& got, const std::vector<answer>& want,
+                                std::size_t upto) {
+  trace head = sc.t;
+  head.steps.resize(upto);
+  const std::vector<answer> g(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(upto));
+  const std::vector<answer> w(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(upto));
+  return conformance::compare(head, g, w, true);
+}
+
 inline std::vector<scenario> draw(algorithm a, std::size_t n, std::uint64_t seed0, bool pipelined) {
   std::vector<scenario> out;
   for (std::uint64_t seed = seed0; out.size() < n && seed < seed0 + 20 * n; ++seed)

@@ -126,12 +126,8 @@ TEST_P(RedisOverride, DecidesAsTheMemoryStoreOneCallAtATime) {
     // fallback; from there the Redis store is stricter than the exact
     // carry, and is checked against the new limit's definition instead.
     const auto first = std::find(fell_back.begin(), fell_back.end(), true);
-    const std::size_t upto = first == fell_back.end() ? got.size() : sc.changes[first - fell_back.begin()].step;
-    trace head = sc.t;
-    head.steps.resize(upto);
-    const std::vector<answer> g(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(upto));
-    const std::vector<answer> w(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(upto));
-    ASSERT_EQ(conformance::compare(head, g, w, true), "") << explain(sc, got, want);
+    const std::size_t upto = first_fallback_step(sc, fell_back, got.size());
+    ASSERT_EQ(compare_head(sc, got, want, upto), "") << explain(sc, got, want);
     if (first != fell_back.end()) {
       held_checked +=
           check_fallback_held(sc, static_cast<std::size_t>(first - fell_back.begin()), got, explain(sc, got, want));

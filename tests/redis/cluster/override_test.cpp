@@ -48,15 +48,8 @@ TEST_P(ClusterOverride, DecidesAsTheMemoryStore) {
     // fallback (docs/redis.md, "Overrides"): from there the Redis store is
     // stricter than the exact carry (store_override_test.cpp checks what
     // the fallback holds on one server).
-    const auto first = std::find(fell_back.begin(), fell_back.end(), true);
-    const std::size_t upto = first == fell_back.end()
-                                 ? got.size()
-                                 : scenarios[j].changes[static_cast<std::size_t>(first - fell_back.begin())].step;
-    trace head = scenarios[j].t;
-    head.steps.resize(upto);
-    const std::vector<answer> g(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(upto));
-    const std::vector<answer> w(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(upto));
-    ASSERT_EQ(conformance::compare(head, g, w, true), "") << explain(scenarios[j], got, want);
+    const std::size_t upto = first_fallback_step(scenarios[j], fell_back, got.size());
+    ASSERT_EQ(compare_head(scenarios[j], got, want, upto), "") << explain(scenarios[j], got, want);
     decisions += upto;
   }
   const auto s = st->redis_stats();
