@@ -24,6 +24,7 @@
 #include "sluice/sliding_counter.hpp"     // IWYU pragma: export
 #include "sluice/sliding_log.hpp"         // IWYU pragma: export
 #include "sluice/store.hpp"               // IWYU pragma: export
+#include "sluice/store_limiter.hpp"       // IWYU pragma: export
 #include "sluice/time.hpp"                // IWYU pragma: export
 #include "sluice/token_bucket.hpp"        // IWYU pragma: export
 #include "sluice/wait.hpp"                // IWYU pragma: export

@@ -20,6 +20,9 @@
 #include "sluice/keyed.hpp"
 #include "sluice/redact.hpp"
 #include "sluice/snapshot.hpp"
+#include "sluice/store.hpp"
+#include "sluice/store/memory.hpp"
+#include "sluice/store_limiter.hpp"
 #include "store_flag.hpp"
 #include "trace.hpp"
 
@@ -93,9 +96,11 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   if (!made) return usage_error(err, made.err());
   if (made->memory == nullptr && (!f.load_state.empty() || !f.save_state.empty()))
     return usage_error(err, error{"--store", "snapshots (--load-state, --save-state) need --store memory"});
-  auto defined = single_policy_store::make(std::move(made).value(), "replay", p);
-  if (!defined) return usage_error(err, defined.err());
-  single_policy_store& store = defined.value();
+  auto defined = store_limiter::make(*made->s, "replay", p);
+  if (!defined) return usage_error(err, error{"--store", defined.err().what()});
+  const store_limiter& limiter = *defined;
+  store& backing = *made->s;
+  memory_store* const memory = made->memory;
   // The trace is the clock: the snapshot's moment is the latest time seen.
   tick moment = std::numeric_limits<tick>::min();
   if (!f.load_state.empty()) {
@@ -103,7 +108,7 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     if (!snap) return usage_error(err, error{"--load-state", snap.err().message});
     auto states = snap->states_at(snap->info().taken_at);
     if (!states) return usage_error(err, error{"--load-state", states.err().message});
-    store.restore(*states);
+    memory->with_keyed(limiter.id(), [&](keyed_limiter& k) { k.restore(*states); });
     moment = snap->info().taken_at;
   }
   decision_writer writer(out, *fmt, has_leaky_queue(p));
@@ -117,7 +122,8 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   const auto not_decided = [&](source from) {
     if (!writer.flush()) return output_error(err, stdout_name, writer.failure());
     err << "sluice: --store: request " << n + 1 << ": the store did not decide (" << name_of(from) << ")";
-    if (const std::string why = store.last_failure(); !why.empty()) err << ": " << redact_url(why);
+    if (const auto figures = backing.figures(); figures && !figures->last_failure.empty())
+      err << ": " << redact_url(figures->last_failure);
     err << "\n";
     return 1;
   };
@@ -140,48 +146,63 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
   const auto took = [&](std::string_view name, std::uint64_t lease) {
     if (!name.empty() && lease != 0) leases[std::string(name)] = lease;
   };
+  // The figures of an answer that must come from the store itself.
+  const auto from_store = [](const store_decision& a, decision& d, source& from) {
+    d = a.d;
+    from = a.from;
+    return from == source::store;
+  };
   // One line, alone: its figures and outcome, or nothing when the store did
-  // not decide it.
-  const auto apply = [&](const request& q, decision& d) -> std::optional<std::string_view> {
+  // not decide it (`from` says what answered instead).
+  const auto apply = [&](const request& q, decision& d, source& from) -> std::optional<std::string_view> {
     switch (q.op) {
-      case trace_op::decide:
-        d = store.try_acquire_at(q.key, q.time, q.cost, q.name);
-        took(q.name, store.last_lease());
-        return decision_outcome(store.last_source(), d);
+      case trace_op::decide: {
+        const store_decision a = limiter.decide_at(q.key, q.time, q.cost, q.name);
+        from_store(a, d, from);
+        took(q.name, a.lease);
+        return decision_outcome(a.from, d);
+      }
       case trace_op::report:
-        d = store.report_at(q.key, q.time, q.cost);
-        if (store.last_source() != source::store) return std::nullopt;
+        if (!from_store(limiter.report_at(q.key, q.time, q.cost), d, from)) return std::nullopt;
         return "reported";
       case trace_op::release: {
         // The named decision's lease, released on this line's key (a
         // lease of another key is held nowhere here); then the key's
         // figures, as a decision of the line's cost would read them.
         const auto it = leases.find(std::string(q.name));
-        const std::int64_t freed = it == leases.end() ? 0 : store.release_at(q.key, it->second, q.time);
-        if (it != leases.end() && store.last_source() != source::store) return std::nullopt;
-        d = store.peek_at(q.key, q.time, q.cost);
-        if (store.last_source() != source::store) return std::nullopt;
+        std::int64_t freed = 0;
+        if (it != leases.end()) {
+          const check c{limiter.id(), q.key};
+          const release_result released = backing.release_at({&c, 1}, it->second, q.time);
+          from = released.from;
+          if (from != source::store) return std::nullopt;
+          freed = released.units;
+        }
+        if (!from_store(limiter.peek_at(q.key, q.time, q.cost), d, from)) return std::nullopt;
         return freed > 0 ? "released" : "not-held";
       }
       case trace_op::refund: {
         // The decision with id NAME refunded, wherever its check was; then
         // the line's key's figures, as a decision of the line's cost would
         // read them.
-        const refund_status st = store.refund_at(q.name, q.time);
-        if (store.last_source() != source::store) return std::nullopt;
-        d = store.peek_at(q.key, q.time, q.cost);
-        if (store.last_source() != source::store) return std::nullopt;
+        const refund_status st = backing.refund_at(q.name, q.time).status;
+        if (st == refund_status::error) {
+          from = source::error;
+          return std::nullopt;
+        }
+        if (!from_store(limiter.peek_at(q.key, q.time, q.cost), d, from)) return std::nullopt;
         return name_of(st);
       }
     }
     return std::nullopt;
   };
-  if (store.memory() != nullptr) {
+  if (memory != nullptr) {
     decision d;
+    source from = source::store;
     while (reader.next(r)) {
       moment = std::max(moment, r.time);
-      const auto outcome = apply(r, d);
-      if (!outcome) return not_decided(store.last_source());
+      const auto outcome = apply(r, d, from);
+      if (!outcome) return not_decided(from);
       if (!writer.row(++n, r, d, *outcome)) break;  // the output is lost: stop (and save no state)
     }
   } else {
@@ -190,20 +211,25 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
     // rows are written as each batch comes back. A line of another
     // operation ends its batch and goes alone, after it.
     constexpr std::size_t batch = 128;
-    std::vector<single_policy_store::request> pending;
+    // Each line's key and id, owned: the reader's copy lives only until its
+    // next line.
+    struct owned_line {
+      std::string key;
+      std::string id;
+    };
+    std::vector<owned_line> owned;
     std::vector<request> lines;
-    std::vector<decision> ds(batch);
-    std::vector<source> from(batch);
-    std::vector<std::uint64_t> taken(batch);
+    std::vector<store_limiter::request> pending;
+    std::vector<store_decision> ds(batch);
     bool more = true;
     bool lost = false;
     while (more && !lost) {
-      pending.clear();
+      owned.clear();
       lines.clear();
       std::optional<request> alone;
       std::string alone_key;
       std::string alone_name;
-      while (pending.size() < batch && (more = reader.next(r))) {
+      while (owned.size() < batch && (more = reader.next(r))) {
         if (r.op != trace_op::decide) {
           alone_key = r.key;
           alone_name = r.name;
@@ -212,25 +238,30 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
           alone->name = alone_name;
           break;
         }
-        pending.push_back({std::string(r.key), r.time, r.cost, std::string(r.name)});
+        owned.push_back({std::string(r.key), std::string(r.name)});
         lines.push_back(r);
       }
-      store.try_acquire_many_at(pending, ds, from, std::span(taken.data(), pending.size()));
+      pending.clear();
+      for (std::size_t i = 0; i < owned.size(); ++i) {
+        lines[i].key = owned[i].key;  // the reader's copy is gone
+        lines[i].name = owned[i].id;
+        pending.push_back({owned[i].key, lines[i].time, lines[i].cost, owned[i].id});
+      }
+      limiter.decide_many_at(pending, ds);
       for (std::size_t i = 0; i < pending.size(); ++i) {
-        const auto outcome = decision_outcome(from[i], ds[i]);
-        if (!outcome) return not_decided(from[i]);
-        took(pending[i].id, taken[i]);
-        lines[i].key = pending[i].key;  // the reader's copy is gone
-        lines[i].name = pending[i].id;
-        if (!writer.row(++n, lines[i], ds[i], *outcome)) {
+        const auto outcome = decision_outcome(ds[i].from, ds[i].d);
+        if (!outcome) return not_decided(ds[i].from);
+        took(owned[i].id, ds[i].lease);
+        if (!writer.row(++n, lines[i], ds[i].d, *outcome)) {
           lost = true;  // the output is lost: stop
           break;
         }
       }
       if (alone && !lost) {
         decision d;
-        const auto outcome = apply(*alone, d);
-        if (!outcome) return not_decided(store.last_source());
+        source from = source::store;
+        const auto outcome = apply(*alone, d, from);
+        if (!outcome) return not_decided(from);
         lost = !writer.row(++n, *alone, d, *outcome);
       }
     }
@@ -242,7 +273,7 @@ int run_replay(const replay_flags& f, std::istream& in, std::ostream& out, std::
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
     result<snapshot_info> saved = error{};
-    store.memory()->with_keyed(store.id(), [&](const keyed_limiter& k) {
+    memory->with_keyed(limiter.id(), [&](const keyed_limiter& k) {
       saved = save_snapshot(k, f.save_state, moment == std::numeric_limits<tick>::min() ? 0 : moment, wall);
     });
     if (!saved) return output_error(err, "--save-state", saved.err().message);
