@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sluice/decision.hpp"
@@ -51,6 +52,16 @@ class concurrency {
   /// Builds the policy: N from 0 to 2^62 ("concurrency"), D from 1 tick to
   /// 2^62 ("lease").
   static result<concurrency> make(std::int64_t units, tick length);
+  /// `make` with the lease's length a std::chrono duration of any integral
+  /// unit, read as nanosecond ticks (`ticks_of`: `std::chrono::seconds{30}`
+  /// is `default_lease`): "lease" when it is not a whole number of
+  /// nanoseconds, or past int64, or out of range.
+  template <chrono_duration D>
+  static result<concurrency> make(std::int64_t units, D length) {
+    const std::optional<tick> ticks = ticks_of(length);
+    if (!ticks) return error{"lease", "must be a whole number of nanoseconds within int64"};
+    return make(units, *ticks);
+  }
 
   /// N: the units in flight at most.
   [[nodiscard]] constexpr std::int64_t units() const noexcept { return units_; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,11 +21,34 @@ inline constexpr std::int64_t max_quantity = std::int64_t{1} << 62;
 struct rate {
   std::int64_t limit = 0;  ///< L, 0 to 2^62; 0 denies everything.
   tick window = 1;         ///< W in ticks, 1 to 2^62.
+
+  constexpr rate() noexcept = default;
+  /// `limit` units in `window` ticks; the policy built on it checks both.
+  constexpr rate(std::int64_t l, tick w) noexcept : limit(l), window(w) {}
+  /// `limit` units in `window`, a std::chrono duration read as nanosecond
+  /// ticks (time.hpp): `rate{100, std::chrono::seconds{1}}`. Exact: its
+  /// unit is a whole number of nanoseconds, or it does not compile (use
+  /// `make_rate`, which checks the value). A window past int64 nanoseconds
+  /// (about 292 years) saturates there, past 2^62, so every policy refuses
+  /// it naming "window".
+  template <whole_ns_duration D>
+  constexpr rate(std::int64_t l, D w) noexcept : limit(l), window(detail::saturated_ticks(w)) {}
+
   friend constexpr bool operator==(const rate&, const rate&) = default;
 };
 
 /// Checks a rate's ranges; the error names "limit" or "window".
 result<rate> make_rate(std::int64_t limit, tick window);
+
+/// `make_rate` with the window a std::chrono duration of any integral unit,
+/// read as nanosecond ticks (`ticks_of`): the error names "window" when it
+/// is not a whole number of nanoseconds, or past int64, or out of range.
+template <chrono_duration D>
+result<rate> make_rate(std::int64_t limit, D window) {
+  const std::optional<tick> w = ticks_of(window);
+  if (!w) return error{"window", "must be a whole number of nanoseconds within int64"};
+  return make_rate(limit, *w);
+}
 
 /// Parses a duration such as "60s", "1m", "500ms", "1.5h", "2 minutes" into
 /// nanoseconds. Units: ns, us, ms, s (sec, second), m (min, minute),

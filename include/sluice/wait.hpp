@@ -183,6 +183,13 @@ wait_result acquire_for(L& target, std::int64_t cost, tick timeout, const C& clo
   return acquire(target, cost, deadline, clock, sleep);
 }
 
+/// `acquire_for` with a std::chrono `timeout` (`std::chrono::milliseconds{50}`),
+/// read as nanosecond ticks (time.hpp); saturating.
+template <acquirable L, tick_clock C, sleeper S, whole_ns_duration D>
+wait_result acquire_for(L& target, std::int64_t cost, D timeout, const C& clock, S& sleep) {
+  return acquire_for(target, cost, detail::saturated_ticks(timeout), clock, sleep);
+}
+
 namespace detail {
 /// The clock a limiter reads, when the type says so (void otherwise).
 template <typename L>
@@ -216,6 +223,13 @@ wait_result acquire_for(L& target, std::int64_t cost, tick timeout) {
   const tick now = clock.now();
   const tick deadline = timeout <= 0 ? now : (now > never - timeout ? never : now + timeout);
   return acquire(target, cost, deadline);
+}
+
+/// `acquire_for` on the steady clock with a std::chrono `timeout`
+/// (`std::chrono::milliseconds{50}`), read as nanosecond ticks; saturating.
+template <acquirable L, whole_ns_duration D>
+wait_result acquire_for(L& target, std::int64_t cost, D timeout) {
+  return acquire_for(target, cost, detail::saturated_ticks(timeout));
 }
 
 /// A limiter (or any `acquirable`) behind a mutex, so that several threads

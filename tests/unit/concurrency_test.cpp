@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
+#include <ratio>
 #include <set>
 #include <vector>
 
@@ -68,6 +70,19 @@ TEST(Concurrency, BuildErrorsNameTheField) {
   EXPECT_EQ(test::field_of(concurrency::make(1, 0)), "lease");
   EXPECT_EQ(test::field_of(concurrency::make(1, -5)), "lease");
   EXPECT_TRUE(concurrency::make(std::int64_t{1} << 62, std::int64_t{1} << 62).ok());
+}
+
+TEST(Concurrency, ALeaseMayBeAChronoDuration) {
+  using thirds = std::chrono::duration<std::int64_t, std::ratio<1, 3>>;
+  EXPECT_EQ(test::ok(concurrency::make(5, std::chrono::seconds{30})).lease_length(), default_lease);
+  EXPECT_EQ(test::ok(concurrency::make(5, std::chrono::milliseconds{250})).lease_length(), 250'000'000);
+  EXPECT_EQ(test::ok(concurrency::make(5, thirds{3})).lease_length(), 1'000'000'000);
+  const auto third = concurrency::make(5, thirds{1});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.err().what(), "lease: must be a whole number of nanoseconds within int64");
+  EXPECT_EQ(test::field_of(concurrency::make(5, std::chrono::hours{std::numeric_limits<std::int64_t>::max()})),
+            "lease");
+  EXPECT_EQ(test::field_of(concurrency::make(5, std::chrono::seconds{0})), "lease");
 }
 
 TEST(Concurrency, AnAdmitsLeaseCarriesTheNonceGivenToTheStep) {

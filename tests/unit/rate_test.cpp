@@ -6,6 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <ratio>
+
 namespace sluice::unit_rate_test {
 namespace {
 
@@ -114,6 +119,45 @@ TEST(ParseDuration, LongFractionsOfLargeUnitsDoNotOverflow) {
   auto fine = parse_duration("0.50000000000000000000d");
   ASSERT_TRUE(fine.ok());
   EXPECT_EQ(*fine, 43200 * tick{1'000'000'000});
+}
+
+}  // namespace
+}  // namespace sluice::unit_rate_test
+
+namespace sluice::unit_rate_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+static_assert(rate{100, 1s} == rate{100, 1'000'000'000});
+static_assert(rate{3, std::chrono::minutes{2}}.window == 120 * s);
+
+TEST(ChronoRate, AWindowIsItsNanoseconds) {
+  EXPECT_EQ((rate{100, 1s}), (rate{100, s}));
+  EXPECT_EQ((rate{2, 500ms}), (rate{2, s / 2}));
+  EXPECT_EQ((rate{1, 1ns}), (rate{1, 1}));
+  EXPECT_EQ((rate{10, std::chrono::hours{1}}).window, 3600 * s);
+  EXPECT_EQ((rate{1, std::chrono::days{1}}).window, 86400 * s);
+  // A window past int64 nanoseconds saturates, past 2^62: every policy
+  // refuses it, naming the window.
+  const rate huge{1, std::chrono::hours{std::numeric_limits<std::int64_t>::max()}};
+  EXPECT_EQ(huge.window, std::numeric_limits<tick>::max());
+  EXPECT_EQ(make_rate(huge.limit, huge.window).err().field, "window");
+  EXPECT_EQ((rate{1, -1s}).window, -s);
+  EXPECT_EQ(make_rate(1, (rate{1, -1s}).window).err().field, "window");
+}
+
+TEST(ChronoRate, MakeRateTakesAnyIntegralUnitExactly) {
+  using thirds = std::chrono::duration<std::int64_t, std::ratio<1, 3>>;
+  EXPECT_EQ(make_rate(5, 2s).value(), (rate{5, 2 * s}));
+  EXPECT_EQ(make_rate(5, thirds{3}).value(), (rate{5, s}));
+  EXPECT_EQ(make_rate(5, std::chrono::duration<std::int64_t, std::pico>{2000}).value(), (rate{5, 2}));
+  const auto third = make_rate(5, thirds{1});
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.err().what(), "window: must be a whole number of nanoseconds within int64");
+  EXPECT_EQ(make_rate(5, std::chrono::hours{std::numeric_limits<std::int64_t>::max()}).err().field, "window");
+  EXPECT_EQ(make_rate(5, 0s).err().what(), "window: must be positive (got 0)");
+  EXPECT_EQ(make_rate(5, std::chrono::hours{(std::int64_t{1} << 62) / 3'600'000'000'000 + 1}).err().field, "window");
 }
 
 }  // namespace

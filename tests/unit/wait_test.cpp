@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -131,6 +132,30 @@ TEST(Acquire, ForARelativeTimeout) {
   EXPECT_EQ(w.at, 1010);
   // A huge timeout saturates instead of overflowing.
   EXPECT_EQ(acquire_for(f.lim, 1, N, f.clock, f.sleep).at, 1020);
+}
+
+TEST(Acquire, ForAChronoTimeoutInNanoseconds) {
+  // One token per 10 ns, burst 1, on a clock that counts nanoseconds.
+  bucket_fixture f;
+  ASSERT_TRUE(f.lim.try_acquire_at(0).allowed);
+  EXPECT_EQ(acquire_for(f.lim, 1, std::chrono::nanoseconds{9}, f.clock, f.sleep).status, wait_status::timed_out);
+  const wait_result w = acquire_for(f.lim, 1, std::chrono::nanoseconds{10}, f.clock, f.sleep);
+  EXPECT_EQ(w.status, wait_status::admitted);
+  EXPECT_EQ(w.at, 10);
+  // 1 µs is 1000 ticks: the next slot, 20, is within it.
+  EXPECT_EQ(acquire_for(f.lim, 1, std::chrono::microseconds{1}, f.clock, f.sleep).at, 20);
+  // Past int64 nanoseconds saturates instead of overflowing.
+  EXPECT_EQ(acquire_for(f.lim, 1, std::chrono::hours{N}, f.clock, f.sleep).at, 30);
+}
+
+TEST(Acquire, OnTheSteadyClockForAChronoTimeout) {
+  // Nothing to wait for: admitted at once, or never, with no sleep.
+  limiter<token_bucket> lim{test::ok(token_bucket::make(rate{1, std::chrono::hours{1}}, 1))};
+  EXPECT_EQ(acquire_for(lim, 1, std::chrono::milliseconds{50}).status, wait_status::admitted);
+  const wait_result w = acquire_for(lim, 1, std::chrono::milliseconds{50});
+  EXPECT_EQ(w.status, wait_status::timed_out);
+  EXPECT_EQ(w.sleeps, 0);
+  EXPECT_EQ(acquire_for(lim, 2, std::chrono::milliseconds{50}).status, wait_status::never_admitted);
 }
 
 TEST(Acquire, WaitsOnAQueueForItsTurn) {
