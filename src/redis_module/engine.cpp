@@ -63,6 +63,21 @@ class cursor {
   std::size_t pos_ = 0;
 };
 
+/// What every call's argument starts with: th tl tns base batch.
+struct header {
+  std::int64_t th = 0, tl = 0, tns = 0, base = 0, batch = 0;
+};
+
+header header_of(cursor& c) {
+  header h;
+  h.th = c.number("th");
+  h.tl = c.number("tl");
+  h.tns = c.number("tns");
+  h.base = c.number("base");
+  h.batch = c.number("batch");
+  return h;
+}
+
 /// The instant of a call (common.lua, `instant`): th tl as sent, or the
 /// store's clock when th is sent with 2^32 added.
 struct instant {
@@ -135,13 +150,10 @@ reply one(keyspace& ks, std::size_t keys, std::span<const std::string_view> args
   if (args.size() != (keys == 2 ? 2u : 1u))
     throw stop{bad("SLUICE.ONE takes the request, and with an override key what it must hold")};
   cursor c(args[0]);
-  const std::int64_t th = c.number("th");
-  const std::int64_t tl = c.number("tl");
-  const std::int64_t tns = c.number("tns");
-  const std::int64_t base = c.number("base");
-  const std::int64_t batch = c.number("batch");
+  const header h = header_of(c);
+  const std::int64_t tns = h.tns, base = h.base, batch = h.batch;
   const std::string_view tag = c.bytes(leaf_tag_size, "the leaf's tag");
-  const instant at = instant_of(th, tl, tns, ks);
+  const instant at = instant_of(h.th, h.tl, tns, ks);
   if (batch != 0 && batch == halted) return stamped(reply::array({reply::of(4)}), at);
   if (keys == 2) {
     const auto o = get(ks, 1, keys);
@@ -286,16 +298,13 @@ std::optional<std::string> recorded(keyspace& ks, std::size_t keys, std::string_
 reply run_tree(keyspace& ks, std::size_t keys, std::span<const std::string_view> args, bool peek, bool report) {
   if (args.empty()) throw stop{bad("the request argument is missing")};
   cursor c(args[0]);
-  const std::int64_t th = c.number("th");
-  const std::int64_t tl = c.number("tl");
-  const std::int64_t tns = c.number("tns");
-  const std::int64_t base = c.number("base");
-  const std::int64_t batch = c.number("batch");
+  const header h = header_of(c);
+  const std::int64_t tns = h.tns, base = h.base, batch = h.batch;
   const std::int64_t has_id = c.number("has_id");
   const std::int64_t id_ttl = c.number("id_ttl_ms");
   if (has_id == 1 && (args.size() < 2 || id_ttl < 1))
     throw stop{bad("a request id needs its identity and a TTL of 1 ms or more")};
-  const instant at = instant_of(th, tl, tns, ks);
+  const instant at = instant_of(h.th, h.tl, tns, ks);
   if (batch != 0 && batch == halted) return stamped(reply::array({reply::of(4)}), at);
   tree_run tr(ks, keys, c, at, report);
   if (has_id == 1) {

@@ -20,17 +20,12 @@ using module_support::one_header;
 using module_support::run;
 using module_support::tree_header;
 
-testing::redis_server& server() {
-  static testing::redis_server srv(module_support::with_module());
-  return srv;
-}
-
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // max_burst 2 (a limit of 3), 10 per 60 s: one unit every 6 s. All calls
 // within a second, so every figure is exact in whole seconds (rounded up).
 TEST(RedisModuleThrottle, RepliesAsRedisCellDecidedByGcra) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   const auto t = [&](std::vector<std::string> args) {
     std::vector<std::string> argv{"CL.THROTTLE", "th:a"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -58,7 +53,7 @@ TEST(RedisModuleThrottle, RepliesAsRedisCellDecidedByGcra) {
 }
 
 TEST(RedisModuleThrottle, BadArgumentsAreClearErrors) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   const auto t = [&](std::vector<std::string> args) {
     std::vector<std::string> argv{"CL.THROTTLE"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -84,7 +79,7 @@ TEST(RedisModuleThrottle, BadArgumentsAreClearErrors) {
 }
 
 TEST(RedisModule, BadRequestsAreClearErrorsAndWriteNothing) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   const redis::plan pl = redis::plan::make(parse_policy("gcra 10/1s burst=2").value()).value();
   std::string blob = one_header(1000, 1, 3);
   pl.append_leaf(0, 1000, 1, blob);
@@ -124,7 +119,7 @@ TEST(RedisModule, BadRequestsAreClearErrorsAndWriteNothing) {
 }
 
 TEST(RedisModule, CommandsDeclareTheirKeys) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   EXPECT_EQ(run(c, {"COMMAND", "GETKEYS", "SLUICE.DECIDE", "3", "id", "{u}:a", "{u}:b", "blob", "identity"}),
             "[s2:6964 s5:7b757d3a61 s5:7b757d3a62]");
   EXPECT_EQ(run(c, {"COMMAND", "GETKEYS", "SLUICE.ONE", "1", "k", "blob"}), "[s1:6b]");

@@ -37,6 +37,13 @@ inline testing::redis_server_options with_module(std::vector<std::string> extra 
   return o;
 }
 
+/// The test binary's server with the module (tests that need another
+/// configuration start their own): started on first use, stopped by PID at exit.
+inline testing::redis_server& shared_server() {
+  static testing::redis_server srv(with_module());
+  return srv;
+}
+
 /// A client of `srv` with the Lua library loaded.
 inline redis::test_client client_of(const testing::redis_server& srv, const std::string& url = "") {
   redis::test_client c(redis::client_support::options_for(url.empty() ? srv.url() : url));

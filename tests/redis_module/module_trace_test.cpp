@@ -24,11 +24,6 @@ using module_support::one_header;
 using module_support::run;
 using module_support::tree_header;
 
-testing::redis_server& server() {
-  static testing::redis_server srv(module_support::with_module());
-  return srv;
-}
-
 /// The first element of a reply printed by `show` ("[1 nil s41:…]" → 1).
 int status_of(const std::string& shown) {
   if (shown.size() < 2 || shown[0] != '[') return -1;
@@ -79,7 +74,7 @@ std::string alternate(redis::test_client& c, const conformance::trace& t, const 
 }
 
 TEST(RedisModule, TracesAlternatingWithTheLuaLibraryDecideAsTheModel) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   std::size_t traces = 0, decided = 0, admitted_somewhere = 0;
   for (const algorithm a : {algorithm::gcra, algorithm::token_bucket}) {
     for (std::uint64_t seed = 1; seed <= 150; ++seed) {
@@ -142,7 +137,7 @@ class twin {
 };
 
 TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   twin tw(c);
   const char* exprs[] = {
       "gcra 10/1s burst=5",
@@ -238,7 +233,7 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
 // The store's clock: th sent with 2^32 added makes both read the server's
 // time and end their reply with the instant used.
 TEST(RedisModule, TheStoresClockIsTheServers) {
-  auto c = module_support::client_of(server());
+  auto c = module_support::client_of(module_support::shared_server());
   const redis::plan pl = redis::plan::make(parse_policy("gcra 1000/1s burst=1000").value()).value();
   const auto wall =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
