@@ -11,7 +11,7 @@
 // (string values only; another type is an error reply), the replies, and
 // the effect's replication — each write goes to replicas and the AOF as
 // `SET key value [PXAT ms]`, so a replica without the module holds the same
-// value and expiry. Only RedisModule_OnLoad is exported (the build hides
+// value and expiry (each key is opened once per call). Only RedisModule_OnLoad is exported (the build hides
 // every other symbol). Nothing here throws into Redis: a module fault
 // kills the server.
 #include <time.h>
@@ -41,52 +41,79 @@ std::string_view view(RedisModuleString* s) {
   return {p, n};
 }
 
-/// Reads key `name`: false when it holds another type than a string.
-bool read_key(RedisModuleCtx* ctx, RedisModuleString* name, std::optional<std::string>& value) {
-  RedisModuleKey* k = static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, REDISMODULE_READ));
+/// Reads the key `k`: false when it holds another type than a string.
+bool read_key(RedisModuleKey* k, std::optional<std::string>& value) {
   const int type = RedisModule_KeyType(k);
-  bool ok = true;
   if (type == REDISMODULE_KEYTYPE_EMPTY) {
     value.reset();
-  } else if (type == REDISMODULE_KEYTYPE_STRING) {
-    std::size_t n = 0;
-    const char* p = RedisModule_StringDMA(k, &n, REDISMODULE_READ);
-    value.emplace(p, n);
-  } else {
-    ok = false;
+    return true;
   }
-  RedisModule_CloseKey(k);
-  return ok;
+  if (type != REDISMODULE_KEYTYPE_STRING) return false;
+  std::size_t n = 0;
+  const char* p = RedisModule_StringDMA(k, &n, REDISMODULE_READ);
+  value.emplace(p, n);
+  return true;
 }
 
-/// Sets key `name` to `value`, expiring `px` ms from now (0: never), and
-/// replicates the effect as SET … PXAT (the absolute instant written).
-void write_key(RedisModuleCtx* ctx, RedisModuleString* name, std::string_view value, std::int64_t px) {
-  RedisModuleKey* k = static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx, name, REDISMODULE_WRITE));
-  RedisModuleString* v = RedisModule_CreateString(ctx, value.data(), value.size());
-  RedisModule_StringSet(k, v);  // drops any expiry, as SET does
+/// Sets the key `k` (named `name`, opened for writing) to `value`,
+/// expiring `px` ms from now (0: never), and replicates the effect as
+/// SET … PXAT (the absolute instant written). A string of the same length
+/// is overwritten in place (research/redis-module.md: no new object).
+void write_key(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, std::string_view value,
+               std::int64_t px) {
+  std::size_t n = 0;
+  char* p = nullptr;
+  if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_STRING && RedisModule_ValueLength(k) == value.size())
+    p = RedisModule_StringDMA(k, &n, REDISMODULE_WRITE);
+  if (p != nullptr && n == value.size()) {
+    std::memcpy(p, value.data(), n);
+  } else {
+    RedisModuleString* v = RedisModule_CreateString(ctx, value.data(), value.size());
+    RedisModule_StringSet(k, v);  // drops any expiry, as SET does
+    RedisModule_FreeString(ctx, v);
+  }
   if (px > 0) {
     const long long at = RedisModule_Milliseconds() + px;
     RedisModule_SetAbsExpire(k, at);
     RedisModule_Replicate(ctx, "SET", "sbcl", name, value.data(), value.size(), "PXAT", at);
   } else {
+    RedisModule_SetExpire(k, REDISMODULE_NO_EXPIRE);
     RedisModule_Replicate(ctx, "SET", "sb", name, value.data(), value.size());
   }
-  RedisModule_CloseKey(k);
-  RedisModule_FreeString(ctx, v);
 }
 
-/// The keys of one SLUICE.* call: argv[2 .. 2 + n).
+/// The keys of one call: argv[first .. first + n), each opened once, on
+/// first use (for writing unless `read_only`), and closed at the end.
 class module_keyspace final : public keyspace {
  public:
-  module_keyspace(RedisModuleCtx* ctx, RedisModuleString** keys) : ctx_(ctx), keys_(keys) {}
-  bool get(std::size_t i, std::optional<std::string>& value) override { return read_key(ctx_, keys_[i], value); }
-  void put(std::size_t i, std::string_view value, std::int64_t px) override { write_key(ctx_, keys_[i], value, px); }
+  module_keyspace(RedisModuleCtx* ctx, RedisModuleString** keys, std::size_t n, bool read_only)
+      : ctx_(ctx),
+        keys_(keys),
+        open_(n, nullptr),
+        mode_(read_only ? REDISMODULE_READ : REDISMODULE_READ | REDISMODULE_WRITE) {}
+  ~module_keyspace() override {
+    for (RedisModuleKey* k : open_)
+      if (k != nullptr) RedisModule_CloseKey(k);
+  }
+  module_keyspace(const module_keyspace&) = delete;
+  module_keyspace& operator=(const module_keyspace&) = delete;
+
+  bool get(std::size_t i, std::optional<std::string>& value) override { return read_key(key(i), value); }
+  void put(std::size_t i, std::string_view value, std::int64_t px) override {
+    write_key(ctx_, key(i), keys_[i], value, px);
+  }
   std::int64_t now_us() override { return wall_us(); }
 
  private:
+  RedisModuleKey* key(std::size_t i) {
+    if (open_[i] == nullptr) open_[i] = static_cast<RedisModuleKey*>(RedisModule_OpenKey(ctx_, keys_[i], mode_));
+    return open_[i];
+  }
+
   RedisModuleCtx* ctx_;
   RedisModuleString** keys_;
+  std::vector<RedisModuleKey*> open_;
+  int mode_;
 };
 
 void send(RedisModuleCtx* ctx, const reply& r) {
@@ -121,7 +148,7 @@ int sluice_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) noex
     std::vector<std::string_view> args;
     args.reserve(static_cast<std::size_t>(argc - 2 - n));
     for (int i = 2 + static_cast<int>(n); i < argc; ++i) args.push_back(view(argv[i]));
-    module_keyspace ks(ctx, argv + 2);
+    module_keyspace ks(ctx, argv + 2, static_cast<std::size_t>(n), E == entry::peek);
     send(ctx, run(E, ks, static_cast<std::size_t>(n), args));
   } catch (const std::exception& e) {
     RedisModule_ReplyWithError(ctx, (std::string("ERR sluice: ") + e.what()).c_str());
@@ -141,11 +168,12 @@ int throttle_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) no
       send(ctx, *e);
       return REDISMODULE_OK;
     }
+    module_keyspace ks(ctx, argv + 1, 1, false);
     std::optional<std::string> before;
-    if (!read_key(ctx, argv[1], before))
+    if (!ks.get(0, before))
       return RedisModule_ReplyWithError(ctx, "WRONGTYPE Operation against a key holding the wrong kind of value");
     const throttle_result r = throttle(a, before, wall_us());
-    if (r.after) write_key(ctx, argv[1], *r.after, r.px);
+    if (r.after) ks.put(0, *r.after, r.px);
     send(ctx, r.answer);
   } catch (const std::exception& e) {
     RedisModule_ReplyWithError(ctx, (std::string("ERR sluice: ") + e.what()).c_str());
