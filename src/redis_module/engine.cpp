@@ -163,17 +163,17 @@ reply one(keyspace& ks, std::size_t keys, std::span<const std::string_view> args
       return stamped(reply::array({reply::of(6), reply::of(1), reply::maybe(o)}), at);
     }
   }
-  const auto v = get(ks, 0, keys);
+  auto v = get(ks, 0, keys);
   if (v && std::string_view(*v).substr(0, leaf_tag_size) != tag) {
     halted = batch;
-    return stamped(reply::array({reply::of(3), reply::maybe(v)}), at);
+    return stamped(reply::list(reply::of(3), reply::maybe(std::move(v))), at);
   }
   const std::string_view leaf_args = c.bytes(leaf_arg_bytes(tag[0]), "the leaf's arguments");
   leaf_step s = step_leaf(tag, leaf_args, v, at.now, at.shift);
   if (s.error) throw stop{std::move(*s.error)};
-  if (!s.ok) return stamped(reply::array({reply::of(0), reply::maybe(v)}), at);
+  if (!s.ok) return stamped(reply::list(reply::of(0), reply::maybe(std::move(v))), at);
   ks.put(0, *s.after, expiry_ms(s.ttl, tns, base));
-  return stamped(reply::array({reply::of(1), reply::maybe(v), reply::bulk(*s.after)}), at);
+  return stamped(reply::list(reply::of(1), reply::maybe(std::move(v)), reply::maybe(std::move(s.after))), at);
 }
 
 /// One leaf met in the tree: its key, its value before, the value it would

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -38,6 +39,16 @@ struct reply {
   static reply array(std::vector<reply> items) { return reply{kind::array, 0, {}, std::move(items)}; }
   /// A bulk string, or nil when there is none (the library's `false`).
   static reply maybe(const std::optional<std::string>& s) { return s ? bulk(*s) : none(); }
+  static reply maybe(std::optional<std::string>&& s) { return s ? reply{kind::bulk, 0, std::move(*s), {}} : none(); }
+  /// An array of `r...`, moved in (array() copies: an initializer list's
+  /// elements are const).
+  template <typename... R>
+  static reply list(R&&... r) {
+    reply out{kind::array, 0, {}, {}};
+    out.items.reserve(sizeof...(r));
+    (out.items.push_back(std::forward<R>(r)), ...);
+    return out;
+  }
 };
 
 /// The keys of one call, by their place in the call (0: its first key).

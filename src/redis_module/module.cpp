@@ -16,8 +16,10 @@
 // kills the server.
 #include <time.h>
 
+#include <array>
 #include <cstring>
 #include <exception>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,13 +89,15 @@ void write_key(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, 
 class module_keyspace final : public keyspace {
  public:
   module_keyspace(RedisModuleCtx* ctx, RedisModuleString** keys, std::size_t n, bool read_only)
-      : ctx_(ctx),
-        keys_(keys),
-        open_(n, nullptr),
-        mode_(read_only ? REDISMODULE_READ : REDISMODULE_READ | REDISMODULE_WRITE) {}
+      : ctx_(ctx), keys_(keys), n_(n), mode_(read_only ? REDISMODULE_READ : REDISMODULE_READ | REDISMODULE_WRITE) {
+    if (n > inline_.size()) {
+      many_.assign(n, nullptr);
+      open_ = many_.data();
+    }
+  }
   ~module_keyspace() override {
-    for (RedisModuleKey* k : open_)
-      if (k != nullptr) RedisModule_CloseKey(k);
+    for (std::size_t i = 0; i < n_; ++i)
+      if (open_[i] != nullptr) RedisModule_CloseKey(open_[i]);
   }
   module_keyspace(const module_keyspace&) = delete;
   module_keyspace& operator=(const module_keyspace&) = delete;
@@ -112,7 +116,10 @@ class module_keyspace final : public keyspace {
 
   RedisModuleCtx* ctx_;
   RedisModuleString** keys_;
-  std::vector<RedisModuleKey*> open_;
+  std::size_t n_;
+  std::array<RedisModuleKey*, 4> inline_{};  // the keys of most calls: no allocation
+  std::vector<RedisModuleKey*> many_;
+  RedisModuleKey** open_ = inline_.data();
   int mode_;
 };
 
@@ -145,9 +152,15 @@ int sluice_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) noex
     if (RedisModule_StringToLongLong(argv[1], &n) != REDISMODULE_OK || n < 0 || n > argc - 2)
       return RedisModule_ReplyWithError(ctx,
                                         "ERR numkeys must be an integer from 0 to the number of arguments after it");
-    std::vector<std::string_view> args;
-    args.reserve(static_cast<std::size_t>(argc - 2 - n));
-    for (int i = 2 + static_cast<int>(n); i < argc; ++i) args.push_back(view(argv[i]));
+    // The arguments after the keys (one or two in every call the store
+    // sends: on the stack).
+    const auto count = static_cast<std::size_t>(argc - 2 - n);
+    std::array<std::string_view, 4> few;
+    std::vector<std::string_view> many;
+    if (count > few.size()) many.resize(count);
+    const std::span<std::string_view> args =
+        count > few.size() ? std::span<std::string_view>(many) : std::span<std::string_view>(few.data(), count);
+    for (std::size_t i = 0; i < count; ++i) args[i] = view(argv[static_cast<std::size_t>(2 + n) + i]);
     module_keyspace ks(ctx, argv + 2, static_cast<std::size_t>(n), E == entry::peek);
     send(ctx, run(E, ks, static_cast<std::size_t>(n), args));
   } catch (const std::exception& e) {
