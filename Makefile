@@ -86,7 +86,8 @@ fuzz:
 	@scripts/setup.sh --fuzz
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DSLUICE_LIBFUZZER=ON -DSLUICE_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_rate fuzz_trace fuzz_explore fuzz_decide fuzz_serve_config fuzz_serve_request
-	for t in rate trace explore decide serve_config serve_request; do \
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_rate fuzz_trace fuzz_explore fuzz_decide fuzz_serve_config fuzz_serve_request \
+	  fuzz_redis_module
+	for t in rate trace explore decide serve_config serve_request redis_module; do \
 	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus/$$t || exit 1; \
 	done

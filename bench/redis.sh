@@ -12,7 +12,9 @@
 # FILTER (a substring of the sluice scenario names), BUILD_DIR, WAIT_ROWS
 # (default 1: after the rounds, a replica is attached and the 1-key GCRA
 # store rows run again without and with ?wait_replicas=1, the cost of WAIT;
-# 0: not).
+# 0: not), MODULE_ROWS (default 1: then the Redis module's rows,
+# bench/redis-module.sh, on a server of their own: SLUICE.ONE beside the Lua
+# library's FCALL, the exact script and INCR; 0: not).
 # The server is pinned to CPU 1, the clients to CPU 0 (as the peers'
 # redis-ceiling), and stopped by its PID on exit. Every loop has a fixed count.
 # The RUNS repetitions are rounds: each round runs every ceiling and then
@@ -190,3 +192,9 @@ awk -F'\t' '$1 == "RESULT" { ops[$3] = $5; printf "%-14s %-40s %12s ops/s %10s n
     }
   }' "$out"
 rm -f "$out" "$raw"
+# ---- the Redis module (docs/redis.md, "The Redis module") ----------------------------
+if [ "${MODULE_ROWS:-1}" = 1 ]; then
+  echo
+  flag=--no-build; [ "$do_build" = 1 ] && flag=
+  BUILD_DIR=$build EXACT_SCRIPT=$script RUNS=$RUNS "$here/redis-module.sh" $flag
+fi

@@ -12,7 +12,9 @@
 
 #   start_redis [WRAPPER...]   runs WRAPPER redis-server ... (e.g. taskset -c 1,
 #                              or valgrind --tool=callgrind ...); sets port,
-#                              pid and dir, and waits until it answers
+#                              pid and dir, and waits until it answers; the
+#                              array redis_args, when set, is added to the
+#                              server's arguments (--loadmodule ...)
 #   cli ARGS...                redis-cli on it
 # A script that defines on_exit has it called after the server stops.
 
@@ -50,7 +52,7 @@ start_redis() {
   port=${REDIS_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
   dir=$(mktemp -d)
   "$@" redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes --save "" --appendonly no \
-    --daemonize no --dir "$dir" --logfile "$dir/redis.log" >"$dir/wrapper.log" 2>&1 &
+    --daemonize no --dir "$dir" --logfile "$dir/redis.log" ${redis_args[@]+"${redis_args[@]}"} >"$dir/wrapper.log" 2>&1 &
   pid=$!
   trap stop_redis EXIT INT TERM
   for _ in $(seq 1 300); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done

@@ -339,11 +339,4 @@ any_state plan::assemble(std::span<any_state> leaf_states) const {
 
 void plan::leaf_states(const any_state& s, std::vector<const any_state*>& out) const { walk_leaves(*policy_, s, out); }
 
-bool has_tag_shape(std::string_view v) noexcept {
-  if (v.size() < tag_size || std::string_view("gqfcusbl").find(v[0]) == std::string_view::npos) return false;
-  for (std::size_t i = 1; i < tag_size; ++i)
-    if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
-  return true;
-}
-
 }  // namespace sluice::redis

@@ -145,7 +145,13 @@ inline void put_limbs(std::string& out, std::int64_t v) {
 }
 
 /// Whether `v` looks like a value of this library (a type letter and 8 hex
-/// digits), whatever its configuration.
-bool has_tag_shape(std::string_view v) noexcept;
+/// digits), whatever its configuration. Inline: the value codec
+/// (value_codec.hpp) uses it without the rest of the protocol.
+inline bool has_tag_shape(std::string_view v) noexcept {
+  if (v.size() < tag_size || std::string_view("gqfcusbl").find(v[0]) == std::string_view::npos) return false;
+  for (std::size_t i = 1; i < tag_size; ++i)
+    if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
+  return true;
+}
 
 }  // namespace sluice::redis

@@ -9,6 +9,7 @@
 
 #include "redis/binary.hpp"
 #include "redis/protocol.hpp"
+#include "redis/value_codec.hpp"
 #include "sluice/detail/log_rebuild.hpp"
 #include "sluice/report.hpp"
 
@@ -53,8 +54,7 @@ bool holdable(std::initializer_list<i128> xs) {
 
 }  // namespace
 
-result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_view> value, tick& latest) const {
-  const leaf_plan& lp = leaves_[i];
+result<any_state> decode_value(const leaf_plan& lp, std::optional<std::string_view> value, tick& latest) {
   if (!value) return fresh_state(*lp.policy);
   const std::string_view v = *value;
   if (v.size() < tag_size || v.substr(0, tag_size) != lp.tag_view()) {
@@ -231,8 +231,7 @@ result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_vie
   return std::move(*st);
 }
 
-bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& out) const {
-  const leaf_plan& lp = leaves_[i];
+bool encode_value(const leaf_plan& lp, const any_state& s, tick at, std::string& out) {
   std::string v(lp.tag, tag_size);
   bool ok = false;
   std::visit(
@@ -323,14 +322,13 @@ bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& 
   // The library must read back exactly this state: a state it would refuse
   // (out of its ranges) is never written.
   tick ignored = detail::i64_min;
-  auto back = decode_leaf(i, std::string_view(v), ignored);
+  auto back = decode_value(lp, std::string_view(v), ignored);
   if (!back || !(back.value() == s)) return false;
   out.append(v);
   return true;
 }
 
-std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
-  const leaf_plan& lp = leaves_[i];
+std::int64_t value_ticks_to_fresh(const leaf_plan& lp, std::string_view value) {
   std::int64_t x[3] = {};
   std::int64_t w = 0;
   std::visit(
@@ -372,6 +370,18 @@ std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
     default:  // 's'
       return w + 1;
   }
+}
+
+result<any_state> plan::decode_leaf(std::size_t i, std::optional<std::string_view> value, tick& latest) const {
+  return decode_value(leaves_[i], value, latest);
+}
+
+bool plan::encode_leaf(std::size_t i, const any_state& s, tick at, std::string& out) const {
+  return encode_value(leaves_[i], s, at, out);
+}
+
+std::int64_t plan::ticks_to_fresh(std::size_t i, std::string_view value) const {
+  return value_ticks_to_fresh(leaves_[i], value);
 }
 
 std::uint64_t plan::issued_nonce(std::size_t i, std::optional<std::string_view> before,
