@@ -218,7 +218,7 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
   }
   if (req.method == "DELETE") {
     auto gone = store_->delete_override_at(*id, *key, store_->now());
-    if (!gone && gone.err().field != "store") {
+    if (!gone && gone.err().code != error_code::store_failed) {
       // The Redis store: the key's state cannot be carried back exactly
       // yet (docs/redis.md, "Overrides"); nothing changed.
       refuse(400, gone.err().field, gone.err().message);
@@ -260,10 +260,10 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
   }
   auto set = store_->set_override_at(*id, *key, *limit, store_->now());
   if (!set) {
-    if (set.err().field == "store") {
+    if (set.err().code == error_code::store_failed) {
       store_failed(set.err());
     } else {
-      refuse(set.err().field == "overrides" ? 409 : 400, set.err().field, set.err().message);
+      refuse(set.err().code == error_code::store_full ? 409 : 400, set.err().field, set.err().message);
     }
     return;
   }
