@@ -255,7 +255,6 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
   // the decision path makes the enforced ones one atomic store request (one
   // check per distinct (policy, key), at the largest cost, a denied call
   // charging none) and decides each shadow one alone on its own state.
-  std::size_t distinct = 0;
   for (std::size_t k = 0; k < plan.size(); ++k) {
     planned& p = plan[k];
     if (p.how != treatment::enforced && p.how != treatment::shadow) continue;
@@ -266,13 +265,13 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
         first = j;
         break;
       }
-    if (first == checks.size() && !shadow && ++distinct > max_checks)
-      return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
     p.check = first;
     checks.push_back(planned_check{p.policy, p.key, p.cost, shadow, p.rule, false});
     call.quota.push_back(!shadow && cfg.envoy[p.rule].quota);
     call.quota_passes = call.quota_passes || (shadow && cfg.envoy[p.rule].quota);
   }
+  if (!within_check_limit(checks))
+    return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
   return grpc::Status::OK;
 }
 
