@@ -36,6 +36,14 @@ void bad_request(metrics& m, http_response& res, unsigned status, std::string_vi
 
 std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
 
+void append_figures(std::string& out, const decision& d) {
+  out += ",\"remaining\":" + std::to_string(d.remaining);
+  out += ",\"retry_after\":";
+  out += d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(d.retry_after));
+  out += ",\"retry_after_ns\":" + ns_or_never(d.retry_after);
+  out += ",\"reset_after_ns\":" + ns_or_never(d.reset_after);
+}
+
 void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const checks_outcome& o,
                        http_response& res, const service& svc) {
   if (o.enforced.empty()) return;

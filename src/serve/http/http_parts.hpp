@@ -48,6 +48,11 @@ void bad_request(metrics& m, http_response& res, unsigned status, std::string_vi
 /// An instant in a JSON answer: its number, or "never".
 std::string ns_or_never(tick t);
 
+/// A decision's figures in a JSON answer, each after a comma:
+/// "remaining", "retry_after" (whole seconds, null for never),
+/// "retry_after_ns" and "reset_after_ns" (ns_or_never).
+void append_figures(std::string& out, const decision& d);
+
 /// RateLimit-Policy, RateLimit (when the checks' figures are known),
 /// Retry-After and Cache-Control for an outcome. A check whose key has an
 /// override (semantics.md, "Overrides") advertises the override: asked of

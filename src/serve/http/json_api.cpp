@@ -195,11 +195,7 @@ void http_api::write_decision(const active& a, const std::vector<planned_check>&
   std::string& b = res.body;
   b = "{\"allowed\":";
   b += o.d.allowed ? "true" : "false";
-  b += ",\"remaining\":" + std::to_string(o.d.remaining);
-  b += ",\"retry_after\":";
-  b += o.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(o.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_or_never(o.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_or_never(o.d.reset_after);
+  append_figures(b, o.d);
   if (o.d.release_after != 0) b += ",\"release_after_ns\":" + ns_or_never(o.d.release_after);
   b += ",\"source\":\"";
   b += name_of(o.from);
@@ -307,11 +303,7 @@ void http_api::write_report(const active& a, const std::vector<planned_check>& c
   res.content_type = "application/json";
   std::string& b = res.body;
   b = "{\"charged\":true";
-  b += ",\"remaining\":" + std::to_string(sd.d.remaining);
-  b += ",\"retry_after\":";
-  b += sd.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(sd.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_or_never(sd.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_or_never(sd.d.reset_after);
+  append_figures(b, sd.d);
   b += ",\"source\":\"";
   b += name_of(sd.from);
   b += "\",\"checks\":[";

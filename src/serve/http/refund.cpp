@@ -29,8 +29,6 @@ std::string refund_error(std::string_view field, std::string_view message, std::
   return out;
 }
 
-std::string ns_text(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
-
 }  // namespace
 
 void http_api::refund_json(bool client_time, std::size_t key_bytes, const http_request& req, http_response& res) {
@@ -117,18 +115,14 @@ void http_api::refund_json(bool client_time, std::size_t key_bytes, const http_r
   std::string& b = res.body;
   b = "{\"refunded\":true,\"id\":";
   append_json_string(b, id);
-  b += ",\"remaining\":" + std::to_string(ra.d.remaining);
-  b += ",\"retry_after\":";
-  b += ra.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(ra.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_text(ra.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_text(ra.d.reset_after);
+  append_figures(b, ra.d);
   b += ",\"checks\":[";
   for (std::size_t k = 0; k < ra.checks && k < max_checks; ++k) {
     if (k > 0) b += ',';
     b += "{\"given_back\":" + std::to_string(given[k]);
     b += ",\"remaining\":" + std::to_string(per[k].remaining);
-    b += ",\"retry_after_ns\":" + ns_text(per[k].retry_after);
-    b += ",\"reset_after_ns\":" + ns_text(per[k].reset_after);
+    b += ",\"retry_after_ns\":" + ns_or_never(per[k].retry_after);
+    b += ",\"reset_after_ns\":" + ns_or_never(per[k].reset_after);
     b += '}';
   }
   b += "]}\n";
