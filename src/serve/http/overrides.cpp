@@ -2,8 +2,8 @@
 // "Overrides"): PUT, GET and DELETE /admin/v1/overrides/POLICY/KEY and the
 // paginated GET /admin/v1/overrides?policy=NAME. On the admin listener only,
 // as /admin/reload; routed on the raw target (a key may hold any byte, '/'
-// too, percent-encoded) and, on a remote store, run on the service's
-// blocking pool (http_api::offload), never on an event loop. The changes
+// too, percent-encoded) and, on a remote store, run on the HTTP front
+// end's blocking pool (http_api::offload), never on an event loop. The changes
 // go through the service (service::set_override, ...), which counts them.
 #include <nlohmann/json.hpp>
 
