@@ -3,12 +3,29 @@
 // small subset sluice needs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 
 namespace sluice {
+
+/// What kind of error an `error` is, for code that branches on it: the
+/// words (`field`, `message`) are for people and may change; a caller never
+/// compares them. Most errors need no kind of their own (`unspecified`).
+enum class error_code : std::uint8_t {
+  unspecified,  ///< nothing a caller tells apart (the default)
+  /// A store URL as a whole is refused (empty, of no store's scheme, or of a
+  /// store the program was built without); the message shows the URL.
+  bad_store_url,
+  /// A snapshot file was saved for another policy than the one it is read for.
+  other_policy,
+  /// The store failed, or does not do what was asked: not the request's fault.
+  store_failed,
+  /// A bound the store keeps is reached (e.g. its most overrides).
+  store_full,
+};
 
 /// What was wrong with a configuration or an input string.
 struct error {
@@ -17,6 +34,8 @@ struct error {
   std::string field;
   /// What is wrong with it, in words, e.g. "must be positive".
   std::string message;
+  /// The kind, for code to branch on (the words are for people).
+  error_code code = error_code::unspecified;
   /// "field: message", ready to print.
   [[nodiscard]] std::string what() const { return field.empty() ? message : field + ": " + message; }
 };

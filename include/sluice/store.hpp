@@ -416,27 +416,27 @@ class store {
   virtual result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
                                                   tick now) {
     (void)policy, (void)key, (void)limit, (void)now;
-    return error{"store", "this store keeps no overrides"};
+    return error{"store", "this store keeps no overrides", error_code::store_failed};
   }
 
   /// Removes `key`'s override of `policy` at `now`, carrying its state back
   /// into the configured policy; false when it had none.
   virtual result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) {
     (void)policy, (void)key, (void)now;
-    return error{"store", "this store keeps no overrides"};
+    return error{"store", "this store keeps no overrides", error_code::store_failed};
   }
 
   /// `key`'s override of `policy`, if it has one.
   virtual result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) {
     (void)policy, (void)key;
-    return error{"store", "this store keeps no overrides"};
+    return error{"store", "this store keeps no overrides", error_code::store_failed};
   }
 
   /// Up to `limit` overrides of `policy` whose keys come after `after` in
   /// byte order (empty: from the first).
   virtual result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) {
     (void)policy, (void)after, (void)limit;
-    return error{"store", "this store keeps no overrides"};
+    return error{"store", "this store keeps no overrides", error_code::store_failed};
   }
 
   /// How many overrides the store holds over every policy; nullopt when it

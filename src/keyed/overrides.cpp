@@ -63,7 +63,8 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
       return;
     }
     if (it == t.map.end() && total.load() >= opt.max_overrides) {
-      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides"};
+      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
+                  error_code::store_full};
       return;
     }
     go = true;
@@ -79,7 +80,8 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
       return;
     }
     if (it == t.map.end() && total.load() >= opt.max_overrides) {
-      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides"};
+      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
+                  error_code::store_full};
       return;
     }
     keyed_limiter& from = it != t.map.end() ? *it->second : configured;
@@ -180,7 +182,8 @@ result<std::size_t> memory_store::restore_overrides(policy_id id, const std::vec
   std::atomic<std::size_t>& total = keyed_detail::override_total(*this);
   (void)keyed_detail::with_overrides(*this, id, true, std::nullopt, [&](override_table& t, keyed_limiter& configured) {
     if (total.load() - t.map.size() + overrides.size() > opt.max_overrides) {
-      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides"};
+      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
+                  error_code::store_full};
       return;
     }
     decltype(t.map) next;

@@ -47,13 +47,16 @@ bool store_registry::has(std::string_view scheme) const noexcept {
 }
 
 result<std::unique_ptr<store>> store_registry::open(const store_options& options) const {
-  if (options.url.empty()) return error{"url", "is empty (" + describe() + ")"};
+  if (options.url.empty()) return error{"url", "is empty (" + describe() + ")", error_code::bad_store_url};
   const store_scheme* s = scheme_of(options.url);
-  if (s == nullptr) return error{"url", shown(options.url) + " is not a store (" + describe() + ")"};
+  if (s == nullptr)
+    return error{"url", shown(options.url) + " is not a store (" + describe() + ")", error_code::bad_store_url};
   for (const entry& e : openers_)
     if (e.scheme == s) return e.open(options);
-  return error{"url", shown(options.url) + ": this program was built without the " + std::string(s->name) +
-                          ":// store (" + std::string(s->target) + "; it opens " + describe() + ")"};
+  return error{"url",
+               shown(options.url) + ": this program was built without the " + std::string(s->name) + ":// store (" +
+                   std::string(s->target) + "; it opens " + describe() + ")",
+               error_code::bad_store_url};
 }
 
 std::string store_registry::describe() const {

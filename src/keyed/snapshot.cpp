@@ -303,8 +303,10 @@ result<snapshot> parse_snapshot(std::string bytes, const any_policy& policy, con
   if (pol != encode_policy(policy)) {
     auto saved = decode_policy(pol);
     if (!saved) return snap_error(q + " is corrupt (its limiter: " + saved.err().what() + ")");
-    return snap_error(q + " was saved for another limiter: " + describe_policy(*saved) +
-                      " (this one: " + describe_policy(policy) + ")");
+    error e = snap_error(q + " was saved for another limiter: " + describe_policy(*saved) +
+                         " (this one: " + describe_policy(policy) + ")");
+    e.code = error_code::other_policy;
+    return e;
   }
   std::unordered_set<std::string_view> overridden;
   if (version >= 3) {

@@ -61,7 +61,7 @@ result<subscription_nodes> subscription_nodes_of(const redis_store_options& opti
     auto where = parse_sentinel_url(options.url);
     if (!where) return where.err();
     auto* sentinel = dynamic_cast<sentinel_client*>(&backend);
-    if (sentinel == nullptr) return error{"url", "a Sentinel URL without a Sentinel client"};
+    if (sentinel == nullptr) return error{"url", "a Sentinel URL without a Sentinel client", error_code::bad_store_url};
     // The master the store's own calls go to ("host:port", "[v6]:port"),
     // logged in to as they are.
     return subscription_nodes{[login = where.value().login, sentinel](std::size_t) -> std::optional<url> {

@@ -65,7 +65,7 @@ std::string glob_escaped(std::string_view s) {
   return out;
 }
 
-error store_error(std::string message) { return error{"store", std::move(message)}; }
+error store_error(std::string message) { return error{"store", std::move(message), error_code::store_failed}; }
 
 }  // namespace
 
@@ -192,7 +192,8 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
     } else if (auto n = cli->scan(glob_escaped(opt.prefix) + "o:*", max_overrides); !n) {
       return store_error("Redis did not answer the count of overrides (SCAN)");
     } else if (n->size() >= max_overrides) {
-      return error{"overrides", "the store holds at most " + std::to_string(max_overrides) + " overrides"};
+      return error{"overrides", "the store holds at most " + std::to_string(max_overrides) + " overrides",
+                   error_code::store_full};
     }
     // The state: read under the configuration that wrote it (the configured
     // policy's epochs carry an earlier configuration's first), then carried.

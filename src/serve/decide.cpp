@@ -63,7 +63,22 @@ struct pending {
   }
 };
 
+// Whether planned check `j` is an enforced one whose (policy, key) an
+// earlier enforced check names: decided as that one.
+bool joins_earlier(std::span<const planned_check> cs, std::size_t j) noexcept {
+  for (std::size_t i = 0; i < j; ++i)
+    if (!cs[i].shadow && cs[i].policy == cs[j].policy && cs[i].key == cs[j].key) return true;
+  return false;
+}
+
 }  // namespace
+
+bool within_check_limit(std::span<const planned_check> checks) noexcept {
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < checks.size(); ++j)
+    if (!checks[j].shadow && !joins_earlier(checks, j) && ++n > max_checks) return false;
+  return true;
+}
 
 bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_ptr<const void> owner,
                    std::vector<planned_check> checks, tick now, std::string id, checks_decided then) {
@@ -88,7 +103,7 @@ bool decide_checks(store& st, metrics& m, const policy_view& view, std::shared_p
       out.cost[k] = p->req[k].cost;
       continue;
     }
-    if (p->req.size() == max_checks) break;  // rules::plan keeps a request within max_checks
+    if (p->req.size() == max_checks) break;  // the front ends keep a request within_check_limit
     p->req.push_back(c);
     out.enforced.push_back(j);
     out.cost.push_back(c.cost);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,19 @@ struct checks_outcome {
   std::string refund_id;               ///< the id a refund takes (store::refund_id), when the request has one
 };
 
+/// The check limit, counted here for every front end: whether the store
+/// checks `checks` make stay within max_checks — one per distinct
+/// (policy, key) of the enforced checks (decide_checks joins two naming one
+/// into one, at the larger cost); a shadow check counts none (it is decided
+/// alone). A front end refuses a request past it with its own words, before
+/// deciding anything.
+[[nodiscard]] bool within_check_limit(std::span<const planned_check> checks) noexcept;
+
 /// Receives a request's outcome, with its checks, once.
 using checks_decided = std::function<void(const std::vector<planned_check>& checks, const checks_outcome& o)>;
 
-/// Decides `checks` at `now` (`id`: the request id, empty for none): the
+/// Decides `checks` (within_check_limit) at `now` (`id`: the request id,
+/// empty for none): the
 /// enforced ones as one atomic all_of store request, each at its own cost
 /// (two checks naming one (policy, key) are one, at the larger cost); each
 /// shadow check alone under the `%shadow:` key space. Counts sources and

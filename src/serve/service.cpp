@@ -1,91 +1,21 @@
-// The decision service's request handling (service.hpp): routing, the
-// nginx subrequest, readiness, the admin endpoints and reloads; the JSON
-// endpoints are json_api.cpp's.
+// The decision service (service.hpp): its configuration and reloads, the
+// decision path's bookkeeping, and what it asks of its store.
 #include "service.hpp"
 
-#include <boost/asio/post.hpp>
-
-#include <condition_variable>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "bearer.hpp"
-#include "decide.hpp"
 #include "lease_token.hpp"
-#include "service_parts.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"
 #include "stores.hpp"
-#include "target.hpp"
-#include "wire.hpp"
 
 namespace sluice::serve {
 
-std::string error_body(std::string_view field, std::string_view message) {
-  std::string out = "{\"error\":{\"field\":";
-  append_json_string(out, field);
-  out += ",\"message\":";
-  append_json_string(out, message);
-  out += "}}\n";
-  return out;
-}
-
-void bad_request(metrics& m, http_response& res, unsigned status, std::string_view field, std::string_view message) {
-  m.bad_requests.fetch_add(1, std::memory_order_relaxed);
-  res.status = status;
-  res.content_type = "application/json";
-  res.body = error_body(field, message);
-}
-
-std::string ns_or_never(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
-
-void write_rate_fields(const service::active& a, std::span<const planned_check> checks, const checks_outcome& o,
-                       http_response& res, store& st) {
-  if (o.enforced.empty()) return;
-  const bool known = figures_known(o.from);
-  std::string policy_field;
-  std::string rl_field;
-  for (std::size_t k = 0; k < o.enforced.size(); ++k) {
-    const planned_check& pc = checks[o.enforced[k]];
-    const std::string* own = &a.policy_members[pc.policy];
-    std::string overridden;
-    if (auto ov = st.override_seen(a.view.ids[pc.policy], pc.key)) [[unlikely]] {
-      overridden = policy_member(a.cfg->policies[pc.policy].name, *ov);
-      own = &overridden;
-    }
-    const std::string& member = *own;
-    if (member.empty()) continue;
-    if (!policy_field.empty()) {
-      policy_field += ", ";
-      rl_field += ", ";
-    }
-    policy_field += member;
-    if (known) rl_field += ratelimit_member(a.cfg->policies[pc.policy].name, o.per[k].remaining, o.t[k]);
-  }
-  if (!policy_field.empty()) {
-    res.fields.push_back({"RateLimit-Policy", std::move(policy_field)});
-    if (known) res.fields.push_back({"RateLimit", std::move(rl_field)});
-  }
-  if (!o.d.allowed) {
-    if (o.d.retry_after != never) res.fields.push_back({"Retry-After", std::to_string(ceil_seconds(o.d.retry_after))});
-    res.fields.push_back({"Cache-Control", "no-store"});
-  }
-}
-
-namespace {
-
-bool token_ok(const config& c, const http_request& req) {
-  if (c.token.empty()) return true;
-  std::string_view got;
-  for (const auto& h : req.headers)
-    if (iequals(h.name, "Authorization")) got = h.value;
-  return bearer_ok(c.token, got);
-}
-
-}  // namespace
-
-service::service(std::unique_ptr<store> st) : store_(std::move(st)) {}
+service::service(std::unique_ptr<store> st)
+    : store_(std::move(st)), in_process_(dynamic_cast<memory_store*>(store_.get()) != nullptr) {}
 
 service::~service() {
   quiesce();  // their completions count into metrics_ and read the store
@@ -126,8 +56,6 @@ result<std::unique_ptr<service>> service::create(config c, std::unique_ptr<store
 
 std::shared_ptr<const config> service::current() const { return active_.load()->cfg; }
 
-std::shared_ptr<const config> service::config_of(const active& a) { return a.cfg; }
-
 result<std::shared_ptr<const service::active>> service::build(config next, const active* old, reload_report& report) {
   auto cfg = std::make_shared<const config>(std::move(next));
   auto a = std::make_shared<active>(cfg);
@@ -155,6 +83,12 @@ result<std::shared_ptr<const service::active>> service::build(config next, const
     a->encoded.push_back(std::move(enc));
     a->view.counters.push_back(&metrics_.for_policy(p.name));
     a->policy_members.push_back(policy_member(p.name, p.policy));
+    a->current_limits.push_back(current_limit_of(p.policy));
+  }
+  for (const envoy_rule& r : cfg->envoy) {
+    const named_policy* p = r.unlimited ? nullptr : cfg->find_policy(r.policy);
+    a->envoy_policy.push_back(
+        p == nullptr ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(p - cfg->policies.data())));
   }
   if (old != nullptr) {
     const config& oc = *old->cfg;
@@ -195,146 +129,52 @@ result<reload_report> service::reload() {
   return apply(std::move(c).value());
 }
 
-void service::handle(const http_request& req, http_response& res, listener_role role) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool ready = false;
-  const bool now = handle(req, res, role, [&] {
-    const std::lock_guard lock(mu);
-    ready = true;
-    cv.notify_one();
-  });
-  if (now) return;
-  std::unique_lock lock(mu);
-  cv.wait(lock, [&] { return ready; });
+tick service::now() const { return store_->now(); }
+
+bool service::decide(std::shared_ptr<const active> a, std::vector<planned_check> checks, tick now, std::string id,
+                     checks_decided then) {
+  enter();
+  const policy_view& view = a->view;
+  return decide_checks(*store_, metrics_, view, std::move(a), std::move(checks), now, std::move(id),
+                       [this, then = std::move(then)](const std::vector<planned_check>& cs, const checks_outcome& o) {
+                         then(cs, o);
+                         leave();
+                       });
 }
 
-bool service::handle(const http_request& req, http_response& res, listener_role role, answered done) {
-  auto gate = std::make_shared<answer_gate>(std::move(done));
-  try {
-    if (!route(req, res, role, gate)) gate->complete(metrics_, res);
-  } catch (const std::exception&) {
-    // Before any call was made (a route that made one completes it itself).
-    internal_error(res);
-    gate->complete(metrics_, res);
-  }
-  return gate->routed();
-}
-
-// The JSON endpoints (POST with a body, on the decision listener): a
-// request with another method is answered 405 naming `usage`, one without
-// the bearer token 401; both counted as bad requests.
-bool service::post_allowed(const config& c, const http_request& req, http_response& res, std::string_view usage) {
-  if (req.method != "POST") {
-    bad_request(metrics_, res, 405, "method", usage);
-    res.fields.push_back({"Allow", "POST"});
-    return false;
-  }
-  if (!token_ok(c, req)) {
-    bad_request(metrics_, res, 401, "authorization", "a valid bearer token is required");
-    res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-    return false;
-  }
-  return true;
-}
-
-void service::internal_error(http_response& res) {
-  res.clear();
-  res.status = 500;
-  res.content_type = "application/json";
-  res.body = error_body("request", "internal error");
-}
-
-bool service::route(const http_request& req, http_response& res, listener_role role,
-                    const std::shared_ptr<answer_gate>& gate) {
-  res.clear();
-  // Routed by the normalised path, as the rules read paths: an absolute-form
-  // target by its path, "//v1/decide" as "/v1/decide".
-  const auto parts = split_target(req.target);
-  std::string normal;
-  const std::string_view path = routed_path(req.target, normal).value_or(std::string_view());
-  auto a = active_.load();
-  if (role == listener_role::admin && parts && is_overrides_path(parts->path)) {
-    // Before normalising: a key may hold an encoded '/' (docs/serve.md, "Overrides").
-    return offload(req, res, gate,
-                   [this, a](const http_request& q, http_response& r) { overrides_api(*a->cfg, a->view.ids, q, r); });
-  }
-  if (path.empty()) {
-    bad_request(metrics_, res, 400, "path", "the request target cannot be read safely (see semantics.md, On the wire)");
-  } else if (path == "/v1/authorize" && role == listener_role::decision) {
-    if (!token_ok(*a->cfg, req)) {
-      // No body: nginx passes a 401 of the subrequest on to its client.
-      metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
-      res.status = 401;
-      res.fields.push_back({"WWW-Authenticate", "Bearer realm=\"sluice\""});
-      res.fields.push_back({"X-Sluice-Decision", "unauthorized"});
-      res.fields.push_back({"Cache-Control", "no-store"});
-    } else {
-      return authorize(std::move(a), req, res, gate);
-    }
-  } else if (path == "/v1/decide" && role == listener_role::decision) {
-    if (post_allowed(*a->cfg, req, res, "POST /v1/decide with a JSON body"))
-      return decide_json(std::move(a), req, res, gate);
-  } else if (path == "/v1/report" && role == listener_role::decision) {
-    if (post_allowed(*a->cfg, req, res, "POST /v1/report with a JSON body"))
-      return report_json(std::move(a), req, res, gate);
-  } else if (path == "/v1/release" && role == listener_role::decision) {
-    if (post_allowed(*a->cfg, req, res, "POST /v1/release with a JSON body {\"lease\": ...}"))
-      return offload(req, res, gate, [this, a](const http_request& q, http_response& r) { release_json(*a, q, r); });
-  } else if (path == "/v1/refund" && role == listener_role::decision) {
-    if (post_allowed(*a->cfg, req, res, "POST /v1/refund with a JSON body {\"id\": ...}")) {
-      const bool client_time = a->cfg->client_time;
-      const std::size_t key_bytes = a->cfg->lim.key_bytes;
-      return offload(req, res, gate, [this, client_time, key_bytes](const http_request& q, http_response& r) {
-        refund_json(client_time, key_bytes, q, r);
-      });
-    }
-  } else if (path == "/metrics") {
-    // The store's key count may take a call (DBSIZE): asked without waiting.
-    enter();
-    store_->count_keys_async([this, &res, gate](std::optional<std::uint64_t> keys) {
-      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-      const auto figures = store_->figures();
-      std::optional<memory_figures> mem;
-      if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
-        const keyed_stats k = m->keyed_totals();
-        mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
-      }
-      res.body = metrics_.render(store_->stats(), keys, figures ? &*figures : nullptr, mem, store_->override_count());
-      gate->complete(metrics_, res);
-      leave();
-    });
-    return true;
-  } else if (path == "/healthz") {
-    // Liveness: never touches the store.
-    res.content_type = "text/plain";
-    res.body = "ok\n";
-  } else if (path == "/readyz") {
-    return readyz(std::move(a), res, gate);
-  } else if (role == listener_role::admin && path.substr(0, 7) == "/admin/") {
-    admin(path, req, res);
-  } else {
-    bad_request(metrics_, res, 404, "path",
-                "no such endpoint (POST /v1/decide, /v1/report, /v1/refund, /v1/release, /v1/authorize, /metrics, "
-                "/healthz, /readyz)");
-  }
-  return false;
-}
-
-bool service::readyz(std::shared_ptr<const active> a, http_response& res, const std::shared_ptr<answer_gate>& gate) {
-  const auto answer = [this, &res, gate](bool ok) {
-    res.status = ok ? 200 : 503;
-    res.content_type = "text/plain";
-    res.body = ok ? "ready\n" : "not ready\n";
-    gate->complete(metrics_, res);
+void service::report(std::shared_ptr<const active> ap, std::vector<planned_check> checks, tick now,
+                     checks_reported then) {
+  // What the store reads until it answers (it may answer on its own thread).
+  struct job {
+    std::shared_ptr<const active> a;
+    std::array<check, max_checks> req_checks;
+    std::array<decision, max_checks> per;
+    std::size_t n = 0;
   };
+  auto j = std::make_shared<job>();
+  j->a = std::move(ap);
+  j->n = checks.size();
+  for (std::size_t i = 0; i < j->n; ++i)
+    j->req_checks[i] = check{j->a->view.ids[checks[i].policy], checks[i].key, checks[i].cost};
+  const store_request r{std::span<const check>(j->req_checks.data(), j->n), now, 1, {}};
+  enter();
+  store_->report_async(r, std::span<decision>(j->per.data(), j->n),
+                       [this, j, then = std::move(then)](const store_decision& sd) {
+                         metrics_.count_source(sd.from);
+                         then(sd, std::span<const decision>(j->per.data(), j->n));
+                         leave();
+                       });
+}
+
+void service::ready(std::function<void(bool)> then) {
   if (draining_.load(std::memory_order_relaxed)) {
-    answer(false);
-    return true;
+    then(false);
+    return;
   }
+  auto a = active_.load();
   if (a->view.ids.empty()) {
-    answer(true);
-    return true;
+    then(true);
+    return;
   }
   // One peek, without waiting: ready when the store itself answered.
   struct probe_call {
@@ -345,31 +185,61 @@ bool service::readyz(std::shared_ptr<const active> a, http_response& res, const 
       std::make_shared<probe_call>(probe_call{a, check{a->view.ids.front(), std::string_view("\x01sluice-readyz")}});
   enter();
   store_->peek_async(store_request{std::span<const check>(&p->probe, 1), store_->now(), 1, {}},
-                     [this, p, answer](const store_decision& d) {
-                       answer(d.from == source::store || d.from == source::deny_cache || d.from == source::replayed);
+                     [this, p, then = std::move(then)](const store_decision& d) {
+                       then(d.from == source::store || d.from == source::deny_cache || d.from == source::replayed);
                        leave();
                      });
-  return true;
 }
 
-bool service::offload(const http_request& req, http_response& res, const std::shared_ptr<answer_gate>& gate,
-                      std::function<void(const http_request&, http_response&)> work) {
-  if (dynamic_cast<memory_store*>(store_.get()) != nullptr) {
-    work(req, res);  // in process: answered at once
-    return false;
-  }
-  std::call_once(blocking_once_, [this] { blocking_ = std::make_unique<boost::asio::thread_pool>(4); });
+void service::render_metrics(std::function<void(std::string)> then) {
   enter();
-  boost::asio::post(*blocking_, [this, q = req, &res, gate, work = std::move(work)] {
-    try {
-      work(q, res);
-    } catch (const std::exception&) {
-      internal_error(res);
+  store_->count_keys_async([this, then = std::move(then)](std::optional<std::uint64_t> keys) {
+    const auto figures = store_->figures();
+    std::optional<memory_figures> mem;
+    if (const auto* m = dynamic_cast<const memory_store*>(store_.get())) {
+      const keyed_stats k = m->keyed_totals();
+      mem = memory_figures{k.bytes, k.purged, k.refused, max_keys_};
     }
-    gate->complete(metrics_, res);
+    then(metrics_.render(store_->stats(), keys, figures ? &*figures : nullptr, mem, store_->override_count()));
     leave();
   });
-  return true;
+}
+
+std::optional<any_policy> service::override_seen(policy_id id, std::string_view key) const {
+  return store_->override_seen(id, key);
+}
+
+refund_answer service::refund(std::string_view id, tick now, std::span<decision> per, std::span<std::int64_t> given) {
+  const tick t0 = steady_clock::now();
+  const refund_answer ra = store_->refund_at(id, now, per, given);
+  metrics_.observe_latency(steady_clock::now() - t0);
+  metrics_.count_refund(ra.status);
+  return ra;
+}
+
+release_result service::release(std::span<const check> checks, std::uint64_t nonce, tick now) {
+  return store_->release_at(checks, nonce, now);
+}
+
+result<override_change> service::set_override(policy_id id, std::string_view key, const any_policy& limit) {
+  auto set = store_->set_override_at(id, key, limit, store_->now());
+  if (set && *set == override_change::created) metrics_.overrides_created.fetch_add(1, std::memory_order_relaxed);
+  if (set && *set == override_change::replaced) metrics_.overrides_replaced.fetch_add(1, std::memory_order_relaxed);
+  return set;
+}
+
+result<bool> service::delete_override(policy_id id, std::string_view key) {
+  auto gone = store_->delete_override_at(id, key, store_->now());
+  if (gone && *gone) metrics_.overrides_deleted.fetch_add(1, std::memory_order_relaxed);
+  return gone;
+}
+
+result<std::optional<any_policy>> service::override_of(policy_id id, std::string_view key) {
+  return store_->override_of(id, key);
+}
+
+result<override_page> service::list_overrides(policy_id id, std::string_view after, std::size_t limit) {
+  return store_->list_overrides(id, after, limit);
 }
 
 void service::enter() {
@@ -390,95 +260,25 @@ void service::quiesce() {
   flight_cv_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
-bool service::authorize(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
-                        const std::shared_ptr<answer_gate>& gate) {
-  const active& a = *ap;
-  // Behind nginx the original request comes in headers; called directly,
-  // the request itself is the one to decide. Each header at most once.
-  request_view v{req.method, req.target, req.headers, req.peer};
-  std::size_t uris = 0, methods = 0;
-  for (const auto& h : req.headers) {
-    if (iequals(h.name, "X-Original-URI")) {
-      v.target = h.value;
-      ++uris;
-    }
-    if (iequals(h.name, "X-Original-Method")) {
-      v.method = h.value;
-      ++methods;
-    }
-  }
-  std::vector<planned_check> checks;
-  if (uris > 1 || methods > 1 || a.rules.plan(v, checks)) {
-    // nginx turns anything but 2xx/401/403 into a 500: a bad request is a 403.
-    metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
-    res.status = 403;
-    res.fields.push_back({"X-Sluice-Decision", "invalid"});
-    res.fields.push_back({"Cache-Control", "no-store"});
-    return false;
-  }
-  const tick t0 = steady_clock::now();
-  const tick now = store_->now();
-  decide(ap, std::move(checks), now, {},
-         [this, ap, &res, gate, t0](const std::vector<planned_check>& cs, const checks_outcome& o) {
-           metrics_.observe_latency(steady_clock::now() - t0);
-           // Written on whichever thread answered: a writer that throws
-           // (memory running out) costs this request a 500, not that thread.
-           try {
-             res.status = o.d.allowed ? 204 : 403;
-             // A store error (a value the store did not write at a key) is no rate
-             // limit: "error", which nginx's configuration answers as a 503.
-             res.fields.push_back(
-                 {"X-Sluice-Decision", o.d.allowed ? "allowed" : (o.from == source::error ? "error" : "limited")});
-             write_rate_fields(*ap, cs, o, res, *store_);
-             // The lease id, for nginx to pass on (docs/serve.md, "Leases").
-             if (const std::string lease = lease_of(*ap, cs, o); !lease.empty())
-               res.fields.push_back({"Sluice-Lease", lease});
-           } catch (const std::exception&) {
-             internal_error(res);
-           }
-           gate->complete(metrics_, res);
-         });
+result<bool> service::attach_loops(std::span<boost::asio::io_context* const> loops) {
+  auto* ls = dynamic_cast<remote::loop_store*>(store_.get());
+  if (ls == nullptr) return false;
+  auto attached = ls->attach_loops(loops);
+  if (!attached) return attached.err();
+  loop_store_.store(ls);
   return true;
 }
 
-bool service::decide(std::shared_ptr<const active> a, std::vector<planned_check> checks, tick now, std::string id,
-                     checks_decided then) {
-  enter();
-  const policy_view& view = a->view;
-  return decide_checks(*store_, metrics_, view, std::move(a), std::move(checks), now, std::move(id),
-                       [this, then = std::move(then)](const std::vector<planned_check>& cs, const checks_outcome& o) {
-                         then(cs, o);
-                         leave();
-                       });
+void service::detach_loop(boost::asio::io_context& loop) {
+  if (auto* ls = loop_store_.load()) ls->detach_loop(loop);
 }
 
-void service::admin(std::string_view path, const http_request& req, http_response& res) {
-  if (path == "/admin/reload") {
-    if (req.method != "POST") {
-      bad_request(metrics_, res, 405, "method", "POST /admin/reload");
-      res.fields.push_back({"Allow", "POST"});
-      return;
-    }
-    auto r = reload();
-    res.content_type = "application/json";
-    if (!r) {
-      res.status = 400;
-      res.body = error_body(r.err().field, r.err().message);
-      return;
-    }
-    const auto list = [](const std::vector<std::string>& v) {
-      std::string out = "[";
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        if (i > 0) out += ',';
-        append_json_string(out, v[i]);
-      }
-      return out + "]";
-    };
-    res.body = "{\"reloaded\":true,\"added\":" + list(r->added) + ",\"changed\":" + list(r->changed) +
-               ",\"kept\":" + list(r->kept) + ",\"notes\":" + list(r->notes) + "}\n";
-    return;
-  }
-  bad_request(metrics_, res, 404, "path", "no such admin endpoint (POST /admin/reload, /admin/v1/overrides)");
+result<snapshot_report> service::save_snapshots(const std::string& dir) {
+  return serve::save_snapshots(*store_, *current(), dir);
+}
+
+result<snapshot_report> service::load_snapshots(const std::string& dir) {
+  return serve::load_snapshots(*store_, *current(), dir);
 }
 
 }  // namespace sluice::serve

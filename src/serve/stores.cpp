@@ -72,7 +72,7 @@ result<std::unique_ptr<store>> make_store(const store_config& c, const store_reg
   auto st = stores.open(o);
   if (st) return st;
   // The registry's own errors name "url": here that is store.url itself.
-  const std::string what = st.err().field == "url" ? st.err().message : st.err().what();
+  const std::string what = st.err().code == error_code::bad_store_url ? st.err().message : st.err().what();
   // Placed at the URL in the file, as every other configuration error.
   if (c.url_place.empty()) return error{"store.url", what};
   return error{c.url_place, "store.url: " + what};
@@ -130,7 +130,7 @@ result<snapshot_report> load_snapshots(store& st, const config& c, const std::st
     if (!snap) {
       // A file saved for another policy (the configuration changed while
       // the service was down) cannot continue: that policy starts fresh.
-      if (snap.err().message.find("saved for another limiter") != std::string::npos) {
+      if (snap.err().code == error_code::other_policy) {
         rep.skipped.push_back(std::string(name) + ": " + snap.err().message);
         return;
       }

@@ -326,6 +326,13 @@ class Malformed(EnvoyCase):
         # None of them was charged.
         self.assertEqual(self.ask(user("u0")).statuses[0].limit_remaining, 2)
 
+    def test_descriptors_naming_one_key_count_once_toward_the_limit(self):
+        # 17 descriptors naming 16 keys are 16 store checks, the limit: decided.
+        many = [user("once%d" % i) for i in range(16)] + [user("once0")]
+        r = self.ask(*many)
+        self.assertEqual(r.overall_code, OK)
+        self.assertEqual(len(r.statuses), 17)
+
     def test_key_too_long(self):
         self.assert_invalid(rls.RateLimitRequest(domain="edge", descriptors=[user("k" * 300)]), "max_key_bytes")
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "framing.hpp"
+#include "http_api.hpp"
 #include "rules.hpp"
 #include "service.hpp"
 #include "stores.hpp"
@@ -55,7 +56,7 @@ key = "query:k"
 shadow = true
 )toml";
 
-sluice::serve::service& the_service() {
+sluice::serve::http_api& the_service() {
   static std::unique_ptr<sluice::serve::service> s = [] {
     auto c = sluice::serve::parse_config(config_text, "fuzz.toml");
     if (!c) std::abort();
@@ -65,7 +66,8 @@ sluice::serve::service& the_service() {
     if (!svc) std::abort();
     return std::move(svc).value();
   }();
-  return *s;
+  static sluice::serve::http_api api(*s);  // made after s: goes before it
+  return api;
 }
 
 bool ieq(std::string_view a, std::string_view b) { return sluice::serve::iequals(a, b); }
@@ -158,7 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (res.content_type == "application/json" && !nlohmann::json::accept(res.body)) std::abort();
   // The rules alone, on the same request.
   std::vector<sluice::serve::planned_check> checks;
-  static const sluice::serve::rule_set rules(*the_service().current());
+  static const sluice::serve::rule_set rules(*the_service().svc().current());
   const sluice::serve::request_view v{req.method, req.target, req.headers, req.peer};
   if (!rules.plan(v, checks)) {
     for (const auto& c : checks)

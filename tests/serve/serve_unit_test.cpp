@@ -8,6 +8,7 @@
 
 #include "config.hpp"
 #include "framing.hpp"
+#include "http_api.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
 #include "service.hpp"
@@ -350,6 +351,7 @@ TEST(DecideApi, ANumberPastADoubleIsA400NotACrash) {
   ASSERT_TRUE(st);
   auto svc = service::create(std::move(c).value(), std::move(st).value());
   ASSERT_TRUE(svc);
+  http_api api(**svc);
   std::size_t checked = 0;
   for (const char* body : {R"({"x":1e999})", R"({"checks":[{"policy":"api","key":"k"}],"now":-92233720368547e5808})",
                            R"({"checks":[{"policy":"api","key":"k","cost":1e400}]})", "[-1E+99999]"}) {
@@ -359,7 +361,7 @@ TEST(DecideApi, ANumberPastADoubleIsA400NotACrash) {
     req.body = body;
     req.peer = "127.0.0.1";
     http_response res;
-    (*svc)->handle(req, res, listener_role::decision);
+    api.handle(req, res, listener_role::decision);
     EXPECT_EQ(res.status, 400U) << body;
     EXPECT_NE(res.body.find("\"field\":\"body\""), std::string::npos) << body << ": " << res.body;
     ++checked;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "http_api.hpp"
 #include "service.hpp"
 #include "sluice/detail/arith.hpp"
 #include "sluice/policy_expr.hpp"
@@ -202,6 +203,7 @@ class Through : public ::testing::Test {
     auto svc = service::create(std::move(c).value(), std::move(st).value());
     ASSERT_TRUE(svc);
     svc_ = std::move(svc).value();
+    api_ = std::make_unique<http_api>(*svc_);
   }
 
   struct answer {
@@ -222,7 +224,7 @@ class Through : public ::testing::Test {
     const std::string text = body.dump();
     req.body = text;
     http_response res;
-    svc_->handle(req, res, listener_role::decision);
+    api_->handle(req, res, listener_role::decision);
     answer a{res.status, {}, {}, {}, nlohmann::json::parse(res.body)};
     for (const auto& f : res.fields) {
       if (f.name == "RateLimit-Policy") a.policy_field = f.value;
@@ -233,6 +235,7 @@ class Through : public ::testing::Test {
   }
 
   std::unique_ptr<service> svc_;
+  std::unique_ptr<http_api> api_;  // after svc_: goes first
 };
 
 TEST_F(Through, RemainingAndTimeUntilMoreAreTheDecisions) {

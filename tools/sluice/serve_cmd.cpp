@@ -14,6 +14,7 @@
 #include <ostream>
 
 #include "cli.hpp"
+#include "http_api.hpp"
 #include "server.hpp"
 #include "service.hpp"
 #include "store_kinds.hpp"
@@ -142,7 +143,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   }
   service& s = **svc;
   if (!store_cfg.snapshot.empty()) {
-    auto loaded = load_snapshots(s.backing_store(), *s.current(), store_cfg.snapshot);
+    auto loaded = s.load_snapshots(store_cfg.snapshot);
     if (!loaded) {
       err << "sluice: " << loaded.err().what() << "\n";
       return 1;
@@ -153,7 +154,7 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
   }
   const auto save = [&](const char* when) {
     if (store_cfg.snapshot.empty()) return true;
-    auto saved = save_snapshots(s.backing_store(), *s.current(), store_cfg.snapshot);
+    auto saved = s.save_snapshots(store_cfg.snapshot);
     if (!saved) {
       err << "sluice serve: snapshot not saved (" << when << "): " << saved.err().what() << std::endl;
       return false;
@@ -167,7 +168,9 @@ int run_serve(const serve_flags& f, std::ostream& out, std::ostream& err) {
     hooks.interval = store_cfg.snapshot_interval;
     hooks.on_interval = [&] { save("periodic"); };
   }
-  auto srv = server::bind(s, cfg, std::move(hooks));
+  // The front ends, peers over the service: HTTP, and Envoy's gRPC below.
+  http_api api(s);
+  auto srv = server::bind(api, cfg, std::move(hooks));
   if (!srv) {
     err << "sluice: " << srv.err().what() << "\n";
     return 1;

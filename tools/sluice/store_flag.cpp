@@ -44,7 +44,7 @@ result<made_store> make_store(std::string_view spec, const store_setup& setup) {
   }
   auto st = program_stores().open(o);
   // The registry's own errors name "url": here that is --store itself.
-  if (!st) return error{"--store", st.err().field == "url" ? st.err().message : st.err().what()};
+  if (!st) return error{"--store", st.err().code == error_code::bad_store_url ? st.err().message : st.err().what()};
   made_store out;
   out.s = std::move(st).value();
   out.memory = dynamic_cast<memory_store*>(out.s.get());

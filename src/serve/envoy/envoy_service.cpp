@@ -75,20 +75,6 @@ std::uint32_t clamp_u32(std::int64_t v) noexcept {
   return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, std::numeric_limits<std::uint32_t>::max()));
 }
 
-// One configuration, ready for calls: per policy its id in the store, its
-// counters, its RateLimit-Policy member and what current_limit says.
-struct compiled {
-  std::shared_ptr<const service::active> active;  // what the decision path decides with
-  std::shared_ptr<const config> cfg;
-  std::vector<policy_counters*> counters;
-  std::vector<std::string> members;
-  std::vector<std::uint32_t> requests_per_unit;
-  std::vector<limit_unit> units;
-  std::vector<bool> advertises;
-  /// Per Envoy rule: the index of its policy (none for an unlimited rule).
-  std::vector<std::optional<std::size_t>> rule_policy;
-};
-
 // What a matched descriptor gets.
 enum class treatment : std::uint8_t {
   enforced,   // one check of the atomic store request
@@ -110,7 +96,7 @@ struct planned {
 
 // A call between its store request and its answer.
 struct call_state {
-  std::shared_ptr<const compiled> view;
+  std::shared_ptr<const service::active> view;  // the configuration in force (service::snapshot)
   std::vector<planned> plan;
   tick t0 = 0;
   std::vector<bool> quota;    // per planned check: a quota one (envoy_quota.hpp)
@@ -153,43 +139,13 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
   service& svc;
   listen_address bound;
   std::unique_ptr<grpc::Server> server;
-  std::mutex compile_mutex;
-  std::atomic<std::shared_ptr<const compiled>> cache;
-
-  std::shared_ptr<const compiled> current() {
-    auto cfg = svc.current();
-    auto c = cache.load();
-    if (c && c->cfg == cfg) return c;
-    const std::lock_guard lock(compile_mutex);
-    c = cache.load();
-    if (c && c->cfg == cfg) return c;
-    auto next = std::make_shared<compiled>();
-    next->active = svc.snapshot();
-    next->cfg = service::config_of(*next->active);
-    for (const auto& p : next->cfg->policies) {
-      next->counters.push_back(&svc.stats().for_policy(p.name));
-      next->members.push_back(policy_member(p.name, p.policy));
-      const auto a = current_limit_of(p.policy);
-      next->advertises.push_back(a.has_value());
-      next->requests_per_unit.push_back(a ? clamp_u32(a->quota) : 0);
-      next->units.push_back(a ? unit_of(a->window) : rls::RateLimitResponse::RateLimit::UNKNOWN);
-    }
-    for (const envoy_rule& r : next->cfg->envoy) {
-      const named_policy* p = r.unlimited ? nullptr : next->cfg->find_policy(r.policy);
-      next->rule_policy.push_back(
-          p == nullptr ? std::nullopt
-                       : std::optional<std::size_t>(static_cast<std::size_t>(p - next->cfg->policies.data())));
-    }
-    cache.store(next);
-    return next;
-  }
 
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* ctx, const rls::RateLimitRequest* req,
                                             rls::RateLimitResponse* res) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     auto call = std::make_shared<call_state>();
     call->t0 = steady_clock::now();
-    call->view = current();
+    call->view = svc.snapshot();
     if (!authenticated(*call->view->cfg, *ctx)) {
       svc.stats().bad_requests.fetch_add(1, std::memory_order_relaxed);
       reactor->Finish({grpc::StatusCode::UNAUTHENTICATED,
@@ -204,7 +160,7 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
     // Through the service's one decision path, without waiting: the store's
     // answer finishes the call from whichever thread it comes on.
     const auto view = call->view;
-    const tick now = svc.backing_store().now();
+    const tick now = svc.now();
     checks_decided done = [this, reactor, req, res, call](const std::vector<planned_check>& cs,
                                                           const checks_outcome& o) {
       grpc::Status st;
@@ -217,10 +173,10 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
       reactor->Finish(st);
     };
     if (std::find(call->quota.begin(), call->quota.end(), true) == call->quota.end()) {
-      svc.decide(view->active, std::move(checks), now, {}, std::move(done));
+      svc.decide(view, std::move(checks), now, {}, std::move(done));
     } else {
       auto round = [this, view, now](std::vector<planned_check> cs, checks_decided then) {
-        svc.decide(view->active, std::move(cs), now, {}, std::move(then));
+        svc.decide(view, std::move(cs), now, {}, std::move(then));
       };
       decide_with_quotas(std::move(checks), call->quota, call->quota_passes, std::move(round), std::move(done));
     }
@@ -236,7 +192,7 @@ struct grpc_front_end::impl final : rls::RateLimitService::CallbackService {
 
 grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_state& call,
                                         std::vector<planned_check>& checks) {
-  const compiled* view = call.view.get();
+  const service::active* view = call.view.get();
   const config& cfg = *view->cfg;
   if (req.domain().empty()) return invalid("domain: must not be empty");
   if (req.descriptors_size() == 0) return invalid("descriptors: must not be empty");
@@ -274,7 +230,7 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
     p.rule = *rule;
     p.how = r.unlimited ? treatment::unlimited : r.shadow ? treatment::shadow : treatment::enforced;
     if (p.how != treatment::unlimited) {
-      p.policy = *view->rule_policy[*rule];
+      p.policy = *view->envoy_policy[*rule];
       envoy_key(keyed, p.key);
       if (p.key.size() > cfg.lim.key_bytes)
         return invalid("descriptors[" + std::to_string(i) + "]: the key is longer than " +
@@ -299,7 +255,6 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
   // the decision path makes the enforced ones one atomic store request (one
   // check per distinct (policy, key), at the largest cost, a denied call
   // charging none) and decides each shadow one alone on its own state.
-  std::size_t distinct = 0;
   for (std::size_t k = 0; k < plan.size(); ++k) {
     planned& p = plan[k];
     if (p.how != treatment::enforced && p.how != treatment::shadow) continue;
@@ -310,20 +265,20 @@ grpc::Status grpc_front_end::impl::plan(const rls::RateLimitRequest& req, call_s
         first = j;
         break;
       }
-    if (first == checks.size() && !shadow && ++distinct > max_checks)
-      return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
     p.check = first;
     checks.push_back(planned_check{p.policy, p.key, p.cost, shadow, p.rule, false});
     call.quota.push_back(!shadow && cfg.envoy[p.rule].quota);
     call.quota_passes = call.quota_passes || (shadow && cfg.envoy[p.rule].quota);
   }
+  if (!within_check_limit(checks))
+    return invalid("descriptors: more than " + std::to_string(max_checks) + " of them match a rule");
   return grpc::Status::OK;
 }
 
 grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls::RateLimitResponse& res,
                                           const call_state& call, const std::vector<planned_check>& checks,
                                           const checks_outcome& o) {
-  const compiled* view = call.view.get();
+  const service::active* view = call.view.get();
   const config& cfg = *view->cfg;
   const std::vector<planned>& plan = call.plan;
   const std::size_t n = o.per.size();
@@ -377,13 +332,13 @@ grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls:
     // limit. A shadow rule is never over its limit to Envoy.
     const bool over = p.how == treatment::enforced && !d.allowed && d.retry_after > 0;
     status->set_code(over ? rls::RateLimitResponse::OVER_LIMIT : rls::RateLimitResponse::OK);
-    if (view->advertises[p.policy]) {
+    if (const std::optional<current_limit>& cl = view->current_limits[p.policy]) {
       auto* lim = status->mutable_current_limit();
       // A rule of an envoyproxy/ratelimit file: its rate_limit.name, as that service sends.
       const envoy_rule& r = cfg.envoy[p.rule];
       lim->set_name(r.in_tree ? r.limit_name : cfg.policies[p.policy].name);
-      lim->set_requests_per_unit(view->requests_per_unit[p.policy]);
-      lim->set_unit(view->units[p.policy]);
+      lim->set_requests_per_unit(clamp_u32(cl->quota));
+      lim->set_unit(unit_of(cl->window));
     }
     if (!(p.how == treatment::shadow ? figures_known(o.shadow_from[p.check]) : figures)) continue;
     status->set_limit_remaining(clamp_u32(d.remaining));
@@ -409,7 +364,7 @@ grpc::Status grpc_front_end::impl::answer(const rls::RateLimitRequest& req, rls:
   std::string rl_field;
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t pol = check_policy[k];
-    const std::string& member = view->members[pol];
+    const std::string& member = view->policy_members[pol];
     if (member.empty()) continue;
     const decision& d = o.per[k];
     const std::optional<tick> t = figures ? o.t[k] : std::nullopt;
@@ -489,7 +444,6 @@ result<std::unique_ptr<grpc_front_end>> grpc_front_end::start(service& svc, cons
     return error{"grpc.listen", "cannot listen on " + target + " (in use, or not an address of this machine)"};
   }
   p->bound = listen_address{where.host, static_cast<std::uint16_t>(port)};
-  (void)p->current();
   return std::unique_ptr<grpc_front_end>(new grpc_front_end(std::move(p)));
 }
 

@@ -28,7 +28,6 @@
 
 #include "framing.hpp"
 #include "server.hpp"
-#include "sluice/remote/event_loops.hpp"
 #include "target.hpp"
 
 namespace sluice::serve {
@@ -59,6 +58,7 @@ struct worker {
 }  // namespace
 
 struct server::impl {
+  http_api& api;
   service& svc;
   limits lim;
   server_hooks hooks;
@@ -67,10 +67,10 @@ struct server::impl {
   std::atomic<bool> draining{false};
   std::ostream* log = nullptr;
   tick check_period = 1'000'000'000;  // how often a connection's deadline is checked
-  // The store, when it does its I/O on these loops (remote/event_loops.hpp).
-  remote::loop_store* loop_store = nullptr;
+  // Whether the store does its I/O on these loops (service::attach_loops).
+  bool loops_attached = false;
 
-  impl(service& s, limits l, server_hooks h) : svc(s), lim(l), hooks(std::move(h)) {
+  impl(http_api& a, limits l, server_hooks h) : api(a), svc(a.svc()), lim(l), hooks(std::move(h)) {
     check_period = std::clamp<tick>(std::min(lim.idle_timeout, lim.request_timeout) / 8, 10'000'000, 1'000'000'000);
   }
   void accept(worker& w, tcp::acceptor& acc, listener_role role);
@@ -222,7 +222,7 @@ class session : public std::enable_shared_from_this<session> {
       // The reference moves into the handler posted to this loop, so the
       // store's thread, which calls this, never holds the last one: a
       // session is destroyed on its own loop only.
-      now = srv_.svc.handle(hr, out_, role_, [self = shared_from_this()]() mutable {
+      now = srv_.api.handle(hr, out_, role_, [self = shared_from_this()]() mutable {
         net::io_context& loop = self->w_.ioc;
         net::post(loop, [s = std::move(self)] { s->respond(); });
       });
@@ -397,7 +397,7 @@ void server::impl::begin_drain() {
 }
 
 void server::impl::loop_drained(worker& w) {
-  if (loop_store != nullptr) loop_store->detach_loop(w.ioc);
+  if (loops_attached) svc.detach_loop(w.ioc);
 }
 
 server::server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -405,8 +405,8 @@ server::~server() = default;
 
 const std::vector<bound_address>& server::addresses() const noexcept { return impl_->addrs; }
 
-result<std::unique_ptr<server>> server::bind(service& svc, const config& c, server_hooks hooks) {
-  auto p = std::make_unique<impl>(svc, c.lim, std::move(hooks));
+result<std::unique_ptr<server>> server::bind(http_api& api, const config& c, server_hooks hooks) {
+  auto p = std::make_unique<impl>(api, c.lim, std::move(hooks));
   const unsigned threads = c.threads != 0 ? c.threads : std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < threads; ++i) p->workers.push_back(std::make_unique<worker>());
   // One listening socket per address, bound without SO_REUSEPORT: a second
@@ -470,11 +470,11 @@ void server::run(std::ostream& log) {
     for (auto& [acc, role] : w->acceptors) p.accept(*w, *acc, role);
   // A remote store that can do its I/O on these loops does: a request's
   // store call is written, read and answered on its own loop's thread.
-  if (auto* ls = dynamic_cast<remote::loop_store*>(&p.svc.backing_store())) {
+  {
     std::vector<net::io_context*> loops;
     for (auto& w : p.workers) loops.push_back(&w->ioc);
-    if (auto attached = ls->attach_loops(loops)) {
-      p.loop_store = ls;
+    if (auto attached = p.svc.attach_loops(loops)) {
+      p.loops_attached = *attached;
     } else {
       log << "sluice serve: the store keeps its own I/O thread: " << attached.err().what() << "\n";
     }
@@ -581,7 +581,7 @@ void server::run(std::ostream& log) {
   // and calls waiting on it: detaching fails them, and running what is
   // ready (no waiting) hands their answers over, so that none is left
   // waiting on a loop that no longer runs.
-  if (p.loop_store != nullptr) {
+  if (p.loops_attached) {
     for (auto& w : p.workers) {
       p.loop_drained(*w);
       w->ioc.restart();

@@ -1,5 +1,5 @@
 // POST /v1/release (docs/serve.md, "Leases"): the body read, the lease id
-// checked, the store's release made and answered. Free of the service's
+// checked, the service's release made and answered. Free of the service's
 // configuration: the caller resolves policy names.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "metrics.hpp"
+#include "service.hpp"
 #include "sluice/store.hpp"
 
 namespace sluice::serve {
@@ -23,9 +24,10 @@ struct release_answer {
 /// the units freed per check; 400 naming `body` or `lease` (not JSON, an
 /// unknown field, not a lease id); 404 naming `lease` when no check holds
 /// it (never issued, released, expired, or a policy this configuration does
-/// not define); 503 naming `store` when the store cannot release. `id_of`
-/// maps a policy name to its store id. Counts into `m`.
-release_answer release_lease(store& st, metrics& m, std::string_view body,
+/// not define); 503 naming `store` when the store cannot release
+/// (service::release). `id_of` maps a policy name to its store id. Counts
+/// into `m`.
+release_answer release_lease(service& svc, metrics& m, std::string_view body,
                              const std::function<std::optional<policy_id>(std::string_view)>& id_of, tick now);
 
 }  // namespace sluice::serve

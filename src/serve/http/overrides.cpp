@@ -2,16 +2,17 @@
 // "Overrides"): PUT, GET and DELETE /admin/v1/overrides/POLICY/KEY and the
 // paginated GET /admin/v1/overrides?policy=NAME. On the admin listener only,
 // as /admin/reload; routed on the raw target (a key may hold any byte, '/'
-// too, percent-encoded) and, on a remote store, run on the service's
-// blocking pool (service::offload), never on an event loop.
+// too, percent-encoded) and, on a remote store, run on the HTTP front
+// end's blocking pool (http_api::offload), never on an event loop. The changes
+// go through the service (service::set_override, ...), which counts them.
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "http_api.hpp"
 #include "json_body.hpp"
-#include "service.hpp"
 #include "sluice/policy_expr.hpp"
 #include "target.hpp"
 #include "wire.hpp"
@@ -80,8 +81,8 @@ bool is_overrides_path(std::string_view raw_path) noexcept {
                                 raw_path[prefix.size()] == '/');
 }
 
-void service::overrides_api(const config& c, std::span<const policy_id> ids, const http_request& req,
-                            http_response& res) {
+void http_api::overrides_api(const config& c, std::span<const policy_id> ids, const http_request& req,
+                             http_response& res) {
   using nlohmann::json;
   res.content_type = "application/json";
   const auto refuse = [&](unsigned status, std::string_view field, std::string_view message) {
@@ -157,7 +158,7 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
       }
       limit = n;
     }
-    auto page = store_->list_overrides(*id, cursor, limit);
+    auto page = svc_.list_overrides(*id, cursor, limit);
     if (!page) {
       store_failed(page.err());
       return;
@@ -206,7 +207,7 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
     return;
   }
   if (req.method == "GET") {
-    auto got = store_->override_of(*id, *key);
+    auto got = svc_.override_of(*id, *key);
     if (!got) {
       store_failed(got.err());
     } else if (!*got) {
@@ -217,8 +218,8 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
     return;
   }
   if (req.method == "DELETE") {
-    auto gone = store_->delete_override_at(*id, *key, store_->now());
-    if (!gone && gone.err().field != "store") {
+    auto gone = svc_.delete_override(*id, *key);
+    if (!gone && gone.err().code != error_code::store_failed) {
       // The Redis store: the key's state cannot be carried back exactly
       // yet (docs/redis.md, "Overrides"); nothing changed.
       refuse(400, gone.err().field, gone.err().message);
@@ -227,7 +228,6 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
     } else if (!*gone) {
       refuse(404, "key", "this key has no override of policy '" + name + "'");
     } else {
-      metrics_.overrides_deleted.fetch_add(1, std::memory_order_relaxed);
       res.body = "{\"deleted\":true}\n";
     }
     return;
@@ -258,18 +258,16 @@ void service::overrides_api(const config& c, std::span<const policy_id> ids, con
     refuse(400, "policy", limit.err().what());
     return;
   }
-  auto set = store_->set_override_at(*id, *key, *limit, store_->now());
+  auto set = svc_.set_override(*id, *key, *limit);
   if (!set) {
-    if (set.err().field == "store") {
+    if (set.err().code == error_code::store_failed) {
       store_failed(set.err());
     } else {
-      refuse(set.err().field == "overrides" ? 409 : 400, set.err().field, set.err().message);
+      refuse(set.err().code == error_code::store_full ? 409 : 400, set.err().field, set.err().message);
     }
     return;
   }
   res.status = *set == override_change::created ? 201 : 200;
-  if (*set == override_change::created) metrics_.overrides_created.fetch_add(1, std::memory_order_relaxed);
-  if (*set == override_change::replaced) metrics_.overrides_replaced.fetch_add(1, std::memory_order_relaxed);
   std::string body = one(name, *key, *limit);
   body.pop_back();
   body += ",\"change\":";

@@ -1,17 +1,17 @@
 // The decision service's JSON endpoints: POST /v1/decide, /v1/report and
 // /v1/release (docs/serve.md), their bodies read and checked field by
-// field, and their answers written. Routed by service::route
-// (service.cpp), which has checked method and token.
+// field, and their answers written. Routed by http_api::route
+// (http_api.cpp), which has checked method and token.
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "http_parts.hpp"
 #include "json_body.hpp"
 #include "lease_token.hpp"
 #include "release.hpp"
-#include "service_parts.hpp"
 #include "sluice/lease.hpp"
 #include "wire.hpp"
 
@@ -28,8 +28,8 @@ bool whole_cost(const nlohmann::json& v) {
 
 }  // namespace
 
-std::optional<service::json_request> service::parse_json_request(const active& a, const http_request& req,
-                                                                 http_response& res) {
+std::optional<http_api::json_request> http_api::parse_json_request(const active& a, const http_request& req,
+                                                                   http_response& res) {
   using nlohmann::json;
   auto parsed = parse_json_object(req.body, R"({"checks":[{"policy":"api","key":"alice"}]})");
   if (!parsed) {
@@ -153,31 +153,31 @@ std::optional<service::json_request> service::parse_json_request(const active& a
   return out;
 }
 
-bool service::decide_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
-                          const std::shared_ptr<answer_gate>& gate) {
+bool http_api::decide_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                           const std::shared_ptr<answer_gate>& gate) {
   auto parsed = parse_json_request(*ap, req, res);
   if (!parsed) return false;
   std::vector<planned_check> checks = std::move(parsed->checks);
   const std::string id = std::move(parsed->id);
   const std::optional<tick> now = parsed->now;
   const tick t0 = steady_clock::now();
-  decide(ap, std::move(checks), now ? *now : store_->now(), id,
-         [this, ap, &res, gate, t0, id](const std::vector<planned_check>& cs, const checks_outcome& o) {
-           metrics_.observe_latency(steady_clock::now() - t0);
-           // Written on whichever thread answered: a writer that throws
-           // (memory running out) costs this request a 500, not that thread.
-           try {
-             write_decision(*ap, cs, id, o, res);
-           } catch (const std::exception&) {
-             internal_error(res);
-           }
-           gate->complete(metrics_, res);
-         });
+  svc_.decide(ap, std::move(checks), now ? *now : svc_.now(), id,
+              [this, ap, &res, gate, t0, id](const std::vector<planned_check>& cs, const checks_outcome& o) {
+                metrics_.observe_latency(steady_clock::now() - t0);
+                // Written on whichever thread answered: a writer that throws
+                // (memory running out) costs this request a 500, not that thread.
+                try {
+                  write_decision(*ap, cs, id, o, res);
+                } catch (const std::exception&) {
+                  internal_error(res);
+                }
+                gate->complete(metrics_, res);
+              });
   return true;
 }
 
-void service::write_decision(const active& a, const std::vector<planned_check>& checks, const std::string& id,
-                             const checks_outcome& o, http_response& res) {
+void http_api::write_decision(const active& a, const std::vector<planned_check>& checks, const std::string& id,
+                              const checks_outcome& o, http_response& res) {
   const config& c = *a.cfg;
   if (o.from == source::id_conflict) {
     // The id was first used for another request (other policies, keys,
@@ -195,11 +195,7 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
   std::string& b = res.body;
   b = "{\"allowed\":";
   b += o.d.allowed ? "true" : "false";
-  b += ",\"remaining\":" + std::to_string(o.d.remaining);
-  b += ",\"retry_after\":";
-  b += o.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(o.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_or_never(o.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_or_never(o.d.reset_after);
+  append_figures(b, o.d);
   if (o.d.release_after != 0) b += ",\"release_after_ns\":" + ns_or_never(o.d.release_after);
   b += ",\"source\":\"";
   b += name_of(o.from);
@@ -234,11 +230,11 @@ void service::write_decision(const active& a, const std::vector<planned_check>& 
     b += '}';
   }
   b += "]}\n";
-  write_rate_fields(a, checks, o, res, *store_);
+  write_rate_fields(a, checks, o, res, svc_);
 }
 
-std::string service::lease_of(const active& a, const std::vector<planned_check>& checks,
-                              const checks_outcome& o) const {
+std::string http_api::lease_of(const active& a, const std::vector<planned_check>& checks,
+                               const checks_outcome& o) const {
   if (o.lease == 0 || !o.d.allowed) return {};
   lease_token t;
   t.nonce = o.lease;
@@ -250,21 +246,21 @@ std::string service::lease_of(const active& a, const std::vector<planned_check>&
   return t.checks.empty() ? std::string() : format_lease(t);
 }
 
-void service::release_json(const active& a, const http_request& req, http_response& res) {
+void http_api::release_json(const active& a, const http_request& req, http_response& res) {
   const release_answer r = release_lease(
-      *store_, metrics_, req.body,
+      svc_, metrics_, req.body,
       [&a](std::string_view name) -> std::optional<policy_id> {
         const auto i = a.policy_index(name);
         return i ? std::optional<policy_id>(a.view.ids[*i]) : std::nullopt;
       },
-      store_->now());
+      svc_.now());
   res.status = r.status;
   res.content_type = "application/json";
   res.body = r.body;
 }
 
-bool service::report_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
-                          const std::shared_ptr<answer_gate>& gate) {
+bool http_api::report_json(std::shared_ptr<const active> ap, const http_request& req, http_response& res,
+                           const std::shared_ptr<answer_gate>& gate) {
   auto parsed = parse_json_request(*ap, req, res);
   if (!parsed) return false;
   if (!parsed->id.empty()) {
@@ -272,39 +268,25 @@ bool service::report_json(std::shared_ptr<const active> ap, const http_request& 
                 "a report holds no request id: it is never a retry of a decision (semantics.md, \"Reports\")");
     return false;
   }
-  // What the store reads until it answers (it may answer on its own thread).
-  struct job {
-    std::shared_ptr<const active> a;
-    std::vector<planned_check> checks;
-    std::array<check, max_checks> req_checks;
-    std::array<decision, max_checks> per;
-  };
-  auto j = std::make_shared<job>();
-  j->a = std::move(ap);
-  j->checks = std::move(parsed->checks);
-  for (std::size_t i = 0; i < j->checks.size(); ++i)
-    j->req_checks[i] = check{j->a->view.ids[j->checks[i].policy], j->checks[i].key, j->checks[i].cost};
-  const std::size_t n = j->checks.size();
-  const store_request r{
-      std::span<const check>(j->req_checks.data(), n), parsed->now ? *parsed->now : store_->now(), 1, {}};
+  // The checks stay here for the answer; the service holds what the store reads.
+  auto checks = std::make_shared<const std::vector<planned_check>>(std::move(parsed->checks));
+  const tick now = parsed->now ? *parsed->now : svc_.now();
   const tick t0 = steady_clock::now();
-  enter();
-  store_->report_async(r, std::span<decision>(j->per.data(), n), [this, j, &res, gate, t0](const store_decision& sd) {
-    metrics_.observe_latency(steady_clock::now() - t0);
-    metrics_.count_source(sd.from);
-    try {
-      write_report(*j->a, j->checks, sd, std::span<const decision>(j->per.data(), j->checks.size()), res);
-    } catch (const std::exception&) {
-      internal_error(res);
-    }
-    gate->complete(metrics_, res);
-    leave();
-  });
+  svc_.report(ap, *checks, now,
+              [this, ap, checks, &res, gate, t0](const store_decision& sd, std::span<const decision> per) {
+                metrics_.observe_latency(steady_clock::now() - t0);
+                try {
+                  write_report(*ap, *checks, sd, per, res);
+                } catch (const std::exception&) {
+                  internal_error(res);
+                }
+                gate->complete(metrics_, res);
+              });
   return true;
 }
 
-void service::write_report(const active& a, const std::vector<planned_check>& checks, const store_decision& sd,
-                           std::span<const decision> per, http_response& res) {
+void http_api::write_report(const active& a, const std::vector<planned_check>& checks, const store_decision& sd,
+                            std::span<const decision> per, http_response& res) {
   const config& c = *a.cfg;
   if (sd.from != source::store) {
     // Not charged (the store could not take it, or a bad state at a key) —
@@ -321,11 +303,7 @@ void service::write_report(const active& a, const std::vector<planned_check>& ch
   res.content_type = "application/json";
   std::string& b = res.body;
   b = "{\"charged\":true";
-  b += ",\"remaining\":" + std::to_string(sd.d.remaining);
-  b += ",\"retry_after\":";
-  b += sd.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(sd.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_or_never(sd.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_or_never(sd.d.reset_after);
+  append_figures(b, sd.d);
   b += ",\"source\":\"";
   b += name_of(sd.from);
   b += "\",\"checks\":[";

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "config.hpp"
-#include "service.hpp"
+#include "http_api.hpp"
 #include "sluice/result.hpp"
 
 namespace sluice::serve {
@@ -34,12 +34,13 @@ struct server_hooks {
   std::function<void()> on_interval;
 };
 
-/// An HTTP server over one service.
+/// An HTTP server over one service's HTTP front end.
 class server {
  public:
   /// Binds every listener of `c` now (threads: c.threads, 0 = the core
-  /// count). The error names the address and the system's reason.
-  static result<std::unique_ptr<server>> bind(service& svc, const config& c, server_hooks hooks = {});
+  /// count) for `api`, which must outlive the server. The error names the
+  /// address and the system's reason.
+  static result<std::unique_ptr<server>> bind(http_api& api, const config& c, server_hooks hooks = {});
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

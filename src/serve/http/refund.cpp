@@ -1,16 +1,17 @@
 // POST /v1/refund (docs/serve.md, "Refunds"; semantics.md "Refunds"): gives
 // back what the decision with the body's request id took, once
-// (store::refund_at). Authorised as /v1/report is (the decision listener,
-// the bearer token); on a remote store run on the service's blocking pool
-// (service::offload), never on an event loop.
+// (service::refund). Authorised as /v1/report is (the decision listener,
+// the bearer token); on a remote store run on the front end's blocking pool
+// (http_api::offload), never on an event loop.
 #include <nlohmann/json.hpp>
 
 #include <array>
 #include <optional>
 #include <string>
 
+#include "http_api.hpp"
+#include "http_parts.hpp"
 #include "json_body.hpp"
-#include "service.hpp"
 #include "wire.hpp"
 
 namespace sluice::serve {
@@ -28,11 +29,9 @@ std::string refund_error(std::string_view field, std::string_view message, std::
   return out;
 }
 
-std::string ns_text(tick t) { return t == never ? std::string("\"never\"") : std::to_string(t); }
-
 }  // namespace
 
-void service::refund_json(bool client_time, std::size_t key_bytes, const http_request& req, http_response& res) {
+void http_api::refund_json(bool client_time, std::size_t key_bytes, const http_request& req, http_response& res) {
   using nlohmann::json;
   const auto refuse = [&](unsigned status, std::string_view field, std::string_view message) {
     metrics_.bad_requests.fetch_add(1, std::memory_order_relaxed);
@@ -85,10 +84,7 @@ void service::refund_json(bool client_time, std::size_t key_bytes, const http_re
   const std::string& id = f->get_ref<const std::string&>();
   std::array<decision, max_checks> per{};
   std::array<std::int64_t, max_checks> given{};
-  const tick t0 = steady_clock::now();
-  const refund_answer ra = store_->refund_at(id, now ? *now : store_->now(), per, given);
-  metrics_.observe_latency(steady_clock::now() - t0);
-  metrics_.count_refund(ra.status);
+  const refund_answer ra = svc_.refund(id, now ? *now : svc_.now(), per, given);
   res.content_type = "application/json";
   switch (ra.status) {
     case refund_status::unknown_id:
@@ -119,18 +115,14 @@ void service::refund_json(bool client_time, std::size_t key_bytes, const http_re
   std::string& b = res.body;
   b = "{\"refunded\":true,\"id\":";
   append_json_string(b, id);
-  b += ",\"remaining\":" + std::to_string(ra.d.remaining);
-  b += ",\"retry_after\":";
-  b += ra.d.retry_after == never ? std::string("null") : std::to_string(ceil_seconds(ra.d.retry_after));
-  b += ",\"retry_after_ns\":" + ns_text(ra.d.retry_after);
-  b += ",\"reset_after_ns\":" + ns_text(ra.d.reset_after);
+  append_figures(b, ra.d);
   b += ",\"checks\":[";
   for (std::size_t k = 0; k < ra.checks && k < max_checks; ++k) {
     if (k > 0) b += ',';
     b += "{\"given_back\":" + std::to_string(given[k]);
     b += ",\"remaining\":" + std::to_string(per[k].remaining);
-    b += ",\"retry_after_ns\":" + ns_text(per[k].retry_after);
-    b += ",\"reset_after_ns\":" + ns_text(per[k].reset_after);
+    b += ",\"retry_after_ns\":" + ns_or_never(per[k].retry_after);
+    b += ",\"reset_after_ns\":" + ns_or_never(per[k].reset_after);
     b += '}';
   }
   b += "]}\n";

@@ -25,7 +25,7 @@ release_answer refused(metrics& m, unsigned status, std::string_view field, std:
 
 }  // namespace
 
-release_answer release_lease(store& st, metrics& m, std::string_view body,
+release_answer release_lease(service& svc, metrics& m, std::string_view body,
                              const std::function<std::optional<policy_id>(std::string_view)>& id_of, tick now) {
   auto parsed = parse_json_object(body, R"({"lease":"l1...."})");
   if (!parsed) return refused(m, 400, parsed.err().field, parsed.err().message);
@@ -45,7 +45,7 @@ release_answer release_lease(store& st, metrics& m, std::string_view body,
     checks[n++] = check{*id, key, 0};
   }
   release_result r;
-  if (n > 0) r = st.release_at(std::span<const check>(checks.data(), n), token->nonce, now);
+  if (n > 0) r = svc.release(std::span<const check>(checks.data(), n), token->nonce, now);
   if (r.from != source::store) {
     m.release_failures.fetch_add(1, std::memory_order_relaxed);
     release_answer a = refused(m, 503, "store", "the store could not release the lease; send it again");
