@@ -164,7 +164,7 @@ TEST(RedisModule, AReplicaWithoutTheModuleHoldsTheSameValuesAndExpiries) {
   auto p = module_support::client_of(primary);
   auto r = module_support::client_of(replica);
   ASSERT_EQ(run(r, {"REPLICAOF", "127.0.0.1", std::to_string(primary.port())}), "+OK");
-  for (int i = 0; i < 200 && !has(run(r, {"INFO", "replication"}), "master_link_status:up"); ++i)
+  for (int i = 0; i < 400 && !has(run(r, {"INFO", "replication"}), "master_link_status:up"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   const redis::plan pl =
       redis::plan::make(parse_policy("all(gcra 10/1s burst=2, token-bucket 5/1m burst=5)").value()).value();

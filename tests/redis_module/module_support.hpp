@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,7 +47,9 @@ inline testing::redis_server& shared_server() {
 
 /// A client of `srv` with the Lua library loaded.
 inline redis::test_client client_of(const testing::redis_server& srv, const std::string& url = "") {
-  redis::test_client c(redis::client_support::options_for(url.empty() ? srv.url() : url));
+  // A patient client: WAIT, a replica's sync and a loaded machine take
+  // longer than the client's default 100 ms.
+  redis::test_client c(redis::client_support::options_for(url.empty() ? srv.url() : url, std::chrono::seconds(10)));
   const auto r = c.set_library(std::string(redis::lua_library_name), std::string(redis::lua_library));
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.err().what());
   return c;
