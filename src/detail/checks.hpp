@@ -1,0 +1,34 @@
+// Private to sluice::core: the checks every policy's `make` runs on its
+// parameters, so that each error names its field the same way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sluice/rate.hpp"
+#include "sluice/result.hpp"
+
+namespace sluice::detail {
+
+/// How the largest count sluice accepts is written in an error.
+inline const std::string max_text = "2^62 (4611686018427387904)";
+
+/// Checks a count that must lie in [low, 2^62]; names `field`.
+inline std::optional<error> check_count(const char* field, std::int64_t v, std::int64_t low) {
+  if (low == 0 && v < 0) return error{field, "must not be negative (got " + std::to_string(v) + ")"};
+  if (v < low) return error{field, "must be at least " + std::to_string(low) + " (got " + std::to_string(v) + ")"};
+  if (v > max_quantity) return error{field, "must be at most " + max_text + " (got " + std::to_string(v) + ")"};
+  return std::nullopt;
+}
+
+/// Checks L (0 to 2^62, "limit") and W (1 to 2^62 ticks, "window").
+inline std::optional<error> check_rate(rate r) {
+  if (auto e = check_count("limit", r.limit, 0)) return e;
+  if (r.window <= 0) return error{"window", "must be positive (got " + std::to_string(r.window) + ")"};
+  if (r.window > max_quantity)
+    return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
+  return std::nullopt;
+}
+
+}  // namespace sluice::detail
