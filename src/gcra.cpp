@@ -43,16 +43,9 @@ result<gcra> gcra::make(rate r, std::int64_t burst) {
   return gcra(r, burst);
 }
 
-result<gcra> gcra::from_spec(const spec& s) {
-  if (!s.burst && s.limit.limit == 0) return make(s.limit, 1);
-  return make(s.limit, s.burst.value_or(s.limit.limit));
-}
+result<gcra> gcra::from_spec(const spec& s) { return make(s.limit, detail::size_or_default(s.burst, s.limit)); }
 
-std::string policy_text(const gcra& p) {
-  std::string out = std::string(gcra::name) + " " + format_rate(p.limit());
-  if (p.burst() != (p.limit().limit == 0 ? 1 : p.limit().limit)) out += " burst=" + std::to_string(p.burst());
-  return out;
-}
+std::string policy_text(const gcra& p) { return detail::sized_text(gcra::name, p.limit(), "burst", p.burst()); }
 
 worst_case_traits worst_case_traits_of(const gcra& p, tick window2, tick granularity) {
   const std::int64_t c = worst_case(p, window2, granularity);

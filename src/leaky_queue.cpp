@@ -41,14 +41,11 @@ result<leaky_queue> leaky_queue::make(rate r, std::int64_t queue) {
 }
 
 result<leaky_queue> leaky_queue::from_spec(const spec& s) {
-  if (!s.queue && s.limit.limit == 0) return make(s.limit, 1);
-  return make(s.limit, s.queue.value_or(s.limit.limit));
+  return make(s.limit, detail::size_or_default(s.queue, s.limit));
 }
 
 std::string policy_text(const leaky_queue& p) {
-  std::string out = std::string(leaky_queue::name) + " " + format_rate(p.limit());
-  if (p.queue() != (p.limit().limit == 0 ? 1 : p.limit().limit)) out += " queue=" + std::to_string(p.queue());
-  return out;
+  return detail::sized_text(leaky_queue::name, p.limit(), "queue", p.queue());
 }
 
 std::int64_t worst_case(const leaky_queue& p, tick window2, tick granularity) noexcept {

@@ -50,14 +50,11 @@ result<token_bucket> token_bucket::make(rate r, std::int64_t burst) {
 }
 
 result<token_bucket> token_bucket::from_spec(const spec& s) {
-  if (!s.burst && s.limit.limit == 0) return make(s.limit, 1);
-  return make(s.limit, s.burst.value_or(s.limit.limit));
+  return make(s.limit, detail::size_or_default(s.burst, s.limit));
 }
 
 std::string policy_text(const token_bucket& p) {
-  std::string out = std::string(token_bucket::name) + " " + format_rate(p.limit());
-  if (p.burst() != (p.limit().limit == 0 ? 1 : p.limit().limit)) out += " burst=" + std::to_string(p.burst());
-  return out;
+  return detail::sized_text(token_bucket::name, p.limit(), "burst", p.burst());
 }
 
 worst_case_traits worst_case_traits_of(const token_bucket& p, tick window2, tick granularity) {

@@ -1,11 +1,14 @@
 // Private to sluice::core: the checks every policy's `make` runs on its
-// parameters, so that each error names its field the same way.
+// parameters, so that each error names its field the same way, and the
+// default of a size (a burst, a queue) that a spec or an expression omits.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/result.hpp"
 
@@ -29,6 +32,23 @@ inline std::optional<error> check_rate(rate r) {
   if (r.window > max_quantity)
     return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
   return std::nullopt;
+}
+
+/// The size (a burst S, a queue Q) of a policy of rate `r` when none is
+/// given: L, or 1 when L is 0 (a size is at least 1).
+inline std::int64_t default_size(rate r) noexcept { return r.limit == 0 ? 1 : r.limit; }
+
+/// `given`, or the default size for `r`.
+inline std::int64_t size_or_default(const std::optional<std::int64_t>& given, rate r) noexcept {
+  return given ? *given : default_size(r);
+}
+
+/// "NAME RATE", and " OPTION=SIZE" when the size is not the default: how a
+/// policy expression writes a rate with a size.
+inline std::string sized_text(std::string_view name, rate r, std::string_view option, std::int64_t size) {
+  std::string out = std::string(name) + " " + format_rate(r);
+  if (size != default_size(r)) out += " " + std::string(option) + "=" + std::to_string(size);
+  return out;
 }
 
 }  // namespace sluice::detail
