@@ -113,27 +113,32 @@ std::optional<limit_figures> limit_of(const any_policy& p) noexcept;
 /// by part for a composite. False when they are not alike.
 bool may_leave_debt(const any_policy& from, const any_policy& to) noexcept;
 
-namespace detail {
-/// Instantiated with every single algorithm of any_policy: a constraint
-/// failure here names the alternative and the requirement it lacks.
-template <algorithm_policy... P>
-struct algorithm_list {
-  static constexpr std::size_t size = sizeof...(P);
-};
-template <std::size_t... I>
-constexpr std::size_t count_algorithms(std::index_sequence<I...>) noexcept {
-  return algorithm_list<std::variant_alternative_t<I, any_policy>...>::size;
-}
-}  // namespace detail
-
-/// How many single algorithms any_policy holds: its alternatives before the
-/// composites, each checked to be an algorithm_policy.
-inline constexpr std::size_t algorithm_count =
-    detail::count_algorithms(std::make_index_sequence<static_cast<std::size_t>(algorithm::all_of)>{});
+/// How many single algorithms any_policy holds: its alternatives but the
+/// two composites, which come last.
+inline constexpr std::size_t algorithm_count = std::variant_size_v<any_policy> - 2;
 
 static_assert(std::is_same_v<std::variant_alternative_t<algorithm_count, any_policy>, all_of> &&
                   std::is_same_v<std::variant_alternative_t<algorithm_count + 1, any_policy>, any_of> &&
-                  static_cast<std::size_t>(algorithm::any_of) + 1 == std::variant_size_v<any_policy>,
+                  static_cast<std::size_t>(algorithm::all_of) == algorithm_count &&
+                  static_cast<std::size_t>(algorithm::any_of) == algorithm_count + 1,
               "the composites all_of and any_of come last in any_policy and `algorithm`");
+
+namespace detail {
+/// Checks one alternative of any_policy: a failure names it (`P`) and the
+/// requirement of algorithm_policy it does not meet.
+template <typename P>
+constexpr bool check_algorithm() noexcept {
+  static_assert(algorithm_policy<P>,
+                "an alternative of any_policy is not an algorithm_policy: the notes below name the requirement it "
+                "does not meet (docs/architecture.md, \"Adding an algorithm\")");
+  return algorithm_policy<P>;
+}
+template <std::size_t... I>
+constexpr bool check_algorithms(std::index_sequence<I...>) noexcept {
+  return (check_algorithm<std::variant_alternative_t<I, any_policy>>() && ...);
+}
+}  // namespace detail
+
+static_assert(detail::check_algorithms(std::make_index_sequence<algorithm_count>{}));
 
 }  // namespace sluice

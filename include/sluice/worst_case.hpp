@@ -157,6 +157,14 @@ struct worst_case_report {
 [[nodiscard]] worst_case_bound worst_case(const all_of& p, tick window2, tick granularity);
 [[nodiscard]] worst_case_bound worst_case(const any_of& p, tick window2, tick granularity);
 
+/// No generic `worst_case`: every single algorithm has its own closed form
+/// (here or in analysis.hpp) or its own search traits. Without this a new
+/// algorithm's policy would convert to any_policy and call the overload
+/// below, which asks the algorithm's `worst_case_traits_of`, which may call
+/// this again; with it, such a call fails to compile.
+template <typename Policy>
+worst_case_bound worst_case(const Policy&, tick, tick) = delete;
+
 /// Any policy: the closed form where there is one (exact), else as above.
 [[nodiscard]] worst_case_bound worst_case(const any_policy& p, tick window2, tick granularity);
 
