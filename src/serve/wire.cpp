@@ -18,8 +18,11 @@ std::int64_t ceil_seconds(tick ns) noexcept {
 }
 
 std::optional<current_limit> current_limit_of(const any_policy& p) {
-  if (const auto* a = std::get_if<all_of>(&p)) return current_limit_of(a->parts().front());
-  if (const auto* o = std::get_if<any_of>(&p)) return current_limit_of(o->parts().front());
+  // A composite's first part's (one limit is all Envoy's message holds).
+  if (const auto* a = std::get_if<all_of>(&p))
+    return a->parts().empty() ? std::nullopt : current_limit_of(a->parts().front());
+  if (const auto* o = std::get_if<any_of>(&p))
+    return o->parts().empty() ? std::nullopt : current_limit_of(o->parts().front());
   const limit_figures f = *limit_of(p);  // the algorithm's own (src/<name>.cpp)
   if (!f.counted) return std::nullopt;
   if (f.per) return current_limit{f.per->limit, f.per->window};
