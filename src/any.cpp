@@ -2,23 +2,23 @@
 // policy from a spec.
 #include "sluice/any.hpp"
 
+#include "sluice/algorithm.hpp"
+
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "detail/compose.hpp"
 
 namespace sluice {
 namespace {
 
-constexpr std::array<std::string_view, 13> names{
-    "fixed-window", "sliding-log",  "sliding-counter", "sliding-buckets", "token-bucket", "gcra", "leaky-queue",
-    "quota",        "always-allow", "always-deny",     "concurrency",     "all",          "any",
-};
-/// How many of `names` are single algorithms (the rest are composites).
-constexpr std::size_t algorithm_count = 11;
-// One name per alternative of any_policy: a new algorithm fails here until it is named.
-static_assert(names.size() == std::variant_size_v<any_policy>,
-              "a new algorithm: name it here (docs/architecture.md, \"Adding an algorithm\")");
+/// Every alternative's name, in the order of any_policy (and `algorithm`).
+template <std::size_t... I>
+constexpr std::array<std::string_view, sizeof...(I)> names_of(std::index_sequence<I...>) noexcept {
+  return {std::variant_alternative_t<I, any_policy>::name...};
+}
+constexpr auto names = names_of(std::make_index_sequence<std::variant_size_v<any_policy>>{});
 
 }  // namespace
 
@@ -72,50 +72,25 @@ result<any_of> any_of::make(std::vector<any_policy> parts) {
 }
 
 namespace {
-template <typename T>
-result<any_policy> widen(result<T> r) {
-  if (!r) return r.err();
-  return any_policy{std::move(r).value()};
+/// The policy of the I-th alternative of any_policy, or a later one's, that
+/// `s.algo` names: each single algorithm builds its own (`from_spec`).
+template <std::size_t I>
+result<any_policy> make_from(const spec& s) {
+  if constexpr (I < algorithm_count) {
+    using policy_t = std::variant_alternative_t<I, any_policy>;
+    if (static_cast<std::size_t>(s.algo) != I) return make_from<I + 1>(s);
+    result<policy_t> r = policy_t::from_spec(s);
+    if (!r) return r.err();
+    return any_policy{std::move(r).value()};
+  } else {
+    if (s.algo == algorithm::all_of || s.algo == algorithm::any_of)
+      return error{"algorithm", "a composite is built from its parts (all_of::make, any_of::make)"};
+    return error{"algorithm", "unknown"};
+  }
 }
 }  // namespace
 
-result<any_policy> make_policy(const spec& s) {
-  const std::int64_t burst = s.burst.value_or(s.limit.limit);
-  switch (s.algo) {
-    case algorithm::fixed_window:
-      return widen(fixed_window::make(s.limit, s.origin));
-    case algorithm::sliding_log:
-      return widen(sliding_log::make(s.limit));
-    case algorithm::sliding_counter:
-      return widen(sliding_counter::make(s.limit));
-    case algorithm::sliding_buckets:
-      if (!s.buckets) return error{"buckets", "is required by sliding-buckets (the number of sub-windows)"};
-      return widen(sliding_buckets::make(s.limit, *s.buckets));
-    case algorithm::token_bucket:
-      if (!s.burst && s.limit.limit == 0) return widen(token_bucket::make(s.limit, 1));
-      return widen(token_bucket::make(s.limit, burst));
-    case algorithm::gcra:
-      if (!s.burst && s.limit.limit == 0) return widen(gcra::make(s.limit, 1));
-      return widen(gcra::make(s.limit, burst));
-    case algorithm::leaky_queue:
-      if (!s.queue && s.limit.limit == 0) return widen(leaky_queue::make(s.limit, 1));
-      return widen(leaky_queue::make(s.limit, s.queue.value_or(s.limit.limit)));
-    case algorithm::quota:
-      if (!s.units) return error{"quota", "is required by quota (the number of units in all)"};
-      return widen(quota::make(*s.units));
-    case algorithm::always_allow:
-      return any_policy{always_allow{}};
-    case algorithm::always_deny:
-      return any_policy{always_deny{}};
-    case algorithm::concurrency:
-      if (!s.units) return error{"concurrency", "is required by concurrency (the units in flight at most)"};
-      return widen(concurrency::make(*s.units, s.lease.value_or(default_lease)));
-    case algorithm::all_of:
-    case algorithm::any_of:
-      return error{"algorithm", "a composite is built from its parts (all_of::make, any_of::make)"};
-  }
-  return error{"algorithm", "unknown"};
-}
+result<any_policy> make_policy(const spec& s) { return make_from<0>(s); }
 
 tick window_of(const any_policy& p) noexcept {
   return std::visit(
@@ -134,6 +109,37 @@ tick window_of(const any_policy& p) noexcept {
         }
       },
       p);
+}
+
+std::optional<limit_figures> limit_of(const any_policy& p) noexcept {
+  return std::visit(
+      [](const auto& pol) -> std::optional<limit_figures> {
+        using P = std::decay_t<decltype(pol)>;
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          return std::nullopt;
+        } else {
+          return limit_of(pol);
+        }
+      },
+      p);
+}
+
+bool may_leave_debt(const any_policy& from, const any_policy& to) noexcept {
+  if (from.index() != to.index()) return false;
+  return std::visit(
+      [&](const auto& pol) -> bool {
+        using P = std::decay_t<decltype(pol)>;
+        const P& next = *std::get_if<P>(&to);
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
+          if (pol.parts().size() != next.parts().size()) return false;
+          for (std::size_t i = 0; i < pol.parts().size(); ++i)
+            if (may_leave_debt(pol.parts()[i], next.parts()[i])) return true;
+          return false;
+        } else {
+          return may_leave_debt(pol, next);
+        }
+      },
+      from);
 }
 
 }  // namespace sluice

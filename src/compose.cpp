@@ -19,28 +19,17 @@ bool is_composite(const any_policy& p) noexcept { return p.index() >= first_comp
 /// plain limiter).
 std::size_t slots_of(const any_policy& p) noexcept { return is_composite(p) ? choices_of(p) : 0; }
 
-/// A plain limiter's outcome. A state that owns memory is read in place
-/// (its `peek`); every other is small and trivially copyable, and is
-/// decided on a copy. The figures before an admit are those of a request
-/// of cost 0, which every limiter denies without changing anything.
+/// A plain limiter's outcome, from its `peek` (which reads a state that
+/// owns memory in place and decides on a copy of any other). The figures
+/// before an admit are those of a request of cost 0, which every limiter
+/// denies without changing anything.
 template <typename Policy>
 outcome evaluate_leaf(const Policy& p, const typename Policy::state& s, tick now, std::int64_t cost,
                       bool want_before) noexcept {
   outcome o;
   decision before;
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
-                std::is_same_v<Policy, concurrency>) {
-    o.d = p.peek(s, now, cost);
-    if (o.d.allowed && want_before) before = p.peek(s, now, 0);
-  } else {
-    static_assert(std::is_trivially_copyable_v<typename Policy::state>);
-    typename Policy::state copy = s;
-    o.d = decide(p, copy, now, cost);
-    if (o.d.allowed && want_before) {
-      copy = s;
-      before = decide(p, copy, now, 0);
-    }
-  }
+  o.d = peek(p, s, now, cost);
+  if (o.d.allowed && want_before) before = peek(p, s, now, 0);
   if (!o.d.allowed) {
     o.remaining_before = o.d.remaining;
     o.reset_before = o.d.reset_after;

@@ -10,7 +10,14 @@
 #include <string>
 #include <system_error>
 
+#include "detail/receipts.hpp"
+#include "sluice/algorithm.hpp"
+#include "sluice/analysis.hpp"
+#include "sluice/any.hpp"
+#include "sluice/policy_expr.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/refund.hpp"
+#include "sluice/worst_case.hpp"
 
 namespace sluice {
 namespace {
@@ -125,5 +132,63 @@ std::uint64_t draw_lease_nonce() {
     if (n != 0) return n;
   }
 }
+
+// ---- its part of every operation over any policy ----
+
+namespace {
+using detail::i128;
+using ra = detail::receipt_access;
+detail::receipt_stamp stamp_of(const concurrency& p) noexcept {
+  return {algorithm::concurrency, p.units(), p.lease_length(), 0};
+}
+}  // namespace
+
+result<concurrency> concurrency::from_spec(const spec& s) {
+  if (!s.units) return error{"concurrency", "is required by concurrency (the units in flight at most)"};
+  return make(*s.units, s.lease.value_or(default_lease));
+}
+
+std::string policy_text(const concurrency& p) {
+  std::string out = std::string(concurrency::name) + " " + std::to_string(p.units());
+  if (p.lease_length() != default_lease) out += " lease=" + format_duration(p.lease_length());
+  return out;
+}
+
+std::int64_t worst_case(const concurrency& p, tick window2, tick granularity) noexcept {
+  if (window2 < 1) return 0;
+  const i128 g = granularity < 1 ? 1 : granularity;
+  const i128 period = (p.lease_length() + g - 1) / g * g;  // D ≤ 2^62: no overflow
+  const i128 rounds = (static_cast<i128>(window2) - 1) / period + 1;
+  const i128 units = rounds * p.units();
+  return units > detail::i64_max ? detail::i64_max : static_cast<std::int64_t>(units);
+}
+
+worst_case_traits worst_case_traits_of(const concurrency& p, tick window2, tick granularity) {
+  const std::int64_t c = worst_case(p, window2, granularity);
+  return {.exact = c, .bound = c};
+}
+
+limit_figures limit_of(const concurrency& p) noexcept { return {.units = p.units(), .concurrent = true}; }
+
+bool may_leave_debt(const concurrency&, const concurrency&) noexcept { return false; }
+
+receipt receipt_before(const concurrency& p, const concurrency::state&, tick now, std::int64_t cost) noexcept {
+  return detail::new_receipt(stamp_of(p), now, cost);
+}
+void receipt_after(receipt& r, const concurrency&, const concurrency::state& s) noexcept {
+  // The lease just issued carries the scope's nonce (semantics.md, "Leases").
+  ra::key(r) = static_cast<std::int64_t>(detail::lease_ctx.nonce);
+  ra::at(r) = s.latest;
+}
+
+std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& rc, tick now) noexcept {
+  receipt r(std::move(rc));
+  // The lease carries over every reconfiguration, so its receipt does too:
+  // only the algorithm must match.
+  if (r.empty() || ra::algo(r) != algorithm::concurrency) return 0;
+  return p.release(s, now, static_cast<std::uint64_t>(ra::key(r)));
+}
+
+concurrency::state reconfigure(const concurrency&, const concurrency::state& s, const concurrency&, tick) { return s; }
 
 }  // namespace sluice

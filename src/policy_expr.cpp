@@ -2,6 +2,9 @@
 // docs/policy-expressions.md, and the canonical printer.
 #include "sluice/policy_expr.hpp"
 
+#include "sluice/algorithm.hpp"
+
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -21,6 +24,39 @@ bool is_delimiter(char c) { return is_space(c) || c == ',' || c == '(' || c == '
 
 /// Quotes a piece of the expression for a message: at most 32 bytes, control
 /// and non-ASCII bytes as \xNN.
+/// The options of every alternative of any_policy, in its order.
+template <std::size_t... I>
+constexpr std::array<std::string_view, sizeof...(I)> options_table(std::index_sequence<I...>) noexcept {
+  return {std::variant_alternative_t<I, any_policy>::options...};
+}
+constexpr auto algorithm_options = options_table(std::make_index_sequence<algorithm_count>{});
+
+/// The options algorithm `a` takes, as its `options` writes them
+/// ("burst=N"; several are separated by spaces); "" for a composite.
+std::string_view options_of(algorithm a) noexcept {
+  const auto i = static_cast<std::size_t>(a);
+  return i < algorithm_options.size() ? algorithm_options[i] : std::string_view{};
+}
+
+/// Whether `list` (as `options` writes it) names the option `name`.
+bool lists_option(std::string_view list, std::string_view name) noexcept {
+  while (!list.empty()) {
+    const std::size_t end = std::min(list.find(' '), list.size());
+    const std::string_view item = list.substr(0, end);
+    if (item.substr(0, item.find('=')) == name) return true;
+    list.remove_prefix(end == list.size() ? end : end + 1);
+  }
+  return false;
+}
+
+bool takes_option(algorithm a, std::string_view name) noexcept { return lists_option(options_of(a), name); }
+
+/// Whether some algorithm takes an option called `name`.
+bool is_option_name(std::string_view name) noexcept {
+  return std::any_of(algorithm_options.begin(), algorithm_options.end(),
+                     [&](std::string_view list) { return lists_option(list, name); });
+}
+
 std::string quoted(std::string_view s) {
   constexpr std::size_t most = 32;
   std::string out = "'";
@@ -201,7 +237,7 @@ class parser {
       if (!at_char('=')) {
         // Not an option: the caller says what it expected instead, unless it
         // is an option's name without its '='.
-        if (o.name == "burst" || o.name == "buckets" || o.name == "queue" || o.name == "origin" || o.name == "lease")
+        if (is_option_name(o.name))
           return fail(pos_, "expected '=' after '" + std::string(o.name) + "'", options_help(a));
         pos_ = save;
         break;
@@ -220,25 +256,26 @@ class parser {
     const option* queue = nullptr;
     const option* lease = nullptr;
     for (const auto& o : opts) {
-      const bool bucket_like = a == algorithm::token_bucket || a == algorithm::gcra;
-      if (o.name == "burst" && bucket_like) {
+      if (!takes_option(a, o.name)) return fail(o.at, "unknown option " + quoted(o.name), options_help(a));
+      if (o.name == "burst") {
         burst = &o;
-      } else if (o.name == "buckets" && a == algorithm::sliding_buckets) {
+      } else if (o.name == "buckets") {
         buckets = &o;
-      } else if (o.name == "queue" && a == algorithm::leaky_queue) {
+      } else if (o.name == "queue") {
         queue = &o;
-      } else if (o.name == "origin" && a == algorithm::fixed_window) {
+      } else if (o.name == "origin") {
         auto d = parse_duration(o.value, "origin");
         if (!d) return fail(o.at, "origin=" + quoted(o.value), ": " + d.err().message);
         s.origin = *d;
-      } else if (o.name == "lease" && a == algorithm::concurrency) {
+      } else if (o.name == "lease") {
         auto d = parse_duration(o.value, "lease");
         if (!d) return fail(o.at, "lease=" + quoted(o.value), ": " + d.err().message);
         if (*d < 1) return fail(o.value_at, "lease=" + quoted(o.value), ": lease must be positive");
         s.lease = *d;
         lease = &o;
       } else {
-        return fail(o.at, "unknown option " + quoted(o.name), options_help(a));
+        // An algorithm's option (its `options`) that no field of spec holds.
+        return fail(o.at, "option " + quoted(o.name) + " is not read yet", options_help(a));
       }
     }
     const auto count = [&](const option* o, std::optional<std::int64_t>& into) -> std::optional<error> {
@@ -284,28 +321,9 @@ class parser {
   }
 
   static std::string options_help(algorithm a) {
-    switch (a) {
-      case algorithm::token_bucket:
-      case algorithm::gcra:
-        return " (" + std::string(name_of(a)) + " takes burst=N)";
-      case algorithm::sliding_buckets:
-        return " (sliding-buckets takes buckets=N)";
-      case algorithm::leaky_queue:
-        return " (leaky-queue takes queue=N)";
-      case algorithm::fixed_window:
-        return " (fixed-window takes origin=DURATION)";
-      case algorithm::concurrency:
-        return " (concurrency takes lease=DURATION)";
-      case algorithm::sliding_log:
-      case algorithm::sliding_counter:
-      case algorithm::quota:
-      case algorithm::always_allow:
-      case algorithm::always_deny:
-      case algorithm::all_of:
-      case algorithm::any_of:
-        break;
-    }
-    return " (" + std::string(name_of(a)) + " takes no options)";
+    const std::string_view takes = options_of(a);
+    return " (" + std::string(name_of(a)) + " takes " +
+           (takes.empty() ? std::string("no options") : std::string(takes)) + ")";
   }
 
   /// rate := digits ("/" | "per") [number] unit, as parse_rate reads it.
@@ -390,18 +408,13 @@ constexpr std::array<unit, 7> units{{{"d", 86'400'000'000'000},
                                      {"us", 1'000},
                                      {"ns", 1}}};
 
-std::string rate_text(rate r) { return std::to_string(r.limit) + "/" + format_duration(r.window); }
-
 void format_into(const any_policy& p, std::string& out) {
   std::visit(
       [&](const auto& pol) {
         using P = std::decay_t<decltype(pol)>;
-        const std::int64_t def = [&]() -> std::int64_t {
-          if constexpr (requires { pol.limit().limit; }) return pol.limit().limit == 0 ? 1 : pol.limit().limit;
-          return 0;
-        }();
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          out += std::is_same_v<P, all_of> ? "all(" : "any(";
+          out += P::name;
+          out += "(";
           bool first = true;
           for (const auto& part : pol.parts()) {
             if (!first) out += ", ";
@@ -409,33 +422,8 @@ void format_into(const any_policy& p, std::string& out) {
             format_into(part, out);
           }
           out += ")";
-        } else if constexpr (std::is_same_v<P, fixed_window>) {
-          out += "fixed-window " + rate_text(pol.limit());
-          if (pol.origin() != 0) out += " origin=" + format_duration(pol.origin());
-        } else if constexpr (std::is_same_v<P, sliding_log>) {
-          out += "sliding-log " + rate_text(pol.limit());
-        } else if constexpr (std::is_same_v<P, sliding_counter>) {
-          out += "sliding-counter " + rate_text(pol.limit());
-        } else if constexpr (std::is_same_v<P, sliding_buckets>) {
-          out += "sliding-buckets " + rate_text(pol.limit()) + " buckets=" + std::to_string(pol.buckets());
-        } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) {
-          out += std::string(std::is_same_v<P, gcra> ? "gcra " : "token-bucket ") + rate_text(pol.limit());
-          if (pol.burst() != def) out += " burst=" + std::to_string(pol.burst());
-        } else if constexpr (std::is_same_v<P, leaky_queue>) {
-          out += "leaky-queue " + rate_text(pol.limit());
-          if (pol.queue() != def) out += " queue=" + std::to_string(pol.queue());
-        } else if constexpr (std::is_same_v<P, quota>) {
-          out += "quota " + std::to_string(pol.units());
-        } else if constexpr (std::is_same_v<P, concurrency>) {
-          out += "concurrency " + std::to_string(pol.units());
-          if (pol.lease_length() != default_lease) out += " lease=" + format_duration(pol.lease_length());
-        } else if constexpr (std::is_same_v<P, always_allow>) {
-          out += "always-allow";
-        } else if constexpr (std::is_same_v<P, always_deny>) {
-          out += "always-deny";
         } else {
-          static_assert(unhandled_algorithm<P>,
-                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
+          out += policy_text(pol);  // each single algorithm writes its own (src/<name>.cpp)
         }
       },
       p);
@@ -450,6 +438,8 @@ std::string format_policy(const any_policy& p) {
   format_into(p, out);
   return out;
 }
+
+std::string format_rate(rate r) { return std::to_string(r.limit) + "/" + format_duration(r.window); }
 
 std::string format_duration(tick ns) {
   if (ns == 0) return "0s";

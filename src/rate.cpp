@@ -6,6 +6,7 @@
 #include <cctype>
 #include <string>
 
+#include "detail/checks.hpp"
 #include "sluice/detail/arith.hpp"
 
 namespace sluice {
@@ -239,6 +240,12 @@ bool parse_seconds(std::string_view s, tick& out) noexcept {
   if (v > detail::i64_max || v < detail::i64_min) return false;
   out = static_cast<tick>(v);
   return true;
+}
+
+result<rate> make_rate(std::int64_t limit, tick window) {
+  rate r{limit, window};
+  if (auto e = detail::check_rate(r)) return *e;
+  return r;
 }
 
 }  // namespace sluice

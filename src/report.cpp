@@ -17,40 +17,18 @@ namespace {
 
 using detail::i128;
 
-template <typename>
-inline constexpr bool unhandled = false;
-
 /// The report figures of a plain limiter: the state's room and reset as a
 /// decision of cost 0 reads them, the wait of a request of cost 1.
 template <typename Policy>
 decision leaf_figures(const Policy& p, const typename Policy::state& s, tick now) noexcept {
-  decision zero;
-  decision one;
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
-                std::is_same_v<Policy, concurrency>) {
-    zero = p.peek(s, now, 0);
-    one = p.peek(s, now, 1);
-  } else {
-    static_assert(std::is_trivially_copyable_v<typename Policy::state>);
-    auto a = s;
-    auto b = s;
-    zero = decide(p, a, now, 0);
-    one = decide(p, b, now, 1);
-  }
-  return report_answer(zero, one);
+  return report_answer(peek(p, s, now, 0), peek(p, s, now, 1));
 }
 
 /// Until a request of cost 1 would be admitted on `s` at `now`: 0 if it
 /// would be now (the report figures' `retry_after`).
 template <typename Policy>
 tick wait_of_one(const Policy& p, const typename Policy::state& s, tick now) noexcept {
-  decision one;
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
-    one = p.peek(s, now, 1);
-  } else {
-    auto b = s;
-    one = decide(p, b, now, 1);
-  }
+  const decision one = peek(p, s, now, 1);
   return one.allowed ? 0 : one.retry_after;
 }
 
@@ -148,76 +126,6 @@ decision figures_of(const any_policy& p, const any_state& s, tick now) noexcept 
 
 // ---- the charges ----
 
-void charge(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
-  const std::int64_t limit = p.limit().limit;
-  if (cost < 1 || limit == 0) return;
-  std::int64_t k = p.window_of(now);
-  if (s.count > 0 && k < s.window) k = s.window;  // a clock that steps back is read as the latest admit
-  const std::int64_t count = (s.count > 0 && k == s.window) ? s.count : 0;
-  s.window = k;
-  s.count = cost >= limit - count ? std::max(count, limit) : count + cost;  // saturates at L
-}
-
-void charge(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept {
-  const rate r = p.limit();
-  if (cost < 1 || r.limit == 0) return;
-  const i128 w = r.window;
-  const tick e = detail::max64(now, s.last);
-  const i128 k = detail::floor_div(e, w);
-  i128 prev = 0;
-  i128 curr = 0;
-  if (k == s.window) {
-    prev = s.prev;
-    curr = s.curr;
-  } else if (k == static_cast<i128>(s.window) + 1) {
-    prev = s.curr;
-  }
-  const i128 cap = report_count_bound(r);
-  s.window = static_cast<std::int64_t>(k);
-  s.prev = static_cast<std::int64_t>(prev);
-  s.curr = static_cast<std::int64_t>(std::max(curr, std::min(curr + cost, cap)));
-  s.last = e;
-}
-
-void charge(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
-  const rate r = p.limit();
-  if (cost < 1 || r.limit == 0) return;
-  const tick e = detail::max64(now, s.last);
-  const i128 refill = (static_cast<i128>(e) - s.last) * r.limit;
-  const i128 spent = refill >= s.spent ? 0 : s.spent - refill;
-  const i128 cap = report_debt_bound(r.limit, p.capacity());
-  s.spent = std::max(spent, std::min(spent + static_cast<i128>(cost) * r.window, cap));
-  s.last = e;
-}
-
-void charge(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
-  const rate r = p.limit();
-  if (cost < 1 || r.limit == 0) return;
-  const tick e = detail::max64(now, s.last);
-  const i128 el = static_cast<i128>(e) * r.limit;
-  const i128 ahead = s.u > el ? s.u - el : 0;
-  const i128 cap = report_debt_bound(r.limit, p.tolerance());
-  s.u = el + std::max(ahead, std::min(ahead + static_cast<i128>(cost) * r.window, cap));
-  s.last = e;
-}
-
-void charge(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
-  const rate r = p.limit();
-  if (cost < 1 || r.limit == 0) return;
-  const tick e = detail::max64(now, s.last);
-  const i128 el = static_cast<i128>(e) * r.limit;
-  const i128 first = s.release + r.window > el ? s.release + r.window : el;
-  const i128 cap = report_debt_bound(r.limit, static_cast<i128>(p.queue()) * r.window - 1);
-  const i128 ahead = std::min(first - el + static_cast<i128>(cost - 1) * r.window, cap);
-  s.release = std::max(s.release, el + ahead);
-  s.last = e;
-}
-
-void charge(const quota& p, quota::state& s, tick, std::int64_t cost) noexcept {
-  if (cost < 1 || s.used >= p.units()) return;
-  s.used += std::min(cost, p.units() - s.used);
-}
-
 void charge_any(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept;
 
 void charge(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept {
@@ -241,99 +149,24 @@ void charge(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexc
 }
 
 void charge_any(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  // A composite's charge is above; a single algorithm's is its own
+  // (`charge`, beside it: src/<name>.cpp or its header).
   std::visit(
-      [&](const auto& pol) {
-        using P = std::decay_t<decltype(pol)>;
-        auto& st = *std::get_if<typename P::state>(&s);
-        if constexpr (std::is_same_v<P, sliding_log> || std::is_same_v<P, sliding_buckets>) {
-          pol.charge(st, now, cost);
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny> ||
-                             std::is_same_v<P, concurrency>) {
-          // nothing to charge (a concurrency part: nothing is in flight)
-        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
-                             std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
-                             std::is_same_v<P, leaky_queue> || std::is_same_v<P, quota> || std::is_same_v<P, all_of> ||
-                             std::is_same_v<P, any_of>) {
-          charge(pol, st, now, cost);
-        } else {
-          static_assert(unhandled<P>, "report: an algorithm without a charge");
-        }
-      },
+      [&](const auto& pol) { charge(pol, *std::get_if<typename std::decay_t<decltype(pol)>::state>(&s), now, cost); },
       p);
-}
-
-/// What a cost < 1 answers: `decide`'s (pure: it changes nothing).
-template <typename Policy, typename State>
-decision refused(const Policy& p, State& s, tick now, std::int64_t cost) noexcept {
-  if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets> ||
-                std::is_same_v<Policy, concurrency>) {
-    return p.peek(s, now, cost);
-  } else if constexpr (std::is_same_v<Policy, all_of> || std::is_same_v<Policy, any_of>) {
-    return decide(p, s, now, cost);  // a cost < 1 is denied by every part: a pure read
-  } else {
-    auto copy = s;
-    return decide(p, copy, now, cost);
-  }
-}
-
-template <typename Policy>
-decision report_leaf(const Policy& p, typename Policy::state& s, tick now, std::int64_t cost) noexcept {
-  if (cost < 1) return refused(p, s, now, cost);
-  if constexpr (!std::is_same_v<Policy, always_allow> && !std::is_same_v<Policy, always_deny> &&
-                !std::is_same_v<Policy, concurrency>) {
-    if constexpr (std::is_same_v<Policy, sliding_log> || std::is_same_v<Policy, sliding_buckets>) {
-      p.charge(s, now, cost);
-    } else {
-      charge(p, s, now, cost);
-    }
-  }
-  return leaf_figures(p, s, now);
 }
 
 }  // namespace
 
-// ---- report, per algorithm ----
+// ---- report, of a composite (a single algorithm's is the template in report.hpp) ----
 
-decision report(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
-decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept {
-  return report_leaf(p, s, now, cost);
-}
 decision report(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept {
-  if (cost < 1) return refused(p, s, now, cost);
+  if (cost < 1) return decide(p, s, now, cost);  // a cost < 1 is denied by every part: a pure read
   charge(p, s, now, cost);
   return composite_figures(p, s, now);
 }
 decision report(const any_of& p, any_of_state& s, tick now, std::int64_t cost) noexcept {
-  if (cost < 1) return refused(p, s, now, cost);
+  if (cost < 1) return decide(p, s, now, cost);  // a cost < 1 is denied by every part: a pure read
   charge(p, s, now, cost);
   return composite_figures(p, s, now);
 }

@@ -66,37 +66,18 @@ i128 inverse_mod(i128 a, i128 n) noexcept {
   return detail::floor_mod(t, n);
 }
 
-/// Grid steps after the first point that still fall in a window of V ≥ 1.
-i128 steps_in(tick window2, tick g) noexcept { return (static_cast<i128>(window2) - 1) / g; }
-
 // ---- closed forms ----
 
-/// The bucketed window's bound, exact for g ≤ w (docs/worst-case.md): admitted
-/// units group into runs of at most L, each run's first unit at least N
-/// sub-windows after the previous run's first; k such runs need
-/// ceil(span / w) ≥ (k − 1)·N, and span ≤ m·g.
-std::int64_t buckets_formula(const sliding_buckets& p, tick window2, tick g) noexcept {
-  const rate r = p.limit();
-  if (window2 < 1 || r.limit == 0) return 0;
-  const i128 m = steps_in(window2, g);
-  const i128 w = r.window / p.buckets();
-  const i128 runs = m == 0 ? 1 : 1 + detail::ceil_div(m * g, w) / p.buckets();
-  return detail::clamp_count(runs * r.limit);
-}
-
-/// The exact closed form of `p`, where there is one.
+/// The exact closed form of `p`, where there is one: a single algorithm's
+/// own (its worst_case_traits_of); a composite has none.
 std::optional<std::int64_t> closed_form(const any_policy& p, tick window2, tick g) {
   return std::visit(
       [&](const auto& pol) -> std::optional<std::int64_t> {
         using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, sliding_buckets>) {
-          if (g <= pol.limit().window / pol.buckets()) return buckets_formula(pol, window2, g);
-          return std::nullopt;
-        } else if constexpr (std::is_same_v<P, sliding_counter> || std::is_same_v<P, all_of> ||
-                             std::is_same_v<P, any_of>) {
+        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
           return std::nullopt;
         } else {
-          return worst_case(pol, window2, g);
+          return worst_case_traits_of(pol, window2, g).exact;
         }
       },
       p);
@@ -215,25 +196,19 @@ struct shape {
   bool refills = false;             // a part whose room grows continuously (bucket, GCRA, log, queue)
 };
 
-void shape_of(const any_policy& p, shape& out) {
+void shape_of(const any_policy& p, tick window2, tick g, shape& out) {
   std::visit(
       [&](const auto& pol) {
         using P = std::decay_t<decltype(pol)>;
-        const auto add = [&](tick period, tick origin) {
-          const boundaries b{period, detail::floor_mod(origin, period)};
-          if (std::find(out.windows.begin(), out.windows.end(), b) == out.windows.end()) out.windows.push_back(b);
-        };
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          for (const auto& part : pol.parts()) shape_of(part, out);
-        } else if constexpr (std::is_same_v<P, fixed_window>) {
-          if (pol.limit().limit > 0) add(pol.limit().window, pol.origin());
-        } else if constexpr (std::is_same_v<P, sliding_counter>) {
-          if (pol.limit().limit > 0) add(pol.limit().window, 0);
-        } else if constexpr (std::is_same_v<P, sliding_buckets>) {
-          if (pol.limit().limit > 0) add(pol.limit().window / pol.buckets(), 0);
-        } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
-                             std::is_same_v<P, sliding_log> || std::is_same_v<P, leaky_queue>) {
-          if (pol.limit().limit > 0) out.refills = true;
+          for (const auto& part : pol.parts()) shape_of(part, window2, g, out);
+        } else {
+          const worst_case_traits t = worst_case_traits_of(pol, window2, g);
+          if (t.period > 0) {
+            const boundaries b{t.period, detail::floor_mod(t.origin, t.period)};
+            if (std::find(out.windows.begin(), out.windows.end(), b) == out.windows.end()) out.windows.push_back(b);
+          }
+          if (t.refills) out.refills = true;
         }
       },
       p);
@@ -263,7 +238,7 @@ class search {
  public:
   search(const any_policy& p, tick window2, tick g, const worst_case_limits& lim)
       : p_(p), v_(window2), g_(g), lim_(lim) {
-    shape_of(p, shape_);
+    shape_of(p, window2, g, shape_);
     lazy_ = !shape_.refills && !shape_.windows.empty();
   }
 
@@ -461,7 +436,7 @@ struct found {
 found search_policy(const any_policy& p, tick window2, tick g, const worst_case_limits& lim, std::int64_t bound,
                     bool exact) {
   shape sh;
-  shape_of(p, sh);
+  shape_of(p, window2, g, sh);
   search s(p, window2, g, lim);
   for (const i128 start : likely_starts(p, sh, window2, g, lim)) {
     s.try_start(start);
@@ -502,12 +477,8 @@ std::int64_t own_bound(const any_policy& p, tick window2, tick g, const worst_ca
           std::int64_t sum = 0;
           for (const auto& part : pol.parts()) sum = sat_add(sum, part_bound(part, window2, g, lim));
           return sum;
-        } else if constexpr (std::is_same_v<P, sliding_buckets>) {
-          return buckets_formula(pol, window2, g);
-        } else if constexpr (std::is_same_v<P, sliding_counter>) {
-          return worst_case(*fixed_window::make(pol.limit()), window2, g);
         } else {
-          return worst_case(pol, window2, g);  // closed forms
+          return worst_case_traits_of(pol, window2, g).bound;  // the algorithm's own
         }
       },
       p);
@@ -518,49 +489,12 @@ std::int64_t own_bound(const any_policy& p, tick window2, tick g, const worst_ca
 std::int64_t part_bound(const any_policy& p, tick window2, tick g, const worst_case_limits& lim) {
   if (const auto c = closed_form(p, window2, g)) return *c;
   const std::int64_t bound = own_bound(p, window2, g, lim);
-  if (std::holds_alternative<sliding_counter>(p) || std::holds_alternative<sliding_buckets>(p))
-    return search_policy(p, window2, g, lim, bound, false).value;
+  if (!std::holds_alternative<all_of>(p) && !std::holds_alternative<any_of>(p))
+    return search_policy(p, window2, g, lim, bound, false).value;  // a single algorithm without a closed form
   return bound;
 }
 
 }  // namespace
-
-std::int64_t worst_case(const quota& p, tick window2, tick /*granularity*/) noexcept {
-  return window2 < 1 ? 0 : p.units();
-}
-
-std::int64_t worst_case(const always_allow&, tick window2, tick /*granularity*/) noexcept {
-  return window2 < 1 ? 0 : unbounded;
-}
-
-std::int64_t worst_case(const always_deny&, tick, tick) noexcept { return 0; }
-
-std::int64_t worst_case(const concurrency& p, tick window2, tick granularity) noexcept {
-  if (window2 < 1) return 0;
-  const i128 g = granularity < 1 ? 1 : granularity;
-  const i128 period = (p.lease_length() + g - 1) / g * g;  // D ≤ 2^62: no overflow
-  const i128 rounds = (static_cast<i128>(window2) - 1) / period + 1;
-  const i128 units = rounds * p.units();
-  return units > detail::i64_max ? detail::i64_max : static_cast<std::int64_t>(units);
-}
-
-std::int64_t worst_case(const leaky_queue& p, tick window2, tick granularity) noexcept {
-  // Units admitted in the window are either still queued at its last grid
-  // point (at most Q) or left before it; they leave one per W/L ticks, from
-  // no earlier than the window's start, so at most ceil(m·g·L / W) did. And
-  // at most Q are admitted at one point. Filling the queue at every point
-  // reaches the lesser: if g·L ≤ Q·W the queue never runs dry between
-  // points, so every W/L ticks one leaves and is replaced; otherwise it is
-  // empty again at every point and takes Q.
-  const rate r = p.limit();
-  if (window2 < 1 || r.limit == 0) return 0;
-  const tick g = granularity < 1 ? 1 : granularity;
-  const i128 m = steps_in(window2, g);
-  const i128 q = p.queue();
-  const i128 by_points = q * (m + 1);
-  const i128 by_rate = q + detail::ceil_div(m * g * r.limit, r.window);  // m·g < 2^63, L ≤ 2^62
-  return detail::clamp_count(std::min(by_points, by_rate));
-}
 
 worst_case_bound worst_case(const sliding_counter& p, tick window2, tick granularity) {
   return worst_case(any_policy{p}, window2, granularity);

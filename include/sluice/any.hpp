@@ -116,6 +116,8 @@ bool operator==(const any_of_state& a, const any_of_state& b);
 class all_of {
  public:
   using state = all_of_state;
+  /// Its name in policy expressions: all(...).
+  static constexpr std::string_view name = "all";
   /// Builds the composite; the error names "parts" when there are none.
   static result<all_of> make(std::vector<any_policy> parts);
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
@@ -140,6 +142,8 @@ class all_of {
 class any_of {
  public:
   using state = any_of_state;
+  /// Its name in policy expressions: any(...).
+  static constexpr std::string_view name = "any";
   /// Builds the composite; the error names "parts" when there are none.
   static result<any_of> make(std::vector<any_policy> parts);
   [[nodiscard]] const std::vector<any_policy>& parts() const noexcept { return parts_; }
@@ -234,6 +238,18 @@ result<any_policy> make_policy(const spec& s);
 /// schedulers and stores build on. Copies no state that owns memory (a
 /// sliding log's or buckets' ring); pure, safe for concurrent readers.
 decision peek(const any_policy& p, const any_state& s, tick now, std::int64_t cost);
+
+/// What `decide` would answer for a single algorithm whose state owns no
+/// memory: `decide` on a copy (small and trivially copyable), inlined. An
+/// algorithm whose state owns memory declares its own `peek`, which reads
+/// the state in place (this one fails to compile for it).
+template <typename P>
+requires requires { P::owns_memory; }
+constexpr decision peek(const P& p, const typename P::state& s, tick now, std::int64_t cost) noexcept {
+  static_assert(!P::owns_memory, "an algorithm whose state owns memory declares its own peek");
+  typename P::state copy = s;
+  return decide(p, copy, now, cost);
+}
 
 /// The window W of a policy, in ticks (1 for quota and always-*: they have
 /// none; the largest of the parts' for a composite).

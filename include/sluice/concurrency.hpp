@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/decision.hpp"
@@ -24,12 +26,25 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// A concurrency policy's lease length when none is given: 30 s, in ns.
 inline constexpr tick default_lease = 30'000'000'000;
 
 /// The policy of the concurrency limit. Immutable once built.
 class concurrency {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "concurrency";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = true;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "lease=DURATION";
+
   /// One lease: held at `t` iff `expiry > t`.
   struct lease {
     tick expiry = 0;
@@ -62,6 +77,9 @@ class concurrency {
     if (!ticks) return error{"lease", "must be a whole number of nanoseconds within int64"};
     return make(units, *ticks);
   }
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<concurrency> from_spec(const spec& s);
 
   /// N: the units in flight at most.
   [[nodiscard]] constexpr std::int64_t units() const noexcept { return units_; }
@@ -136,5 +154,45 @@ inline decision decide(const concurrency& p, concurrency::state& s, tick now, st
 /// a lease's nonce. Thread-safe. Throws std::system_error only if the
 /// operating system has no random source.
 std::uint64_t draw_lease_nonce();
+
+/// What `decide` would answer, without changing `s` (read in place: no
+/// copy, no allocation). Pure; thread-safe for concurrent readers.
+inline decision peek(const concurrency& p, const concurrency::state& s, tick now, std::int64_t cost) noexcept {
+  return p.peek(s, now, cost);
+}
+
+// ---- concurrency: its part of the operations over any policy (src/concurrency.cpp) ----
+
+/// Charges nothing: a report's units are held by nobody (semantics.md,
+/// "Leases"); its figures are those of the unchanged state.
+constexpr void charge(const concurrency&, concurrency::state&, tick, std::int64_t) noexcept {}
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const concurrency& p, const concurrency::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const concurrency& p, const concurrency::state& s) noexcept;
+/// The release of the receipt's lease (semantics.md, "Leases"): its units,
+/// or 0 when it is no longer held.
+std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& r, tick now) noexcept;
+/// The leases carry over as they are, expiries included (semantics.md,
+/// "Leases"): a smaller N may hold more than it admits. Allocates.
+[[nodiscard]] concurrency::state reconfigure(const concurrency& from, const concurrency::state& s,
+                                             const concurrency& to, tick now);
+/// Whether no lease is held at `now` (and `now` is not before the latest
+/// admit, which a released lease may leave after every expiry).
+inline bool is_fresh(const concurrency&, const concurrency::state& s, tick now) noexcept {
+  return now >= s.latest && (s.leases.empty() || s.leases.back().expiry <= now);
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const concurrency& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const concurrency& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const concurrency& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const concurrency& from, const concurrency& to) noexcept;
 
 }  // namespace sluice

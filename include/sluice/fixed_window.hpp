@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
@@ -14,9 +16,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of a fixed-window counter. Immutable once built.
 class fixed_window {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "fixed-window";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = false;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "origin=DURATION";
+
   /// The per-key state: the window of the latest admit and its count.
   /// Trivially copyable; fresh is `state{}`.
   struct state {
@@ -28,6 +43,9 @@ class fixed_window {
   /// Builds the policy; windows start at `origin + kW`. Errors name "limit"
   /// or "window".
   static result<fixed_window> make(rate r, tick origin = 0);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<fixed_window> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
   [[nodiscard]] constexpr tick origin() const noexcept { return origin_; }
@@ -107,5 +125,39 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
   d.reset_after = next;
   return d;
 }
+
+// ---- fixed_window: its part of the operations over any policy (src/fixed_window.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp), within
+/// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
+void charge(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const fixed_window& p, const fixed_window::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const fixed_window& p, const fixed_window::state& s) noexcept;
+/// Gives back what `r` took while the state still holds the admit's
+/// window, and uses `r` up; returns the units given back (refund.hpp).
+std::int64_t refund(const fixed_window& p, fixed_window::state& s, receipt&& r, tick now) noexcept;
+/// The state for `to` that continues `s` (a state of `from`) at `now`
+/// (reconfigure.hpp). Pure.
+[[nodiscard]] fixed_window::state reconfigure(const fixed_window& from, const fixed_window::state& s,
+                                              const fixed_window& to, tick now) noexcept;
+/// Whether a fixed-window state answers as a fresh one from `now` on. Pure,
+/// no allocation; thread-safe for concurrent readers.
+constexpr bool is_fresh(const fixed_window& p, const fixed_window::state& s, tick now) noexcept {
+  return s.count == 0 || p.window_of(now) > s.window;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const fixed_window& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const fixed_window& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const fixed_window& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const fixed_window& from, const fixed_window& to) noexcept;
 
 }  // namespace sluice

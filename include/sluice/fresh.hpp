@@ -9,7 +9,9 @@
 // below the drop is read as the drop: that is the contract's "time of its
 // latest purge".
 //
-// Per algorithm (all in exact integers):
+// Each single algorithm's `is_fresh` is inline in its own header; here are
+// the composites' and the dispatch over any policy. Per algorithm (all in
+// exact integers):
 //   fixed window     no count, or `now` is in a later window than the count's
 //   sliding log      no admitted unit left in (now − W, now]
 //   sliding counter  nothing admitted, or `now` two or more windows later
@@ -34,77 +36,8 @@
 
 namespace sluice {
 
-/// Whether a fixed-window state answers as a fresh one from `now` on. Pure,
-/// no allocation; thread-safe for concurrent readers.
-constexpr bool is_fresh(const fixed_window& p, const fixed_window::state& s, tick now) noexcept {
-  return s.count == 0 || p.window_of(now) > s.window;
-}
-
-/// Whether a sliding-log state answers as a fresh one from `now` on: its
-/// newest unit has left the window (t ≤ now − W). Pure; no allocation.
-inline bool is_fresh(const sliding_log& p, const sliding_log::state& s, tick now) noexcept {
-  if (s.empty()) return true;
-  return static_cast<detail::i128>(s.at(s.size() - 1).at) <= static_cast<detail::i128>(now) - p.limit().window;
-}
-
-/// Whether a sliding-counter state answers as a fresh one from `now` on:
-/// nothing admitted, or `now` lies two or more windows after the latest
-/// admit's window (both counts have left). Pure.
-constexpr bool is_fresh(const sliding_counter& p, const sliding_counter::state& s, tick now) noexcept {
-  if (s.curr == 0 && s.prev == 0) return true;
-  return detail::floor_div(now, p.limit().window) >= static_cast<detail::i128>(s.window) + 2;
-}
-
-/// Whether a bucketed sliding-window state answers as a fresh one from `now`
-/// on: no unit left in the N sub-windows ending with `now`'s (a clock behind
-/// the latest admit is read as it, so then it is not fresh). Costs O(N) in
-/// the worst case; no allocation. Pure.
-inline bool is_fresh(const sliding_buckets& p, const sliding_buckets::state& s, tick now) noexcept {
-  if (s.total() == 0) return true;
-  // A request of cost 0 is denied `never`, and its `remaining` is L minus
-  // the units in the window at `now`.
-  return p.peek(s, now, 0).remaining == p.limit().limit;
-}
-
-/// Whether a token-bucket state answers as a fresh one from `now` on: `now`
-/// is not before the latest admit and the bucket is full at `now`. Pure.
-constexpr bool is_fresh(const token_bucket& p, const token_bucket::state& s, tick now) noexcept {
-  return now >= s.last && p.tokens_at(s, now) == p.capacity();
-}
-
-/// Whether a GCRA state answers as a fresh one from `now` on: `now` is not
-/// before the latest admit and the theoretical arrival time is not after
-/// `now` (u ≤ now·L). Pure.
-constexpr bool is_fresh(const gcra& p, const gcra::state& s, tick now) noexcept {
-  return now >= s.last && s.u <= static_cast<detail::i128>(now) * p.limit().limit;
-}
-
-/// Whether a leaky-queue state answers as a fresh one from `now` on: `now`
-/// is not before the latest admit and a unit admitted at `now` would leave
-/// at once (R + W ≤ now·L), which is later than the moment the queue
-/// empties. Pure.
-constexpr bool is_fresh(const leaky_queue& p, const leaky_queue::state& s, tick now) noexcept {
-  const rate r = p.limit();
-  return now >= s.last && s.release + r.window <= static_cast<detail::i128>(now) * r.limit;
-}
-
-/// Whether a quota is unused. A quota never refills, so once used it is
-/// never fresh again (a keyed store keeps it for ever). `now` is ignored.
-constexpr bool is_fresh(const quota&, const quota::state& s, tick /*now*/) noexcept { return s.used == 0; }
-
-/// Whether no lease is held at `now` (and `now` is not before the latest
-/// admit, which a released lease may leave after every expiry).
-inline bool is_fresh(const concurrency&, const concurrency::state& s, tick now) noexcept {
-  return now >= s.latest && (s.leases.empty() || s.leases.back().expiry <= now);
-}
-
-/// Always true: the always-allow limiter has no state.
-constexpr bool is_fresh(const always_allow&, const always_allow::state&, tick) noexcept { return true; }
-
-/// Always true: the always-deny limiter has no state.
-constexpr bool is_fresh(const always_deny&, const always_deny::state&, tick) noexcept { return true; }
-
-/// No generic `is_fresh`: every algorithm has its own overload. Without this
+/// No generic `is_fresh`: every algorithm has its own overload (in its
+/// header). Without this
 /// a new algorithm's policy would convert to any_policy and call the
 /// overload below, which would call itself; with it, the call fails to
 /// compile until the algorithm has its overload (docs/architecture.md).

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
@@ -13,9 +15,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of GCRA. Immutable once built.
 class gcra {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "gcra";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = false;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "burst=N";
+
   /// The theoretical arrival time scaled by L (`u = tat·L`) and the instant
   /// of the latest admit. Trivially copyable; fresh is `state{}` (u = −∞).
   ///
@@ -32,6 +47,9 @@ class gcra {
 
   /// Builds the policy. Errors name "limit", "window" or "burst".
   static result<gcra> make(rate r, std::int64_t burst);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<gcra> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
   [[nodiscard]] constexpr std::int64_t burst() const noexcept { return burst_; }
@@ -119,5 +137,39 @@ constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t 
   d.reset_after = a == 0 ? 0 : detail::until_after(e, p.per_limit_.ceil(a), now);  // ceil(b / L) − now
   return d;
 }
+
+// ---- gcra: its part of the operations over any policy (src/gcra.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp), within
+/// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
+void charge(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const gcra& p, const gcra::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const gcra& p, const gcra::state& s) noexcept;
+/// Gives back what `r` took, as refund.hpp says for this algorithm, and
+/// uses `r` up; returns the units given back.
+std::int64_t refund(const gcra& p, gcra::state& s, receipt&& r, tick now) noexcept;
+/// The state for `to` that continues `s` (a state of `from`) at `now`
+/// (reconfigure.hpp). Pure.
+[[nodiscard]] gcra::state reconfigure(const gcra& from, const gcra::state& s, const gcra& to, tick now) noexcept;
+/// Whether a GCRA state answers as a fresh one from `now` on: `now` is not
+/// before the latest admit and the theoretical arrival time is not after
+/// `now` (u ≤ now·L). Pure.
+constexpr bool is_fresh(const gcra& p, const gcra::state& s, tick now) noexcept {
+  return now >= s.last && s.u <= static_cast<detail::i128>(now) * p.limit().limit;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const gcra& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const gcra& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const gcra& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const gcra& from, const gcra& to) noexcept;
 
 }  // namespace sluice

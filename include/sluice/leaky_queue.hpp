@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
@@ -14,9 +16,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of the leaky queue: drains L per W, holds up to Q units.
 class leaky_queue {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "leaky-queue";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = false;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "queue=N";
+
   /// The release time of the last admitted unit scaled by L, and the instant
   /// of the latest admit. Trivially copyable; fresh is `state{}`.
   struct state {
@@ -27,6 +42,9 @@ class leaky_queue {
 
   /// Builds the policy. Errors name "limit", "window" or "queue" (1 to 2^62).
   static result<leaky_queue> make(rate r, std::int64_t queue);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<leaky_queue> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
   [[nodiscard]] constexpr std::int64_t queue() const noexcept { return queue_; }
@@ -128,5 +146,42 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
   d.retry_after = detail::until_after(e, p.per_limit_.div(aw - w - room) + 1, now);
   return d;
 }
+
+// ---- leaky_queue: its part of the operations over any policy (src/leaky_queue.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp), within
+/// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
+void charge(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const leaky_queue& p, const leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const leaky_queue& p, const leaky_queue::state& s) noexcept;
+/// Gives back what `r` took, as refund.hpp says for this algorithm, and
+/// uses `r` up; returns the units given back.
+std::int64_t refund(const leaky_queue& p, leaky_queue::state& s, receipt&& r, tick now) noexcept;
+/// The state for `to` that continues `s` (a state of `from`) at `now`
+/// (reconfigure.hpp). Pure.
+[[nodiscard]] leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state& s,
+                                             const leaky_queue& to, tick now) noexcept;
+/// Whether a leaky-queue state answers as a fresh one from `now` on: `now`
+/// is not before the latest admit and a unit admitted at `now` would leave
+/// at once (R + W ≤ now·L), which is later than the moment the queue
+/// empties. Pure.
+constexpr bool is_fresh(const leaky_queue& p, const leaky_queue::state& s, tick now) noexcept {
+  const rate r = p.limit();
+  return now >= s.last && s.release + r.window <= static_cast<detail::i128>(now) * r.limit;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const leaky_queue& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const leaky_queue& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const leaky_queue& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const leaky_queue& from, const leaky_queue& to) noexcept;
 
 }  // namespace sluice

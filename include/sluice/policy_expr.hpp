@@ -48,4 +48,8 @@ std::string format_policy(const any_policy& p);
 /// duration gets a leading '-'. `parse_duration` reads it back.
 std::string format_duration(tick ns);
 
+/// A rate as a policy expression writes it: "10/1s", "5/90s" (L, then W as
+/// `format_duration` writes it).
+std::string format_rate(rate r);
+
 }  // namespace sluice

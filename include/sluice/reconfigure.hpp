@@ -70,40 +70,11 @@
 namespace sluice {
 
 /// The state for `to` that continues `s` (a state of `from`) at `now`; see
-/// the overview. Pure.
-[[nodiscard]] fixed_window::state reconfigure(const fixed_window& from, const fixed_window::state& s,
-                                              const fixed_window& to, tick now) noexcept;
-/// Allocates the new log (may throw std::bad_alloc).
-[[nodiscard]] sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state& s,
-                                             const sliding_log& to, tick now);
-/// See the fixed-window overload.
-[[nodiscard]] sliding_counter::state reconfigure(const sliding_counter& from, const sliding_counter::state& s,
-                                                 const sliding_counter& to, tick now) noexcept;
-/// Allocates the new counts (may throw std::bad_alloc).
-[[nodiscard]] sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
-                                                 const sliding_buckets& to, tick now);
-/// See the fixed-window overload.
-[[nodiscard]] token_bucket::state reconfigure(const token_bucket& from, const token_bucket::state& s,
-                                              const token_bucket& to, tick now) noexcept;
-/// See the fixed-window overload.
-[[nodiscard]] gcra::state reconfigure(const gcra& from, const gcra::state& s, const gcra& to, tick now) noexcept;
-/// See the fixed-window overload.
-[[nodiscard]] leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state& s,
-                                             const leaky_queue& to, tick now) noexcept;
-/// See the fixed-window overload.
-[[nodiscard]] quota::state reconfigure(const quota& from, const quota::state& s, const quota& to, tick now) noexcept;
-/// Stateless: the fresh state.
-[[nodiscard]] always_allow::state reconfigure(const always_allow& from, const always_allow::state& s,
-                                              const always_allow& to, tick now) noexcept;
-/// Stateless: the fresh state.
-[[nodiscard]] always_deny::state reconfigure(const always_deny& from, const always_deny::state& s,
-                                             const always_deny& to, tick now) noexcept;
-/// The leases carry over as they are, expiries included (semantics.md,
-/// "Leases"): a smaller N may hold more than it admits. Allocates.
-[[nodiscard]] concurrency::state reconfigure(const concurrency& from, const concurrency::state& s,
-                                             const concurrency& to, tick now);
-/// Part by part; the error names "parts" when the number or the kinds of
-/// the parts differ.
+/// the overview. Each single algorithm has its own overload, beside it in
+/// its file pair. Pure.
+///
+/// A composite: part by part; the error names "parts" when the number or
+/// the kinds of the parts differ.
 [[nodiscard]] result<all_of_state> reconfigure(const all_of& from, const all_of_state& s, const all_of& to, tick now);
 /// Part by part; the error names "parts" as for all_of.
 [[nodiscard]] result<any_of_state> reconfigure(const any_of& from, const any_of_state& s, const any_of& to, tick now);

@@ -113,28 +113,24 @@ struct [[nodiscard]] admission {
 };
 
 /// Decides like `decide(p, s, now, cost)` (same decision, same state change)
-/// and returns the receipt of an admit. Pure apart from `s` on admit.
-admission admit(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
-/// The receipt names the lease issued (its nonce: the thread's lease_scope).
-admission admit(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-admission admit(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
+/// with a single algorithm and returns the receipt of an admit: the
+/// algorithm's `receipt_before`, read on the state before the step, then
+/// completed by its `receipt_after`. Pure apart from `s` on admit. A
+/// concurrency limit's receipt names the lease issued (its nonce: the
+/// thread's lease_scope).
+template <typename P>
+requires requires { P::owns_memory; }
+admission admit(const P& p, typename P::state& s, tick now, std::int64_t cost) noexcept {
+  admission out;
+  receipt r = receipt_before(p, s, now, cost);
+  out.result = decide(p, s, now, cost);
+  if (out.result.allowed) {
+    receipt_after(r, p, s);
+    out.ticket = std::move(r);
+  }
+  return out;
+}
+
 /// A composite's receipt holds one per part (all_of) or the consuming part's
 /// (any_of). Allocates; may throw std::bad_alloc.
 admission admit(const all_of& p, all_of_state& s, tick now, std::int64_t cost);
@@ -150,33 +146,12 @@ admission admit(const any_policy& p, any_state& s, tick now, std::int64_t cost);
 /// and a bucket that has refilled meanwhile still caps at S; all_of: the
 /// fewest any part gave back).
 /// `now` is the refund's instant (read as at least the latest admit's).
-/// A receipt from another policy, an empty one, or one that does not match
+/// Each single algorithm has its own overload, beside it in its file
+/// pair. A receipt from another policy, an empty one, or one that does not match
 /// the state returns 0 and changes nothing.
-std::int64_t refund(const fixed_window& p, fixed_window::state& s, receipt&& r, tick now) noexcept;
-/// Rebuilds the log without the refunded units: allocates (may throw
-/// std::bad_alloc). If the latest entry goes, a clock that later steps back
-/// behind it is read as the latest remaining entry (never more permissive).
-std::int64_t refund(const sliding_log& p, sliding_log::state& s, receipt&& r, tick now);
-/// See the overview.
-std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt&& r, tick now) noexcept;
-/// See the overview (exact while the ring holds the receipt's sub-window).
-std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& r, tick now) noexcept;
-/// See the overview.
-std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& r, tick now) noexcept;
-/// See the overview.
-std::int64_t refund(const gcra& p, gcra::state& s, receipt&& r, tick now) noexcept;
-/// See the overview.
-std::int64_t refund(const leaky_queue& p, leaky_queue::state& s, receipt&& r, tick now) noexcept;
-/// See the overview.
-std::int64_t refund(const quota& p, quota::state& s, receipt&& r, tick now) noexcept;
-/// The release of the receipt's lease (semantics.md, "Leases"): its units,
-/// or 0 when it is no longer held.
-std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& r, tick now) noexcept;
-/// Always 0.
-std::int64_t refund(const always_allow& p, always_allow::state& s, receipt&& r, tick now) noexcept;
-/// Always 0.
-std::int64_t refund(const always_deny& p, always_deny::state& s, receipt&& r, tick now) noexcept;
-/// Every part per its own rule; returns the fewest units any part gave back.
+///
+/// A composite: every part per its own rule; returns the fewest units any
+/// part gave back.
 std::int64_t refund(const all_of& p, all_of_state& s, receipt&& r, tick now);
 /// The part that consumed, per its own rule.
 std::int64_t refund(const any_of& p, any_of_state& s, receipt&& r, tick now);

@@ -47,30 +47,6 @@ constexpr std::int64_t report_count_bound(rate r) noexcept {
   return static_cast<std::int64_t>(cap > r.limit ? cap : detail::i128{r.limit});
 }
 
-/// Charges `cost` at `now` (see the overview). A cost < 1 changes nothing
-/// and answers as `decide` does for it. Pure apart from `s`.
-decision report(const fixed_window& p, fixed_window::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t cost) noexcept;
-/// See the fixed-window overload.
-decision report(const quota& p, quota::state& s, tick now, std::int64_t cost) noexcept;
-/// Charges nothing; remaining INT64_MAX, retry_after 0.
-decision report(const always_allow& p, always_allow::state& s, tick now, std::int64_t cost) noexcept;
-/// Charges nothing: a report's units are held by nobody (semantics.md,
-/// "Leases"); the figures of a decision of cost 1 on the unchanged state.
-decision report(const concurrency& p, concurrency::state& s, tick now, std::int64_t cost) noexcept;
-/// Charges nothing; retry_after `never`.
-decision report(const always_deny& p, always_deny::state& s, tick now, std::int64_t cost) noexcept;
 /// Charges every part `cost`; the figures combine as all_of's.
 decision report(const all_of& p, all_of_state& s, tick now, std::int64_t cost) noexcept;
 /// Charges the part `decide` would charge, else the first part.
@@ -121,6 +97,18 @@ constexpr decision report_answer(const decision& zero, const decision& one) noex
   d.reset_after = zero.reset_after;
   d.retry_after = one.allowed ? 0 : one.retry_after;
   return d;
+}
+
+/// Charges `cost` at `now` (see the overview) with a single algorithm: its
+/// own `charge` (beside it, in its file pair), then the figures read on the
+/// charged state. A cost < 1 changes nothing and answers as `decide` does
+/// for it. Pure apart from `s`.
+template <typename P>
+requires requires { P::owns_memory; }
+decision report(const P& p, typename P::state& s, tick now, std::int64_t cost) noexcept {
+  if (cost < 1) return peek(p, s, now, cost);
+  charge(p, s, now, cost);
+  return report_answer(peek(p, s, now, 0), peek(p, s, now, 1));
 }
 
 /// A store request's report answer from its checks' (each a report answer):

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/decision.hpp"
@@ -15,9 +17,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of the bucketed sliding window. Immutable once built.
 class sliding_buckets {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "sliding-buckets";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = true;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "buckets=N";
+
   /// The counts of the last N sub-windows, as a ring. Owns memory (N
   /// counts), so copyable but not trivially; fresh is `state{}`.
   class state {
@@ -44,6 +59,9 @@ class sliding_buckets {
   /// Builds the policy. Errors name "limit", "window" or "buckets"
   /// (1 to 65536, dividing W).
   static result<sliding_buckets> make(rate r, std::int64_t buckets);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<sliding_buckets> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
   [[nodiscard]] constexpr std::int64_t buckets() const noexcept { return n_; }
@@ -104,5 +122,51 @@ inline decision decide_wide(const sliding_buckets& p, sliding_buckets::state& s,
   return p.decide_wide(s, now, cost);
 }
 }  // namespace detail
+
+/// What `decide` would answer, without changing `s` (read in place: no
+/// copy, no allocation). Pure; thread-safe for concurrent readers.
+inline decision peek(const sliding_buckets& p, const sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
+  return p.peek(s, now, cost);
+}
+
+// ---- sliding_buckets: its part of the operations over any policy (src/sliding_buckets.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp); a cost
+/// < 1 or L = 0 changes nothing.
+inline void charge(const sliding_buckets& p, sliding_buckets::state& s, tick now, std::int64_t cost) noexcept {
+  p.charge(s, now, cost);
+}
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const sliding_buckets& p, const sliding_buckets::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const sliding_buckets& p, const sliding_buckets::state& s) noexcept;
+/// Gives back what `r` took, as refund.hpp says for this algorithm, and
+/// uses `r` up; returns the units given back.
+std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& r, tick now) noexcept;
+/// Allocates the new counts (may throw std::bad_alloc).
+[[nodiscard]] sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
+                                                 const sliding_buckets& to, tick now);
+/// Whether a bucketed sliding-window state answers as a fresh one from `now`
+/// on: no unit left in the N sub-windows ending with `now`'s (a clock behind
+/// the latest admit is read as it, so then it is not fresh). Costs O(N) in
+/// the worst case; no allocation. Pure.
+inline bool is_fresh(const sliding_buckets& p, const sliding_buckets::state& s, tick now) noexcept {
+  if (s.total() == 0) return true;
+  // A request of cost 0 is denied `never`, and its `remaining` is L minus
+  // the units in the window at `now`.
+  return p.peek(s, now, 0).remaining == p.limit().limit;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const sliding_buckets& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const sliding_buckets& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const sliding_buckets& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const sliding_buckets& from, const sliding_buckets& to) noexcept;
 
 }  // namespace sluice

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
@@ -13,9 +15,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of the sliding window counter. Immutable once built.
 class sliding_counter {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "sliding-counter";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = false;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "";
+
   /// Counts of the window of the latest admit and the one before it.
   /// Trivially copyable; fresh is `state{}`.
   struct state {
@@ -28,6 +43,9 @@ class sliding_counter {
 
   /// Builds the policy. Errors name "limit" or "window".
   static result<sliding_counter> make(rate r);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<sliding_counter> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
 
@@ -172,5 +190,41 @@ constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, t
   d.retry_after = detail::until_after(e, at, now);
   return d;
 }
+
+// ---- sliding_counter: its part of the operations over any policy (src/sliding_counter.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp), within
+/// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
+void charge(const sliding_counter& p, sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const sliding_counter& p, const sliding_counter::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const sliding_counter& p, const sliding_counter::state& s) noexcept;
+/// Gives back what `r` took, as refund.hpp says for this algorithm, and
+/// uses `r` up; returns the units given back.
+std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt&& r, tick now) noexcept;
+/// The state for `to` that continues `s` (a state of `from`) at `now`
+/// (reconfigure.hpp). Pure.
+[[nodiscard]] sliding_counter::state reconfigure(const sliding_counter& from, const sliding_counter::state& s,
+                                                 const sliding_counter& to, tick now) noexcept;
+/// Whether a sliding-counter state answers as a fresh one from `now` on:
+/// nothing admitted, or `now` lies two or more windows after the latest
+/// admit's window (both counts have left). Pure.
+constexpr bool is_fresh(const sliding_counter& p, const sliding_counter::state& s, tick now) noexcept {
+  if (s.curr == 0 && s.prev == 0) return true;
+  return detail::floor_div(now, p.limit().window) >= static_cast<detail::i128>(s.window) + 2;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const sliding_counter& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const sliding_counter& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const sliding_counter& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const sliding_counter& from, const sliding_counter& to) noexcept;
 
 }  // namespace sluice

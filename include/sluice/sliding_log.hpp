@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/decision.hpp"
@@ -15,9 +17,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of the sliding log. Immutable once built.
 class sliding_log {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "sliding-log";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = true;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "";
+
   /// One run of units admitted at the same instant.
   struct entry {
     tick at = 0;
@@ -66,6 +81,9 @@ class sliding_log {
 
   /// Builds the policy. Errors name "limit" or "window".
   static result<sliding_log> make(rate r);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<sliding_log> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
 
@@ -101,5 +119,48 @@ class sliding_log {
 inline decision decide(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept {
   return p.decide(s, now, cost);
 }
+
+/// What `decide` would answer, without changing `s` (read in place: no
+/// copy, no allocation). Pure; thread-safe for concurrent readers.
+inline decision peek(const sliding_log& p, const sliding_log::state& s, tick now, std::int64_t cost) noexcept {
+  return p.peek(s, now, cost);
+}
+
+// ---- sliding_log: its part of the operations over any policy (src/sliding_log.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp); a cost
+/// < 1 or L = 0 changes nothing.
+inline void charge(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept {
+  p.charge(s, now, cost);
+}
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const sliding_log& p, const sliding_log::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const sliding_log& p, const sliding_log::state& s) noexcept;
+/// Rebuilds the log without the refunded units: allocates (may throw
+/// std::bad_alloc). If the latest entry goes, a clock that later steps back
+/// behind it is read as the latest remaining entry (never more permissive).
+std::int64_t refund(const sliding_log& p, sliding_log::state& s, receipt&& r, tick now);
+/// Allocates the new log (may throw std::bad_alloc).
+[[nodiscard]] sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state& s,
+                                             const sliding_log& to, tick now);
+/// Whether a sliding-log state answers as a fresh one from `now` on: its
+/// newest unit has left the window (t ≤ now − W). Pure; no allocation.
+inline bool is_fresh(const sliding_log& p, const sliding_log::state& s, tick now) noexcept {
+  if (s.empty()) return true;
+  return static_cast<detail::i128>(s.at(s.size() - 1).at) <= static_cast<detail::i128>(now) - p.limit().window;
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const sliding_log& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const sliding_log& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const sliding_log& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const sliding_log& from, const sliding_log& to) noexcept;
 
 }  // namespace sluice

@@ -1,6 +1,7 @@
 // Everything in sluice's core, in one include.
 #pragma once
 
+#include "sluice/algorithm.hpp"           // IWYU pragma: export
 #include "sluice/analysis.hpp"            // IWYU pragma: export
 #include "sluice/any.hpp"                 // IWYU pragma: export
 #include "sluice/concurrency.hpp"         // IWYU pragma: export

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
@@ -13,9 +15,22 @@
 
 namespace sluice {
 
+struct spec;
+class receipt;
+struct limit_figures;
+struct worst_case_traits;
+
 /// The policy of a token bucket. Immutable once built.
 class token_bucket {
  public:
+  /// Its name on the command line and in policy expressions.
+  static constexpr std::string_view name = "token-bucket";
+  /// Whether its state owns memory (then `peek` reads it in place;
+  /// otherwise a peek decides on a copy).
+  static constexpr bool owns_memory = false;
+  /// The options a policy expression may give it ("" for none).
+  static constexpr std::string_view options = "burst=N";
+
   /// Tokens in units of 1/W token (0 to S·W) and the instant they were
   /// counted. Trivially copyable; fresh is `state{}` (a full bucket).
   struct state {
@@ -27,6 +42,9 @@ class token_bucket {
   /// Builds the policy. Errors name "limit", "window" or "burst"
   /// (1 to 2^62).
   static result<token_bucket> make(rate r, std::int64_t burst);
+  /// Builds the policy a spec describes (any.hpp: make_policy); the error
+  /// names the field.
+  static result<token_bucket> from_spec(const spec& s);
 
   [[nodiscard]] constexpr rate limit() const noexcept { return r_; }
   [[nodiscard]] constexpr std::int64_t burst() const noexcept { return burst_; }
@@ -123,5 +141,39 @@ constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick no
   d.reset_after = detail::until_after(e, p.per_limit_.ceil(cap - held), now);
   return d;
 }
+
+// ---- token_bucket: its part of the operations over any policy (src/token_bucket.cpp) ----
+
+/// Charges `cost` at `now` whatever the limit says (report.hpp), within
+/// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
+void charge(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept;
+/// The receipt of an admit of `cost` at `now`, read on the state before
+/// the step (refund.hpp: `admit`).
+receipt receipt_before(const token_bucket& p, const token_bucket::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt from the state the step left.
+void receipt_after(receipt& r, const token_bucket& p, const token_bucket::state& s) noexcept;
+/// Gives back what `r` took, as refund.hpp says for this algorithm, and
+/// uses `r` up; returns the units given back.
+std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& r, tick now) noexcept;
+/// The state for `to` that continues `s` (a state of `from`) at `now`
+/// (reconfigure.hpp). Pure.
+[[nodiscard]] token_bucket::state reconfigure(const token_bucket& from, const token_bucket::state& s,
+                                              const token_bucket& to, tick now) noexcept;
+/// Whether a token-bucket state answers as a fresh one from `now` on: `now`
+/// is not before the latest admit and the bucket is full at `now`. Pure.
+constexpr bool is_fresh(const token_bucket& p, const token_bucket::state& s, tick now) noexcept {
+  return now >= s.last && p.tokens_at(s, now) == p.capacity();
+}
+/// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const token_bucket& p);
+/// What its worst case needs of it for `window2` and `granularity` ≥ 1
+/// (worst_case.hpp).
+worst_case_traits worst_case_traits_of(const token_bucket& p, tick window2, tick granularity);
+/// The figures of its limit that the wire advertises, and what the command
+/// asks of it (algorithm.hpp).
+limit_figures limit_of(const token_bucket& p) noexcept;
+/// Whether carrying a state of `from` over to `to` may leave it below
+/// empty (a debt), which only a non-compact keyed store can hold.
+bool may_leave_debt(const token_bucket& from, const token_bucket& to) noexcept;
 
 }  // namespace sluice

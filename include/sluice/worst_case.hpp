@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sluice/analysis.hpp"
@@ -46,6 +47,25 @@ struct worst_case_bound {
   /// Whether `value` is reached by some trace (proven, not estimated).
   bool exact = true;
   friend constexpr bool operator==(const worst_case_bound&, const worst_case_bound&) = default;
+};
+
+/// What the worst case of a single algorithm, for one window2 and grid,
+/// needs of it: each algorithm answers with its own `worst_case_traits_of`
+/// (beside it, src/<name>.cpp), and the search over any policy combines
+/// its parts' answers.
+struct worst_case_traits {
+  /// Its exact worst case in closed form, when it has one for this window
+  /// and grid.
+  std::optional<std::int64_t> exact{};
+  /// An upper bound from its structure alone: `exact` when there is one.
+  std::int64_t bound = 0;
+  /// The boundaries of the windows it counts in, origin + k·period (period
+  /// 0: none, or a limit of 0, which admits nothing).
+  tick period = 0;
+  tick origin = 0;
+  /// Whether its room grows continuously (a bucket, GCRA, a log, a queue
+  /// with L > 0): then every grid point is a start worth trying.
+  bool refills = false;
 };
 
 /// How much work a worst-case search may do before it settles for a bound.
@@ -136,6 +156,14 @@ struct worst_case_report {
 /// any_of: their sum), exact only if a greedy trace reaches it.
 [[nodiscard]] worst_case_bound worst_case(const all_of& p, tick window2, tick granularity);
 [[nodiscard]] worst_case_bound worst_case(const any_of& p, tick window2, tick granularity);
+
+/// No generic `worst_case`: every single algorithm has its own closed form
+/// (here or in analysis.hpp) or its own search traits. Without this a new
+/// algorithm's policy would convert to any_policy and call the overload
+/// below, which asks the algorithm's `worst_case_traits_of`, which may call
+/// this again; with it, such a call fails to compile.
+template <typename Policy>
+worst_case_bound worst_case(const Policy&, tick, tick) = delete;
 
 /// Any policy: the closed form where there is one (exact), else as above.
 [[nodiscard]] worst_case_bound worst_case(const any_policy& p, tick window2, tick granularity);

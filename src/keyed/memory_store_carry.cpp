@@ -9,23 +9,11 @@
 #include <variant>
 
 #include "memory_store_impl.hpp"
+#include "sluice/algorithm.hpp"
 
 namespace sluice {
 namespace memory_detail {
 namespace {
-
-/// Whether carrying a state of `from` over to `to` may leave a debt (tokens
-/// below zero: a smaller burst, or a limit of 0 on either side), which only
-/// a non-compact keyed store can hold.
-bool may_leave_debt(const any_policy& from, const any_policy& to) {
-  const auto shrinks = [](const auto& a, const auto& b) {
-    return b.burst() < a.burst() || a.limit().limit == 0 || b.limit().limit == 0;
-  };
-  if (const auto* a = std::get_if<gcra>(&from); a != nullptr) return shrinks(*a, *std::get_if<gcra>(&to));
-  if (const auto* a = std::get_if<token_bucket>(&from); a != nullptr)
-    return shrinks(*a, *std::get_if<token_bucket>(&to));
-  return false;
-}
 
 /// `s`, a state of `ch.stores[i]`'s policy, carried through every later
 /// configuration at the instant it took over (`current` last), as the

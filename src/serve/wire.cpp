@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "sluice/algorithm.hpp"
 #include "sluice/detail/arith.hpp"
 
 namespace sluice::serve {
@@ -17,26 +18,15 @@ std::int64_t ceil_seconds(tick ns) noexcept {
 }
 
 std::optional<current_limit> current_limit_of(const any_policy& p) {
-  return std::visit(
-      [](const auto& pol) -> std::optional<current_limit> {
-        using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          return pol.parts().empty() ? std::nullopt : current_limit_of(pol.parts().front());
-        } else if constexpr (std::is_same_v<P, quota> || std::is_same_v<P, concurrency>) {
-          return current_limit{pol.units(), std::nullopt};
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
-          return std::nullopt;
-        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
-                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets> ||
-                             std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
-                             std::is_same_v<P, leaky_queue>) {
-          return current_limit{pol.limit().limit, pol.limit().window};
-        } else {
-          static_assert(unhandled_algorithm<P>,
-                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
-        }
-      },
-      p);
+  // A composite's first part's (one limit is all Envoy's message holds).
+  if (const auto* a = std::get_if<all_of>(&p))
+    return a->parts().empty() ? std::nullopt : current_limit_of(a->parts().front());
+  if (const auto* o = std::get_if<any_of>(&p))
+    return o->parts().empty() ? std::nullopt : current_limit_of(o->parts().front());
+  const limit_figures f = *limit_of(p);  // the algorithm's own (src/<name>.cpp)
+  if (!f.counted) return std::nullopt;
+  if (f.per) return current_limit{f.per->limit, f.per->window};
+  return current_limit{f.units, std::nullopt};
 }
 
 namespace {
@@ -115,30 +105,11 @@ void append_items(std::string& out, std::string& name, const any_policy& p) {
 }  // namespace
 
 std::optional<advertised> advertised_of(const any_policy& p) {
-  return std::visit(
-      [](const auto& pol) -> std::optional<advertised> {
-        using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of> || std::is_same_v<P, always_allow>) {
-          return std::nullopt;
-        } else if constexpr (std::is_same_v<P, always_deny>) {
-          return advertised{0, std::nullopt};
-        } else if constexpr (std::is_same_v<P, quota>) {
-          return advertised{std::min(pol.units(), sf_integer_max), std::nullopt};
-        } else if constexpr (std::is_same_v<P, concurrency>) {
-          return advertised{std::min(pol.units(), sf_integer_max), std::nullopt, true};
-        } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) {
-          return rate_item(pol.limit(), pol.burst());
-        } else if constexpr (std::is_same_v<P, leaky_queue>) {
-          return rate_item(pol.limit(), pol.queue());
-        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
-                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets>) {
-          return rate_item(pol.limit(), pol.limit().limit);
-        } else {
-          static_assert(unhandled_algorithm<P>,
-                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
-        }
-      },
-      p);
+  const std::optional<limit_figures> f = limit_of(p);  // the algorithm's own (src/<name>.cpp)
+  if (!f || f->unbounded) return std::nullopt;         // a composite's parts advertise
+  if (!f->counted) return advertised{0, std::nullopt};
+  if (f->per) return rate_item(*f->per, f->units);
+  return advertised{std::min(f->units, sf_integer_max), std::nullopt, f->concurrent};
 }
 
 std::string policy_member(std::string_view name, const any_policy& p) {

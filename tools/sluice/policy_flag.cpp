@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "sluice/algorithm.hpp"
 #include "sluice/policy_expr.hpp"
 
 namespace sluice::cli {
@@ -31,31 +32,19 @@ std::optional<error> policy_excludes(std::string_view algorithm_flag, bool algor
 }
 
 bool has_leaky_queue(const any_policy& p) {
-  return std::visit(
-      [](const auto& pol) {
-        using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          return std::any_of(pol.parts().begin(), pol.parts().end(), has_leaky_queue);
-        } else {
-          return std::is_same_v<P, leaky_queue>;
-        }
-      },
-      p);
+  if (const auto* a = std::get_if<all_of>(&p))
+    return std::any_of(a->parts().begin(), a->parts().end(), has_leaky_queue);
+  if (const auto* o = std::get_if<any_of>(&p))
+    return std::any_of(o->parts().begin(), o->parts().end(), has_leaky_queue);
+  return limit_of(p)->queues;
 }
 
 bool admits_without_bound(const any_policy& p) {
-  return std::visit(
-      [](const auto& pol) {
-        using P = std::decay_t<decltype(pol)>;
-        if constexpr (std::is_same_v<P, all_of>) {
-          return std::all_of(pol.parts().begin(), pol.parts().end(), admits_without_bound);
-        } else if constexpr (std::is_same_v<P, any_of>) {
-          return std::any_of(pol.parts().begin(), pol.parts().end(), admits_without_bound);
-        } else {
-          return std::is_same_v<P, always_allow>;
-        }
-      },
-      p);
+  if (const auto* a = std::get_if<all_of>(&p))
+    return std::all_of(a->parts().begin(), a->parts().end(), admits_without_bound);
+  if (const auto* o = std::get_if<any_of>(&p))
+    return std::any_of(o->parts().begin(), o->parts().end(), admits_without_bound);
+  return limit_of(p)->unbounded;
 }
 
 std::optional<tick> largest_window(const any_policy& p) {

@@ -1,14 +1,11 @@
-// The concurrency limit in the operations every algorithm has — carrying a
-// state over to a new policy — and the walks over a policy that the stores
-// use to release a lease (semantics.md, "Leases").
+// The walks over a policy that the stores use to find and release a lease
+// (semantics.md, "Leases"); the concurrency limit itself, and its part of
+// every operation over any policy, is src/concurrency.cpp.
+#include "sluice/lease.hpp"
+
 #include <variant>
 
-#include "sluice/lease.hpp"
-#include "sluice/reconfigure.hpp"
-
 namespace sluice {
-
-concurrency::state reconfigure(const concurrency&, const concurrency::state& s, const concurrency&, tick) { return s; }
 
 bool holds_concurrency(const any_policy& p) noexcept {
   if (std::holds_alternative<concurrency>(p)) return true;

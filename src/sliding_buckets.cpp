@@ -1,87 +1,85 @@
-// Construction (validation) of every policy, and the step functions of the
-// two limiters whose state owns memory.
-#include <algorithm>
-#include <optional>
-#include <string>
-
-#include "sluice/fixed_window.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/leaky_queue.hpp"
-#include "sluice/quota.hpp"
+// The bucketed sliding window: its construction, its step (it owns memory,
+// so it is here rather than inline), and its part of every operation over
+// any policy.
 #include "sluice/sliding_buckets.hpp"
-#include "sluice/sliding_counter.hpp"
-#include "sluice/sliding_log.hpp"
-#include "sluice/token_bucket.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detail/carry.hpp"
+#include "detail/checks.hpp"
+#include "detail/receipts.hpp"
+#include "sluice/algorithm.hpp"
+#include "sluice/analysis.hpp"
+#include "sluice/any.hpp"
+#include "sluice/policy_expr.hpp"
+#include "sluice/reconfigure.hpp"
+#include "sluice/refund.hpp"
+#include "sluice/report.hpp"
+#include "sluice/worst_case.hpp"
 
 namespace sluice {
 namespace {
 
-const std::string max_text = "2^62 (4611686018427387904)";
+using detail::i128;
+using ra = detail::receipt_access;
+using detail::clamp_units;
+using detail::keep_decisive;
 
-/// Checks a count that must lie in [low, 2^62]; names `field`.
-std::optional<error> check_count(const char* field, std::int64_t v, std::int64_t low) {
-  if (low == 0 && v < 0) return error{field, "must not be negative (got " + std::to_string(v) + ")"};
-  if (v < low) return error{field, "must be at least " + std::to_string(low) + " (got " + std::to_string(v) + ")"};
-  if (v > max_quantity) return error{field, "must be at most " + max_text + " (got " + std::to_string(v) + ")"};
-  return std::nullopt;
+detail::receipt_stamp stamp_of(const sliding_buckets& p) noexcept {
+  return {algorithm::sliding_buckets, p.limit().limit, p.limit().window, p.buckets()};
 }
 
-std::optional<error> check_rate(rate r) {
-  if (auto e = check_count("limit", r.limit, 0)) return e;
-  if (r.window <= 0) return error{"window", "must be positive (got " + std::to_string(r.window) + ")"};
-  if (r.window > max_quantity)
-    return error{"window", "must be at most " + max_text + " ticks (got " + std::to_string(r.window) + ")"};
-  return std::nullopt;
+/// `s` with only the units that can change a decision of `to` (keep_decisive).
+sliding_buckets::state decisive(const sliding_buckets& to, const sliding_buckets::state& s) {
+  const std::int64_t n = to.buckets();
+  if (s.total() == 0 || s.counts().size() != static_cast<std::size_t>(n)) return s;
+  struct sub_count {
+    i128 sub;
+    std::int64_t count;
+  };
+  std::vector<sub_count> runs;
+  for (std::int64_t k = n - 1; k >= 0; --k) {
+    const i128 sub = static_cast<i128>(s.newest()) - k;
+    const std::int64_t c = s.counts()[static_cast<std::size_t>(detail::floor_mod(sub, static_cast<i128>(n)))];
+    if (c > 0) runs.push_back({sub, c});
+  }
+  keep_decisive(runs, to.limit().limit, [](sub_count& r) -> std::int64_t& { return r.count; });
+  // The ring, rebuilt the only way its interface allows: each sub-window's
+  // count admitted at its first instant, oldest first, through a policy of
+  // the same window and buckets and no limit.
+  const tick width = to.limit().window / n;
+  const sliding_buckets big = sliding_buckets::make(rate{max_quantity, to.limit().window}, n).value();
+  sliding_buckets::state out;
+  for (const sub_count& r : runs) {
+    const i128 t = std::max<i128>(r.sub * width, detail::i64_min);
+    (void)decide(big, out, static_cast<tick>(t), r.count);
+  }
+  return out;
+}
+
+/// The bucketed window's bound, exact for g ≤ w (docs/worst-case.md): admitted
+/// units group into runs of at most L, each run's first unit at least N
+/// sub-windows after the previous run's first; k such runs need
+/// ceil(span / w) ≥ (k − 1)·N, and span ≤ m·g.
+std::int64_t buckets_formula(const sliding_buckets& p, tick window2, tick g) noexcept {
+  const rate r = p.limit();
+  if (window2 < 1 || r.limit == 0) return 0;
+  const i128 m = (static_cast<i128>(window2) - 1) / g;
+  const i128 w = r.window / p.buckets();
+  const i128 runs = m == 0 ? 1 : 1 + detail::ceil_div(m * g, w) / p.buckets();
+  return detail::clamp_count(runs * r.limit);
 }
 
 }  // namespace
 
-result<rate> make_rate(std::int64_t limit, tick window) {
-  rate r{limit, window};
-  if (auto e = check_rate(r)) return *e;
-  return r;
-}
-
-result<fixed_window> fixed_window::make(rate r, tick origin) {
-  if (auto e = check_rate(r)) return *e;
-  return fixed_window(r, static_cast<tick>(detail::floor_mod(origin, r.window)));
-}
-
-result<token_bucket> token_bucket::make(rate r, std::int64_t burst) {
-  if (auto e = check_rate(r)) return *e;
-  if (auto e = check_count("burst", burst, 1)) return *e;
-  return token_bucket(r, burst);
-}
-
-result<gcra> gcra::make(rate r, std::int64_t burst) {
-  if (auto e = check_rate(r)) return *e;
-  if (auto e = check_count("burst", burst, 1)) return *e;
-  return gcra(r, burst);
-}
-
-result<sliding_counter> sliding_counter::make(rate r) {
-  if (auto e = check_rate(r)) return *e;
-  return sliding_counter(r);
-}
-
-result<leaky_queue> leaky_queue::make(rate r, std::int64_t queue) {
-  if (auto e = check_rate(r)) return *e;
-  if (auto e = check_count("queue", queue, 1)) return *e;
-  return leaky_queue(r, queue);
-}
-
-result<quota> quota::make(std::int64_t units) {
-  if (auto e = check_count("quota", units, 0)) return *e;
-  return quota(units);
-}
-
-result<sliding_log> sliding_log::make(rate r) {
-  if (auto e = check_rate(r)) return *e;
-  return sliding_log(r);
-}
+// ---- sliding_buckets ----
 
 result<sliding_buckets> sliding_buckets::make(rate r, std::int64_t buckets) {
-  if (auto e = check_rate(r)) return *e;
+  if (auto e = detail::check_rate(r)) return *e;
   constexpr std::int64_t most = 65536;
   if (buckets < 1 || buckets > most)
     return error{"buckets", "must be from 1 to " + std::to_string(most) + " (got " + std::to_string(buckets) + ")"};
@@ -91,78 +89,25 @@ result<sliding_buckets> sliding_buckets::make(rate r, std::int64_t buckets) {
   return sliding_buckets(r, buckets);
 }
 
-// ---- sliding log ----
-
-void sliding_log::state::push_back(entry e) {
-  if (size_ == ring_.size()) {
-    // Grow to the next power of two, unrolling the ring so head_ is 0.
-    std::vector<entry> bigger(ring_.empty() ? 4 : ring_.size() * 2);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = at(i);
-    ring_.swap(bigger);
-    head_ = 0;
-  }
-  ring_[(head_ + size_) & (ring_.size() - 1)] = e;
-  ++size_;
-  units_ += e.units;
+result<sliding_buckets> sliding_buckets::from_spec(const spec& s) {
+  if (!s.buckets) return error{"buckets", "is required by sliding-buckets (the number of sub-windows)"};
+  return make(s.limit, *s.buckets);
 }
 
-inline sliding_log::scan sliding_log::scan_of(const state& s, tick now) const noexcept {
-  const tick e = detail::max64(now, s.last_);
-  // Units at t ≤ e − W have left the window; count them without touching
-  // the state, so that a denial changes nothing.
-  const detail::i128 horizon = static_cast<detail::i128>(e) - r_.window;
-  std::size_t first = 0;
-  std::int64_t expired = 0;
-  while (first < s.size_ && s.at(first).at <= horizon) expired += s.at(first++).units;
-  return {e, first, s.units_ - expired};
+std::string policy_text(const sliding_buckets& p) {
+  return std::string(sliding_buckets::name) + " " + format_rate(p.limit()) + " buckets=" + std::to_string(p.buckets());
 }
 
-inline decision sliding_log::answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept {
-  decision d;
-  d.remaining = detail::max64(0, r_.limit - sc.in_window);
-  d.reset_after =
-      sc.in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
-  if (cost < 1 || cost > r_.limit) {
-    d.retry_after = never;
-    return d;
-  }
-  if (cost <= r_.limit - sc.in_window) {  // not in_window + cost: both may be 2^62
-    // After the admit the log holds exactly the units in the window plus these.
-    d.allowed = true;
-    d.remaining = r_.limit - sc.in_window - cost;
-    d.reset_after = detail::until(static_cast<detail::i128>(sc.e) + r_.window, now);
-    return d;
-  }
-  // The request fits once the oldest `need` units have left; the entry that
-  // completes them leaves at its instant + W.
-  const std::int64_t need = sc.in_window - (r_.limit - cost);
-  std::int64_t freed = 0;
-  std::size_t i = sc.first;
-  while (freed + s.at(i).units < need) freed += s.at(i++).units;
-  d.retry_after = detail::until(static_cast<detail::i128>(s.at(i).at) + r_.window, now);
-  return d;
+worst_case_traits worst_case_traits_of(const sliding_buckets& p, tick window2, tick granularity) {
+  const std::int64_t formula = buckets_formula(p, window2, granularity);
+  worst_case_traits t{.bound = formula, .period = p.limit().limit > 0 ? p.limit().window / p.buckets() : 0};
+  if (granularity <= p.limit().window / p.buckets()) t.exact = formula;  // exact on a grid no coarser than w
+  return t;
 }
 
-decision sliding_log::decide(state& s, tick now, std::int64_t cost) const noexcept {
-  const scan sc = scan_of(s, now);
-  const decision d = answer(s, sc, now, cost);
-  if (!d.allowed) return d;
-  for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
-  if (s.size_ > 0 && s.at(s.size_ - 1).at == sc.e) {
-    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += cost;
-    s.units_ += cost;
-  } else {
-    s.push_back(entry{sc.e, cost});
-  }
-  s.last_ = sc.e;
-  return d;
-}
+limit_figures limit_of(const sliding_buckets& p) noexcept { return {.per = p.limit(), .units = p.limit().limit}; }
 
-decision sliding_log::peek(const state& s, tick now, std::int64_t cost) const noexcept {
-  return answer(s, scan_of(s, now), now, cost);
-}
-
-// ---- sliding window with buckets ----
+bool may_leave_debt(const sliding_buckets&, const sliding_buckets&) noexcept { return false; }
 
 // decide_wide without its divisions: the sub-window of now from now + 2^63
 // by one reciprocal division, one remainder for the slot of the newest
@@ -334,35 +279,6 @@ std::int64_t sliding_buckets::give_back(state& s, std::int64_t sub, std::int64_t
   return back;
 }
 
-// ---- reports: the charges that reach into the ring states (report.hpp) ----
-// Here, beside scan_of, which is inline to this file.
-
-void sliding_log::charge(state& s, tick now, std::int64_t cost) const noexcept {
-  const std::int64_t limit = r_.limit;
-  if (cost < 1 || limit == 0) return;
-  const scan sc = scan_of(s, now);
-  for (std::size_t i = 0; i < sc.first; ++i) s.pop_front();
-  const bool merge = s.size_ > 0 && s.at(s.size_ - 1).at == sc.e;
-  const std::int64_t held = merge ? s.at(s.size_ - 1).units : 0;
-  const std::int64_t add = std::min(cost, limit - std::min(held, limit));  // an entry holds at most L
-  // While the newer entries alone hold L units, the oldest changes no
-  // decision (semantics.md, "Reports"): drop it. Judged before the units
-  // join (in 128 bits: the log may hold 3L − 1 for a moment), so the log
-  // never counts past 2L − 1.
-  detail::i128 total = static_cast<detail::i128>(s.units_) + add;
-  while (s.size_ + (merge ? 0 : 1) > 1 && total - s.at(0).units >= limit) {
-    total -= s.at(0).units;
-    s.pop_front();
-  }
-  if (merge) {
-    s.ring_[(s.head_ + s.size_ - 1) & (s.ring_.size() - 1)].units += add;
-    s.units_ += add;
-  } else {
-    s.push_back(entry{sc.e, add});
-  }
-  s.last_ = sc.e;
-}
-
 void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexcept {
   const std::int64_t limit = r_.limit;
   if (cost < 1 || limit == 0) return;
@@ -389,6 +305,37 @@ void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexce
     s.counts_[k] = 0;
   }
   s.total_ = static_cast<std::int64_t>(total);
+}
+
+receipt receipt_before(const sliding_buckets& p, const sliding_buckets::state&, tick now, std::int64_t cost) noexcept {
+  return detail::new_receipt(stamp_of(p), now, cost);
+}
+void receipt_after(receipt& r, const sliding_buckets&, const sliding_buckets::state& s) noexcept {
+  ra::key(r) = s.newest();
+}
+
+std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& rc, tick /*now*/) noexcept {
+  receipt r(std::move(rc));
+  if (!detail::matches(r, stamp_of(p))) return 0;
+  return p.give_back(s, ra::key(r), ra::cost(r));
+}
+
+sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_buckets::state& s,
+                                   const sliding_buckets& to, tick now) {
+  if (from.limit().window == to.limit().window && from.buckets() == to.buckets()) return decisive(to, s);
+  const decision d = from.peek(s, now, 0);  // cost 0: what is in the window
+  const i128 in_window = static_cast<i128>(from.limit().limit) - d.remaining;
+  if (in_window <= 0) return {};
+  // reset_after runs to the end of the window of the latest sub-window that
+  // holds units; charge everything to that sub-window's last tick, the
+  // latest instant any of them can have been admitted at.
+  const i128 width = from.limit().window / from.buckets();
+  const i128 latest_end = static_cast<i128>(now) + d.reset_after - from.limit().window + width - 1;
+  const tick at = static_cast<tick>(std::clamp<i128>(latest_end, detail::i64_min, detail::i64_max));
+  const sliding_buckets big = sliding_buckets::make(rate{max_quantity, to.limit().window}, to.buckets()).value();
+  sliding_buckets::state out;
+  (void)decide(big, out, at, clamp_units(in_window));
+  return decisive(to, out);
 }
 
 }  // namespace sluice
