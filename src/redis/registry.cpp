@@ -15,8 +15,6 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.prefix = o.key_prefix;
   r.connect_timeout = o.connect_timeout;
   r.command_timeout = o.command_timeout;
-  r.pool_size = o.pool_size;
-  r.pipelined_client = o.pipelined_client;
   r.tick_ns = o.tick_ns;
   r.unknown_tick_ttl = o.unknown_tick_ttl;
   r.idempotency_window = o.idempotency_window;

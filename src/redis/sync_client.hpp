@@ -109,7 +109,7 @@ class sync_client final : public backend {
 };
 
 /// The store's backend for one server through the asynchronous client
-/// (rediss://, or `pipelined_client`): the store's timeouts. A `verify=no`
+/// (redis://, rediss://, unix://): the store's timeouts. A `verify=no`
 /// URL is warned about on stderr.
 result<std::unique_ptr<sync_client>> open_async_backend(const redis_store_options& options, url where);
 
