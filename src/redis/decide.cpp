@@ -1,5 +1,10 @@
 // The Redis store's decisions (include/sluice/redis.hpp): requests to FCALLs
 // of the Lua library and replies back to decisions with the core's code.
+// Every request — a decision, a peek, a report — is opened, built, sent,
+// judged, resolved and concluded by the one code below, whichever face sends
+// it: synchronously (run), without waiting (run_async: the first call on the
+// asynchronous client, anything more on the slow lane) or in pipelines
+// (many).
 //
 // The hot path — one check of a plain policy, no request id — is built into
 // a per-thread buffer (no allocation once warm), sent as `sluice_v2_one`,
@@ -9,8 +14,7 @@
 // decided in carry.cpp.
 #include <algorithm>
 #include <array>
-
-#include <boost/container/small_vector.hpp>
+#include <memory>
 
 #include "redis/binary.hpp"
 #include "redis/combine.hpp"
@@ -396,55 +400,91 @@ std::optional<store_decision> redis_store::impl::before_call(const store_request
   return local_answer(r, es, peek, per_check, grows);
 }
 
-store_decision redis_store::impl::one(const store_request& request, bool peek, std::span<decision> per_check,
-                                      std::span<std::optional<tick>> grows) {
-  std::array<const entry*, max_checks> es{};
-  store_request r = request;
-  if (peek) grows = {};
+std::optional<store_decision> redis_store::impl::prepare(redis::request_job& j, const store_request& request,
+                                                         redis::call_kind kind, std::span<decision> per_check,
+                                                         std::span<std::optional<tick>> grows) {
+  j.r = request;
+  j.kind = kind;
+  // entries_of refuses more than max_checks before it writes an entry.
+  j.es.resize(std::min(request.checks.size(), max_checks));
+  const auto own_per_check = [&] {
+    j.mine.resize(j.r.checks.size());
+    per_check = std::span(j.mine.data(), j.mine.size());
+  };
+  if (j.report()) {
+    if (auto early = report_before_call(j.r, j.es.data(), per_check)) return early;
+    // Every check's figures: a report reads them from the charged states.
+    if (per_check.empty()) own_per_check();
+    j.per_check = per_check;
+    return std::nullopt;
+  }
+  if (j.peek()) grows = {};
   // At the store's clock: looked up at the estimate of it, sent as the
   // window split's reference, decided at the instant the reply returns.
-  r.now = lookup_now(r.now);
-  if (auto early = before_call(r, peek, es.data(), per_check, grows)) return *early;
-  const auto seen = cache_generation();  // before the call (conclude)
+  j.r.now = lookup_now(j.r.now);
+  if (auto early = before_call(j.r, j.peek(), j.es.data(), per_check, grows)) return early;
   // Per-check decisions for the deny cache or `grows` when the caller wants none.
-  std::array<decision, max_checks> mine{};
-  if (!peek && per_check.empty() && (!grows.empty() || (denials && r.checks.size() > 1)))
-    per_check = std::span(mine.data(), r.checks.size());
-  store_decision out;
-  std::vector<std::optional<std::string>> stale;
-  outcome o = outcome::failure;
-  const lease_scope scope(nonce_for(r, es.data(), peek));  // sent, and decided with
-  int moves = 0;
-  for (int attempt = 0; attempt < carry_attempts;) {
-    redis::scratch& s = tls_calls;
-    clear(s);
-    build(r, es.data(), peek, 0, s);
-    seal(s);
-    const std::int64_t sent = remote::circuit_breaker::steady_ns();
-    auto res = call_one(s.fcalls[0]);
-    if (auto* rep = std::get_if<redis::reply>(&res)) {
-      o = take_instant(*rep, sent, r.now) ? judge(r, es.data(), *rep, peek, out, per_check, stale, grows)
-                                          : outcome::failure;
-    } else {
-      o = redis::outcome_of(std::get<redis::call_error>(res));
-    }
+  if (!j.peek() && per_check.empty() && (!grows.empty() || (denials && j.r.checks.size() > 1))) own_per_check();
+  j.per_check = per_check;
+  j.grows = grows;
+  j.nonce = nonce_for(j.r, j.es.data(), j.peek());
+  return std::nullopt;
+}
+
+outcome redis_store::impl::answered(redis::request_job& j, redis::call_result& res, std::int64_t sent,
+                                    store_decision& out) {
+  auto* rep = std::get_if<redis::reply>(&res);
+  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
+  if (!take_instant(*rep, sent, j.r.now)) return outcome::failure;
+  if (j.report()) return judge_report(j.r, j.es.data(), *rep, out, j.per_check, j.stale);
+  return judge(j.r, j.es.data(), *rep, j.peek(), out, j.per_check, j.stale, j.grows);
+}
+
+outcome redis_store::impl::send(redis::request_job& j, store_decision& out) {
+  redis::scratch& s = tls_calls;
+  clear(s);
+  build(j.r, j.es.data(), j.peek(), 0, s, j.report());
+  seal(s);
+  const std::int64_t sent = remote::circuit_breaker::steady_ns();
+  auto res = call_one(s.fcalls[0]);
+  return answered(j, res, sent, out);
+}
+
+outcome redis_store::impl::resolve(redis::request_job& j, outcome o, store_decision& out) {
+  for (int attempt = 0;;) {
     if (o == outcome::moved) {
       // Built for another override than the one stored: built again under
       // the stored one (nothing was decided or written).
-      if (!follow(r, es.data(), stale)) {
-        o = outcome::corrupt;
-        break;
-      }
-      if (++moves > max_moves) break;
+      if (!follow(j.r, j.es.data(), j.stale)) return outcome::corrupt;
+      if (++j.moves > max_moves) return outcome::moved;
+      o = send(j, out);
       continue;
     }
-    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, peek, out, per_check, grows);
-    if (o != outcome::conflict) break;
-    ++attempt;
+    if (o == outcome::stale)
+      o = decide_carried(j.r, j.es.data(), j.stale, j.peek(), out, j.per_check, j.grows, j.report());
+    if (o != outcome::conflict) return o;
     carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-    o = outcome::mismatch;  // still conflicting after the last attempt: an error, never an admit
+    // Still conflicting after the last attempt: an error, never an admit
+    // (nor a half charge).
+    if (++attempt == carry_attempts) return outcome::mismatch;
+    o = send(j, out);  // read again
   }
-  return conclude(r, es.data(), o, out, peek, per_check, grows, seen);
+}
+
+store_decision redis_store::impl::finish(redis::request_job& j, outcome o, const store_decision& out) {
+  if (j.report()) return report_concluded(j.r, o, out, j.per_check);
+  return conclude(j.r, j.es.data(), o, out, j.peek(), j.per_check, j.grows, j.seen);
+}
+
+store_decision redis_store::impl::run(const store_request& request, redis::call_kind kind,
+                                      std::span<decision> per_check, std::span<std::optional<tick>> grows) {
+  redis::request_job j;
+  if (auto early = prepare(j, request, kind, per_check, grows)) return *early;
+  j.seen = cache_generation();       // before the call (conclude)
+  const lease_scope scope(j.nonce);  // sent, and decided with
+  store_decision out;
+  const outcome o = resolve(j, send(j, out), out);
+  return finish(j, o, out);
 }
 
 void redis_store::impl::enter() {
@@ -462,221 +502,119 @@ void redis_store::impl::leave() {
 
 namespace {
 
-/// One asynchronous decision between its call and its answer: the
-/// request's own copy of what `one` keeps on its stack. Its per-check
-/// arrays hold a few checks in place and are sized once, before any span
-/// points into them: a request of up to four checks is one allocation
-/// small enough for malloc's per-thread cache, where arrays of max_checks
-/// made it a large one on malloc's slow path.
+/// One asynchronous request between its call and its answer.
 struct async_job {
-  static constexpr std::size_t in_place = 4;
-  store_request r;
-  bool peek = false;
-  std::span<decision> per_check;
-  std::span<std::optional<tick>> grows;
+  redis::request_job j;
   store::decided done;
-  boost::container::small_vector<const redis::entry*, in_place> es;
-  boost::container::small_vector<decision, in_place> mine;
   redis::scratch s;  // the call's bytes: the client reads them until it answers
   std::int64_t t0 = 0;
-  std::uint64_t nonce = 0;            // of the leases it may take
-  std::optional<std::uint64_t> seen;  // the deny cache's generation before the call
 };
 
 }  // namespace
 
-void redis_store::impl::one_async(const store_request& request, bool peek, std::span<decision> per_check,
+void redis_store::impl::run_async(const store_request& request, redis::call_kind kind, std::span<decision> per_check,
                                   std::span<std::optional<tick>> grows, store::decided done) {
-  if (peek) grows = {};
-  auto j = std::make_shared<async_job>();
-  j->r = request;
-  j->peek = peek;
-  j->r.now = lookup_now(j->r.now);  // as `one`
-  // entries_of refuses more than max_checks before it writes an entry.
-  j->es.resize(std::min(request.checks.size(), max_checks));
-  if (auto early = before_call(j->r, peek, j->es.data(), per_check, grows)) return done(*early);
-  j->done = std::move(done);
-  j->grows = grows;
-  // Per-check decisions for the deny cache or `grows` when the caller wants none (as `one`).
-  if (!peek && per_check.empty() && (!grows.empty() || (denials && j->r.checks.size() > 1))) {
-    j->mine.resize(j->r.checks.size());
-    per_check = std::span(j->mine.data(), j->mine.size());
-  }
-  j->per_check = per_check;
+  auto a = std::make_shared<async_job>();
+  if (auto early = prepare(a->j, request, kind, per_check, grows)) return done(*early);
+  a->done = std::move(done);
   enter();
-  clear(j->s);
   // The call's bytes in one allocation, not one per doubling (a key and a
   // few numbers per check; a larger request grows it as it needs).
-  j->s.bytes.reserve(256 * j->r.checks.size());
-  j->nonce = nonce_for(j->r, j->es.data(), peek);
+  a->s.bytes.reserve(256 * a->j.r.checks.size());
   {
-    const lease_scope scope(j->nonce);
-    build(j->r, j->es.data(), peek, 0, j->s);
+    const lease_scope scope(a->j.nonce);
+    build(a->j.r, a->j.es.data(), a->j.peek(), 0, a->s, a->j.report());
   }
-  seal(j->s);
-  j->seen = cache_generation();
-  j->t0 = remote::circuit_breaker::steady_ns();
-  backend_here().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
+  seal(a->s);
+  a->j.seen = cache_generation();
+  a->t0 = remote::circuit_breaker::steady_ns();
+  backend_here().async_fcall_each(std::span(a->s.fcalls.data(), 1), [this, a](std::vector<redis::call_result> v) {
     redis::call_result& res = v[0];
     if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
       res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
-    figures.observe(remote::circuit_breaker::steady_ns() - j->t0);
+    figures.observe(remote::circuit_breaker::steady_ns() - a->t0);
     figures.note(res);
     store_decision out;
-    std::vector<std::optional<std::string>> stale;
     outcome o = outcome::failure;
-    if (auto* rep = std::get_if<redis::reply>(&res)) {
-      const lease_scope scope(j->nonce);  // the nonce the call sent
-      o = take_instant(*rep, j->t0, j->r.now)
-              ? judge(j->r, j->es.data(), *rep, j->peek, out, j->per_check, stale, j->grows)
-              : outcome::failure;
-    } else {
-      o = redis::outcome_of(std::get<redis::call_error>(res));
+    {
+      const lease_scope scope(a->j.nonce);  // the nonce the call sent
+      o = answered(a->j, res, a->t0, out);
     }
     if (o == outcome::moved) {
       // Built for another override than the one stored: the belief
-      // follows it, and the slow lane decides afresh (as `one`), built
-      // under the stored override.
-      (void)follow(j->r, j->es.data(), stale);
+      // follows it, and the slow lane runs it afresh, built under the
+      // stored override.
+      (void)follow(a->j.r, a->j.es.data(), a->j.stale);
       o = outcome::stale;
     }
     if (o == outcome::stale) {
       // A value of an earlier configuration: carried over with a
       // compare-and-set (more calls). The stale reply wrote nothing, so
-      // the slow lane decides the request afresh, exactly as `one`.
-      slow.post([this, j] {
-        const store_decision d = one(j->r, j->peek, j->per_check, j->grows);
-        j->done(d);
+      // the slow lane runs the request afresh, synchronously.
+      slow.post([this, a] {
+        a->done(run(a->j.r, a->j.kind, a->j.per_check, a->j.grows));
         leave();
       });
       return;
     }
-    const store_decision d = conclude(j->r, j->es.data(), o, out, j->peek, j->per_check, j->grows, j->seen);
-    j->done(d);
+    a->done(finish(a->j, o, out));
     leave();
   });
 }
 
-void redis_store::impl::many(std::span<const store_request> given, std::span<store_decision> out) {
-  // At the store's clock: each request looked up at the estimate of it,
-  // and decided at the instant its own call returns (as `one`).
-  maybe_measure_clock();
-  std::vector<store_request> at_store;
-  std::span<const store_request> requests = given;
-  if (at_store_clock()) {
-    at_store.assign(given.begin(), given.end());
-    for (auto& r : at_store) r.now = lookup_now(r.now);
-    requests = at_store;
-  }
+void redis_store::impl::many(std::span<const store_request> requests, std::span<store_decision> out) {
   const std::size_t n = requests.size();
-  std::vector<std::array<const entry*, max_checks>> es(n);
+  std::vector<redis::request_job> jobs(n);
   std::vector<bool> done(n, false);
-  std::array<decision, max_checks> mine{};
   for (std::size_t i = 0; i < n; ++i) {
-    if (!entries_of(requests[i], es[i].data())) {
-      count(decisions, false);
-      count(errors, false);
-      out[i] = error_decision(requests[i], {});
-      done[i] = true;
-    } else if (!one_slot(requests[i], es[i].data())) {
-      out[i] = refuse_cross_slot(requests[i], false, {});
-      done[i] = true;
-    } else if (stateless(requests[i], es[i].data())) {
-      out[i] = decide_stateless(requests[i], es[i].data(), false, {});
-      done[i] = true;
-    } else if (auto answered = local_answer(requests[i], es[i].data(), false, {})) {
-      out[i] = *answered;
+    if (auto early = prepare(jobs[i], requests[i], redis::call_kind::decide, {}, {})) {
+      out[i] = *early;
       done[i] = true;
     }
   }
-  std::vector<std::optional<std::string>> stale;
   const auto seen = cache_generation();  // before the first call: the whole batch's (conclude)
-  // Each request's nonce, kept across rounds (a skipped call is sent again
-  // with the same one).
-  std::vector<std::uint64_t> nonces(n, 0);
-  std::vector<int> moves(n, 0);  // times each was built again for a changed override
-  for (std::size_t i = 0; i < n; ++i)
-    if (!done[i]) nonces[i] = nonce_for(requests[i], es[i].data(), false);
+  for (auto& j : jobs) j.seen = seen;
   // Each round sends the requests not yet decided, in order, at most
   // max_pipeline of them (the deny cache answers most of a batch of mostly
   // denied traffic without a call, so a batch may hold many times that
-  // many requests); a round stops
-  // at a request whose states must be carried over (the calls after it are
-  // skipped by the library), which is decided on its own before the next.
+  // many requests); a round stops at a request whose states must be
+  // carried over (the calls after it are skipped by the library), which is
+  // decided on its own before the next. A request keeps its nonce across
+  // rounds (a skipped call is sent again with the same one).
   for (std::size_t round = 0; round <= (n + 8) * (max_moves + 1); ++round) {
     redis::scratch& s = tls_calls;
     clear(s);
     const std::int64_t batch = next_batch();
     for (std::size_t i = 0; i < n && s.owner.size() < max_pipeline; ++i) {
       if (done[i]) continue;
-      const lease_scope scope(nonces[i]);
-      build(requests[i], es[i].data(), false, batch, s);
+      const lease_scope scope(jobs[i].nonce);
+      build(jobs[i].r, jobs[i].es.data(), false, batch, s);
       s.owner.push_back(i);
     }
     if (s.owner.empty()) return;
     seal(s);
-    const std::vector<std::size_t> owner = s.owner;  // the carry path below reuses the buffers
+    const std::vector<std::size_t> owner = s.owner;  // resolve's calls reuse the buffers
     // One outcome per call: in a cluster each node's pipeline succeeds or
     // fails on its own (one server: all of them together).
     const std::int64_t sent = remote::circuit_breaker::steady_ns();
     auto results = call_each(s.fcalls);
     for (std::size_t c = 0; c < owner.size(); ++c) {
       const std::size_t i = owner[c];
-      const store_request& r = requests[i];
-      std::span<decision> pc;
-      if (denials && r.checks.size() > 1) pc = std::span(mine.data(), r.checks.size());
+      redis::request_job& j = jobs[i];
       store_decision d;
-      outcome o = outcome::failure;
-      const lease_scope scope(nonces[i]);  // the nonce its call sent
-      if (c >= results.size()) {
-        o = outcome::failure;
-      } else if (const auto* err = std::get_if<redis::call_error>(&results[c])) {
-        o = redis::outcome_of(*err);
-      } else {
-        auto& rep = std::get<redis::reply>(results[c]);
-        o = take_instant(rep, sent, at_store.empty() ? d.at : at_store[i].now)
-                ? judge(r, es[i].data(), rep, false, d, pc, stale)
-                : outcome::failure;
-      }
+      const lease_scope scope(j.nonce);  // the nonce its call sent
+      outcome o = c < results.size() ? answered(j, results[c], sent, d) : outcome::failure;
       // Skipped: a call after a stale one on the same server (the library
       // ran nothing); sent again, in order, next round. The calls of other
       // servers (a cluster) did run: they are decided here, not sent again.
       if (o == outcome::skipped) continue;
-      // Built for another override than the one stored (nothing decided):
-      // built again under it, next round, in order.
-      const auto moved_again = [&] {
-        if (o != outcome::moved) return false;
-        if (!follow(r, es[i].data(), stale)) {
-          o = outcome::corrupt;
-          return false;
-        }
-        return ++moves[i] <= max_moves;
-      };
-      if (moved_again()) continue;
-      for (int attempt = 0; o == outcome::stale && attempt < carry_attempts; ++attempt) {
-        o = decide_carried(r, es[i].data(), stale, false, d, pc);
-        if (o != outcome::conflict) break;
-        carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-        o = outcome::mismatch;
-        // Read again, alone.
-        redis::scratch& again = tls_calls;
-        clear(again);
-        build(r, es[i].data(), false, 0, again);
-        seal(again);
-        const std::int64_t again_sent = remote::circuit_breaker::steady_ns();
-        auto res2 = call_one(again.fcalls[0]);
-        auto* rep = std::get_if<redis::reply>(&res2);
-        o = rep != nullptr && take_instant(*rep, again_sent, at_store.empty() ? d.at : at_store[i].now)
-                ? judge(r, es[i].data(), *rep, false, d, pc, stale)
-                : outcome::failure;
-      }
-      if (moved_again()) continue;
-      out[i] = conclude(r, es[i].data(), o, d, false, pc, {}, seen);
+      o = resolve(j, o, d);
+      out[i] = finish(j, o, d);
       done[i] = true;
     }
   }
   for (std::size_t i = 0; i < n; ++i)
-    if (!done[i]) out[i] = conclude(requests[i], es[i].data(), outcome::failure, {}, false, {});
+    if (!done[i]) out[i] = finish(jobs[i], outcome::failure, {});
 }
 
 }  // namespace sluice

@@ -3,12 +3,10 @@
 // whatever the limits say; the client checks the script's writes against
 // the core's `report` and reads the figures from the charged states. A
 // value of an earlier configuration (status 3) is carried over and charged
-// by the client with a compare-and-set, as a decision is (carry.cpp). On
-// the pipelined client a report waits on nothing (report_async): its call
-// is judged on the client's I/O thread, and only a carry-over goes to the
-// slow lane.
+// by the client with a compare-and-set, as a decision is (carry.cpp). A
+// report is sent, judged and resolved by the same code as a decision, on
+// either face (decide.cpp: run, run_async); what is a report's own is here.
 #include <array>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,15 +18,6 @@
 namespace sluice {
 
 using redis::outcome;
-
-namespace {
-
-/// The most attempts at a report whose states must be carried over.
-constexpr int carry_attempts = 4;
-
-thread_local redis::scratch tls_reports;
-
-}  // namespace
 
 std::optional<store_decision> redis_store::impl::report_before_call(store_request& r, const entry** es,
                                                                     std::span<decision> per_check) {
@@ -62,27 +51,12 @@ std::optional<store_decision> redis_store::impl::report_before_call(store_reques
   return std::nullopt;
 }
 
-void redis_store::impl::build_report(const store_request& r, const entry* const* es, redis::scratch& s) const {
-  s.bytes.clear();
-  s.pieces.clear();
-  s.calls.clear();
-  s.owner.clear();
-  build(r, es, false, 0, s, true);
-  s.views.clear();
-  for (const auto& [off, len] : s.pieces) s.views.emplace_back(s.bytes.data() + off, len);
-  s.fcalls.clear();
-  for (const auto& c : s.calls)
-    s.fcalls.push_back(redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views)});
-}
-
-outcome redis_store::impl::judge_report(const store_request& r, const entry* const* es, const redis::call_result& res,
+outcome redis_store::impl::judge_report(const store_request& r, const entry* const* es, const redis::reply& rep,
                                         store_decision& out, std::span<decision> pc,
                                         std::vector<std::optional<std::string>>& stale) {
-  const auto* rep = std::get_if<redis::reply>(&res);
-  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
-  if (const auto msg = rep->as_error())
+  if (const auto msg = rep.as_error())
     return msg->starts_with("sluice: corrupt state") ? outcome::corrupt : outcome::failure;
-  const auto* arr = rep->as_array();
+  const auto* arr = rep.as_array();
   if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
   const auto status = *(*arr)[0].as_integer();
   if (status == 3) return stale_values(*arr, stale) ? outcome::stale : outcome::failure;
@@ -135,102 +109,12 @@ store_decision redis_store::impl::report_concluded(const store_request& r, outco
   }
 }
 
-store_decision redis_store::impl::report_one(const store_request& request, std::span<decision> per_check) {
-  std::array<const entry*, max_checks> es{};
-  store_request r = request;
-  if (auto early = report_before_call(r, es.data(), per_check)) return *early;
-  std::array<decision, max_checks> mine{};
-  const std::span<decision> pc = per_check.empty() ? std::span<decision>(mine.data(), r.checks.size()) : per_check;
-  store_decision out;
-  outcome o = outcome::failure;
-  std::vector<std::optional<std::string>> stale;
-  int moves = 0;
-  for (int attempt = 0; attempt < carry_attempts;) {
-    redis::scratch& s = tls_reports;
-    build_report(r, es.data(), s);
-    const std::int64_t sent = remote::circuit_breaker::steady_ns();
-    auto res = call_one(s.fcalls[0]);
-    o = take_instant(res, sent, r.now) ? judge_report(r, es.data(), res, out, pc, stale) : outcome::failure;
-    if (o == outcome::moved) {
-      // Built for another override than the one stored: nothing charged;
-      // built again under the stored one.
-      if (!follow(r, es.data(), stale)) {
-        o = outcome::corrupt;
-        break;
-      }
-      if (++moves > carry_attempts) break;
-      continue;
-    }
-    if (o == outcome::stale) o = decide_carried(r, es.data(), stale, false, out, pc, {}, true);
-    if (o != outcome::conflict) break;
-    ++attempt;
-    carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-    o = outcome::mismatch;  // still conflicting after the last attempt: an error, never a half charge
-  }
-  return report_concluded(r, o, out, per_check);
-}
-
-namespace {
-
-/// One asynchronous report: what its call and its answer need until the
-/// reply comes.
-struct report_job {
-  store_request r;
-  std::span<decision> per_check;
-  store::decided done;
-  std::array<const redis::entry*, max_checks> es{};
-  std::array<decision, max_checks> mine{};
-  redis::scratch s;  // the call's bytes: the client reads them until it answers
-  std::int64_t t0 = 0;
-};
-
-}  // namespace
-
-void redis_store::impl::report_async(const store_request& request, std::span<decision> per_check, store::decided done) {
-  auto j = std::make_shared<report_job>();
-  j->r = request;
-  if (auto early = report_before_call(j->r, j->es.data(), per_check)) return done(*early);
-  j->done = std::move(done);
-  j->per_check = per_check;
-  enter();
-  build_report(j->r, j->es.data(), j->s);
-  j->t0 = remote::circuit_breaker::steady_ns();
-  backend_here().async_fcall_each(std::span(j->s.fcalls.data(), 1), [this, j](std::vector<redis::call_result> v) {
-    redis::call_result& res = v[0];
-    if (auto* rep = std::get_if<redis::reply>(&res); rep != nullptr && rep->is_error())
-      res = redis::server_error(std::move(rep->str));  // as the synchronous face's fcall
-    figures.observe(remote::circuit_breaker::steady_ns() - j->t0);
-    figures.note(res);
-    const std::span<decision> pc =
-        j->per_check.empty() ? std::span<decision>(j->mine.data(), j->r.checks.size()) : j->per_check;
-    store_decision out;
-    std::vector<std::optional<std::string>> stale;
-    outcome o =
-        take_instant(res, j->t0, j->r.now) ? judge_report(j->r, j->es.data(), res, out, pc, stale) : outcome::failure;
-    if (o == outcome::moved) {
-      (void)follow(j->r, j->es.data(), stale);  // the slow lane builds it again under the stored override
-      o = outcome::stale;
-    }
-    if (o == outcome::stale) {
-      // A value of an earlier configuration: the stale reply wrote nothing,
-      // so the slow lane reports afresh (carried over with more calls).
-      slow.post([this, j] {
-        j->done(report_one(j->r, j->per_check));
-        leave();
-      });
-      return;
-    }
-    j->done(report_concluded(j->r, o, out, j->per_check));
-    leave();
-  });
-}
-
 store_decision redis_store::report_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->report_one(r, per_check);
+  return impl_->run(r, redis::call_kind::report, per_check);
 }
 
 void redis_store::report_async(const store_request& r, std::span<decision> per_check, decided done) {
-  impl_->report_async(r, per_check, std::move(done));
+  impl_->run_async(r, redis::call_kind::report, per_check, {}, std::move(done));
 }
 
 }  // namespace sluice

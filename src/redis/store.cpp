@@ -556,20 +556,20 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
 
 store_decision redis_store::decide_at(const store_request& r, std::span<decision> per_check,
                                       std::span<std::optional<tick>> grows_after) {
-  return impl_->one(r, false, per_check, grows_after);
+  return impl_->run(r, redis::call_kind::decide, per_check, grows_after);
 }
 
 store_decision redis_store::peek_at(const store_request& r, std::span<decision> per_check) {
-  return impl_->one(r, true, per_check);
+  return impl_->run(r, redis::call_kind::peek, per_check);
 }
 
 void redis_store::decide_async(const store_request& r, std::span<decision> per_check,
                                std::span<std::optional<tick>> grows_after, decided done) {
-  impl_->one_async(r, false, per_check, grows_after, std::move(done));
+  impl_->run_async(r, redis::call_kind::decide, per_check, grows_after, std::move(done));
 }
 
 void redis_store::peek_async(const store_request& r, decided done) {
-  impl_->one_async(r, true, {}, {}, std::move(done));
+  impl_->run_async(r, redis::call_kind::peek, {}, {}, std::move(done));
 }
 
 void redis_store::count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) {

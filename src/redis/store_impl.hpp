@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "redis/client.hpp"
 #include "redis/cluster.hpp"
 #include "redis/eviction.hpp"
@@ -134,6 +136,34 @@ struct scratch {
   std::vector<call_span> calls;
   std::vector<function_call> fcalls;
   std::vector<std::size_t> owner;  // call -> request
+};
+
+/// What a request's call does.
+enum class call_kind : std::uint8_t { decide, peek, report };
+
+/// One request between its call and its answer, whichever face sends it
+/// (decide.cpp): the synchronous one keeps it on its stack, the
+/// asynchronous one in its shared job, a pipeline one per request. Its
+/// per-check arrays hold a few checks in place and are sized once, before
+/// any span points into them: a request of up to four checks is one
+/// allocation small enough for malloc's per-thread cache, where arrays of
+/// max_checks made it a large one on malloc's slow path.
+struct request_job {
+  static constexpr std::size_t in_place = 4;
+  /// The request; at the store's clock its instant is the estimate it was
+  /// looked up at, then the instant its reply returned.
+  store_request r;
+  call_kind kind = call_kind::decide;
+  std::span<decision> per_check;  ///< the caller's, or `mine`
+  std::span<std::optional<tick>> grows;
+  boost::container::small_vector<const entry*, in_place> es;
+  boost::container::small_vector<decision, in_place> mine;
+  std::uint64_t nonce = 0;                        ///< of the leases it may take: sent, and decided with
+  std::optional<std::uint64_t> seen;              ///< the deny cache's generation before the call (conclude)
+  int moves = 0;                                  ///< times built again for an override that changed under it
+  std::vector<std::optional<std::string>> stale;  ///< a status 3's values, or a status 6's (moved_of)
+  [[nodiscard]] bool peek() const noexcept { return kind == call_kind::peek; }
+  [[nodiscard]] bool report() const noexcept { return kind == call_kind::report; }
 };
 
 }  // namespace redis
@@ -311,22 +341,41 @@ struct redis_store::impl {
   /// `why`: the reason of the failure that opened it.
   void health_changed(std::string_view which, bool healthy, std::optional<redis::failure_reason> why) const;
 
-  // ---- decide.cpp ----
-  /// Decides (or peeks) one request; `grows`: its checks' grows_after
-  /// (store.hpp), when not empty.
-  store_decision one(const store_request& r, bool peek, std::span<decision> per_check,
+  // ---- decide.cpp: every request's call, written once for every face ----
+  /// Runs a request synchronously (decide_at, peek_at, report_at): its
+  /// call, then what takes more calls (resolve); `grows`: its checks'
+  /// grows_after (store.hpp), when not empty.
+  store_decision run(const store_request& r, redis::call_kind kind, std::span<decision> per_check,
                      std::span<std::optional<tick>> grows = {});
+  /// `run` without waiting (decide_async, peek_async, report_async): one
+  /// FCALL on the asynchronous client, judged on its I/O thread; a reply
+  /// that needs more calls (a carry-over, an override that moved) is run
+  /// again, afresh, on `slow`.
+  void run_async(const store_request& r, redis::call_kind kind, std::span<decision> per_check,
+                 std::span<std::optional<tick>> grows, store::decided done);
+  /// Decides requests in pipelines (decide_many_at).
   void many(std::span<const store_request> requests, std::span<store_decision> out);
-  /// What `one` answers before any call, if anything: a bad or cross-slot
-  /// request's error, a stateless request's decision, the deny cache's or
-  /// an open breaker's answer; else nullopt, with `es` filled.
+  /// Prepares `j` for `request`: its entries, the arrays it decides into, its
+  /// nonce; the answer before any call if there is one (before_call,
+  /// report_before_call), else nullopt. `j.seen` is the caller's to read.
+  std::optional<store_decision> prepare(redis::request_job& j, const store_request& request, redis::call_kind kind,
+                                        std::span<decision> per_check, std::span<std::optional<tick>> grows);
+  /// The outcome of `j`'s call result `res`, sent at `sent` (steady ns);
+  /// `out` holds the decision when ok.
+  outcome answered(redis::request_job& j, redis::call_result& res, std::int64_t sent, store_decision& out);
+  /// `j`'s call sent alone, synchronously: its outcome.
+  outcome send(redis::request_job& j, store_decision& out);
+  /// After outcome `o`, what takes more calls, synchronously: a call built
+  /// again under an override that moved, a carried state's compare-and-set,
+  /// a read again after a lost race; the final outcome.
+  outcome resolve(redis::request_job& j, outcome o, store_decision& out);
+  /// The answer for `j`'s final outcome, counted (conclude, report_concluded).
+  store_decision finish(redis::request_job& j, outcome o, const store_decision& out);
+  /// What a decision is answered before any call, if anything: a bad or
+  /// cross-slot request's error, a stateless request's decision, the deny
+  /// cache's or an open breaker's answer; else nullopt, with `es` filled.
   std::optional<store_decision> before_call(const store_request& r, bool peek, const entry** es,
                                             std::span<decision> per_check, std::span<std::optional<tick>> grows);
-  /// `one` without waiting (store::decide_async): one FCALL on the
-  /// asynchronous client, judged on its I/O thread; a reply that needs
-  /// more calls (a carry-over) is decided again on `slow`.
-  void one_async(const store_request& r, bool peek, std::span<decision> per_check, std::span<std::optional<tick>> grows,
-                 store::decided done);
   /// Counts an asynchronous decision in (`enter`) and out (`leave`).
   void enter();
   void leave();
@@ -372,23 +421,13 @@ struct redis_store::impl {
                     std::span<bool> stale = {}, std::span<std::optional<tick>> grows = {}, bool report = false);
 
   // ---- report.cpp ----
-  /// Reports one request (store.hpp, report_at): one `sluice_v2_report`
-  /// call for all its checks; a store failure loses the report
-  /// (source::error, counted), no failure mode answers it.
-  store_decision report_one(const store_request& r, std::span<decision> per_check);
-  /// `report_one` without waiting (store::report_async): the call on the
-  /// asynchronous client, judged on its I/O thread; a carry-over on
-  /// `slow`.
-  void report_async(const store_request& r, std::span<decision> per_check, store::decided done);
   /// What a report is answered before any call (a bad request, a request
   /// of stateless checks, a breaker open), or nothing; fills `es`.
   std::optional<store_decision> report_before_call(store_request& r, const entry** es, std::span<decision> per_check);
-  /// Puts a report's one FCALL into `s` (its `fcalls[0]`).
-  void build_report(const store_request& r, const entry* const* es, redis::scratch& s) const;
-  /// The outcome of a report call's result (`stale`: the values to carry
+  /// The outcome of a report call's reply (`stale`: the values to carry
   /// over, when a key holds an earlier configuration's).
-  outcome judge_report(const store_request& r, const entry* const* es, const redis::call_result& res,
-                       store_decision& out, std::span<decision> pc, std::vector<std::optional<std::string>>& stale);
+  outcome judge_report(const store_request& r, const entry* const* es, const redis::reply& rep, store_decision& out,
+                       std::span<decision> pc, std::vector<std::optional<std::string>>& stale);
   /// A status-3 reply's values (every key's, to carry over); false when
   /// one is neither nil nor a string.
   static bool stale_values(const std::vector<redis::reply>& arr, std::vector<std::optional<std::string>>& stale);
