@@ -38,29 +38,24 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
   // configuration, migrate.hpp): its carried state, or a delete when that
   // is fresh (an absent leaf is fresh). Every key must still hold what was
   // read (a compare-and-set).
-  std::vector<std::optional<std::string>> written(before.size());  // "" : delete
-  std::vector<std::int64_t> px(before.size(), 0);
+  std::vector<redis::cas_key> keys;
+  keys.reserve(before.size() + r.checks.size());
   std::size_t at = 0;
   for (std::size_t i = 0; i < r.checks.size(); ++i) {
     const redis::plan& p = *es[i]->p;
     for (std::size_t j = 0; j < p.leaves().size(); ++j, ++at) {
+      redis::cas_key& k = keys.emplace_back();
+      k.key = es[i]->key_head + std::string(r.checks[i].key) + "}" + p.leaves()[j].suffix;
+      if (before[at]) k.expected.emplace(*before[at]);
       if (!out.d.allowed) continue;
-      const bool changed = !(read[at] == next[at]);
-      const bool fresh = next[at] == fresh_state(*p.leaves()[j].policy);
-      if (!changed && !stale[at] && (before[at] || fresh)) continue;
-      if (fresh) {
-        if (before[at]) written[at] = std::string();
-        continue;
-      }
-      std::string v;
+      // An absent leaf whose state is not fresh (carried from a key of an
+      // earlier configuration) is written too.
+      const bool always = stale[at] || (!before[at] && !(next[at] == fresh_state(*p.leaves()[j].policy)));
+      if (write_leaf(p, j, read[at], next[at], always, r.now, k) != redis::leaf_write::unholdable) continue;
       // A leaf only carried (not changed) that the library could not hold
       // (a count past the new limit, ...) is left as it was written: it is
       // carried again from there (migrate.hpp).
-      if (!changed && stale[at] && !p.encode_leaf(j, next[at], r.now, v)) continue;
-      if (v.empty() && !p.encode_leaf(j, next[at], r.now, v))
-        return outcome::mismatch;  // a state the library cannot hold
-      if (const auto ms = px_of(p, j, v)) px[at] = *ms;
-      written[at] = std::move(v);
+      if (!stale[at] || !(read[at] == next[at])) return outcome::mismatch;  // a state the library cannot hold
     }
   }
   std::string record;
@@ -81,61 +76,39 @@ outcome redis_store::impl::decide_carried(const store_request& r, const entry* c
         record.push_back('|');
         record.append(lp.tag_view());
         redis::put_item(record, before[at]);
-        redis::put_item(record, written[at] && !written[at]->empty() ? std::optional<std::string_view>(*written[at])
-                                                                     : std::nullopt);
+        const auto& w = keys[at].written;
+        redis::put_item(record, w && !w->empty() ? std::optional<std::string_view>(*w) : std::nullopt);
         ++at;
       }
     }
   }
-  std::vector<std::string> strings;
-  strings.reserve(2 + 4 * before.size());
-  if (has_id) {
-    strings.emplace_back();
-    append_id_key(r, es, strings.back());
-  }
-  for (std::size_t i = 0; i < r.checks.size(); ++i)
-    for (const auto& lp : es[i]->p->leaves())
-      strings.push_back(es[i]->key_head + std::string(r.checks[i].key) + "}" + lp.suffix);
   // Each check's override key too, expected as this request was built
   // for it: a change between the read and this write is caught.
-  std::vector<std::size_t> named;
   for (std::size_t i = 0; i < r.checks.size(); ++i)
     if (!es[i]->p->leaves().empty() && overridable(r.checks[i].key)) {
-      strings.push_back(override_key(*es[i], r.checks[i].key));
-      named.push_back(i);
+      redis::cas_key& k = keys.emplace_back();
+      k.key = override_key(*es[i], r.checks[i].key);
+      if (es[i]->is_override) k.expected = es[i]->override_bytes;
     }
-  const std::size_t keys = strings.size();
-  strings.emplace_back(has_id ? "1" : "0");
-  strings.push_back(id_ttl);
-  strings.push_back(record);
-  strings.emplace_back();
-  if (has_id) identity_of(r, es, strings.back());
-  for (std::size_t k = 0; k < before.size(); ++k) {
-    strings.push_back(before[k] ? "=" + std::string(*before[k]) : std::string("-"));
-    strings.push_back(!written[k] ? std::string() : written[k]->empty() ? std::string("-") : *written[k]);
-    strings.push_back(std::to_string(px[k]));
-  }
-  for (const std::size_t i : named) {
-    strings.push_back(es[i]->is_override ? "=" + es[i]->override_bytes : std::string("-"));
-    strings.emplace_back();
-    strings.emplace_back("0");
-  }
-  std::vector<std::string_view> views(strings.begin(), strings.end());
-  const auto res = call_one(redis::function_call{fns.cas, keys, views});
-  const auto* rep = std::get_if<redis::reply>(&res);
-  if (rep == nullptr) return redis::outcome_of(std::get<redis::call_error>(res));
-  const auto* arr = rep->as_array();
-  if (arr == nullptr || arr->empty() || !(*arr)[0].as_integer()) return outcome::failure;
-  switch (*(*arr)[0].as_integer()) {
+  std::vector<std::string> head;  // the request id's key
+  if (has_id) append_id_key(r, es, head.emplace_back());
+  std::string identity;
+  if (has_id) identity_of(r, es, identity);
+  const std::string args[] = {has_id ? "1" : "0", id_ttl, record, identity};
+  const auto a = compare_and_set(fns.cas, head, args, keys);
+  if (const auto* err = std::get_if<redis::call_error>(&a.res)) return redis::outcome_of(*err);
+  switch (a.status.value_or(-1)) {
     case 1:
       return outcome::ok;
     case 0:
       return outcome::conflict;
     case 5:
       return outcome::id_conflict;
-    case 2:
-      if (arr->size() != 2 || !(*arr)[1].as_string()) return outcome::failure;
-      return replay(r, es, *(*arr)[1].as_string(), peek, out, per_check, grows);
+    case 2: {
+      const auto& arr = *a.array();
+      if (arr.size() != 2 || !arr[1].as_string()) return outcome::failure;
+      return replay(r, es, *arr[1].as_string(), peek, out, per_check, grows);
+    }
     default:
       return outcome::failure;
   }

@@ -462,8 +462,7 @@ outcome redis_store::impl::resolve(redis::request_job& j, outcome o, store_decis
     }
     if (o == outcome::stale)
       o = decide_carried(j.r, j.es.data(), j.stale, j.peek(), out, j.per_check, j.grows, j.report());
-    if (o != outcome::conflict) return o;
-    carry_conflicts.fetch_add(1, std::memory_order_relaxed);
+    if (o != outcome::conflict) return o;  // a conflict: counted by compare_and_set
     // Still conflicting after the last attempt: an error, never an admit
     // (nor a half charge).
     if (++attempt == carry_attempts) return outcome::mismatch;

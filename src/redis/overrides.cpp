@@ -203,8 +203,13 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       held = held || values[k].has_value();
     }
     const std::size_t leaves = now_values.size();
-    std::vector<std::optional<std::string>> written(leaves);  // "" : delete
-    std::vector<std::int64_t> px(leaves, 0);
+    // The override key, then the state keys, each expected as read.
+    std::vector<redis::cas_key> writes(keys.size());
+    for (std::size_t x = 0; x < keys.size(); ++x) {
+      writes[x].key = keys[x];
+      writes[x].expected = values[x];
+    }
+    writes[0].written = target != nullptr ? target->override_bytes : std::string();  // "": deleted
     std::uint64_t conservative = 0;
     if (held) {
       tick latest = detail::i64_min;
@@ -229,70 +234,37 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       to->p->leaf_states(next, parts);
       for (std::size_t j = 0; j < leaves; ++j) {
         const any_policy& leaf = *to->p->leaves()[j].policy;
-        if (*parts[j] == fresh_state(leaf)) {
-          if (now_values[j]) written[j] = std::string();
+        redis::cas_key& w = writes[j + 1];
+        // Every leaf is written under the new plan (a fresh one deleted).
+        if (write_leaf(*to->p, j, *parts[j], *parts[j], true, at, w) != redis::leaf_write::unholdable) continue;
+        // A state that holds nothing a later decision counts (a window
+        // passed, a log whose runs all left it) decides as a fresh one: its
+        // key goes.
+        if (redis::leaf_emptied(leaf, *parts[j], at)) {
+          if (w.expected) w.written = std::string();
           continue;
         }
-        std::string v;
-        if (!to->p->encode_leaf(j, *parts[j], at, v)) {
-          // A state that holds nothing a later decision counts (a window
-          // passed, a log whose runs all left it) decides as a fresh one:
-          // its key goes.
-          if (redis::leaf_emptied(leaf, *parts[j], at)) {
-            if (now_values[j]) written[j] = std::string();
-            continue;
-          }
-          // Outside the library's exact ranges: the conservative fallback,
-          // never a refusal (docs/redis.md, "Overrides"): the carried
-          // state capped at the ranges, else the new limit fully used at
-          // the change's instant.
-          bool held_now = false;
-          bool dropped = false;
-          for (const bool exhausted : {false, true}) {
-            const auto c = redis::conservative_leaf(leaf, *parts[j], at, exhausted);
-            v.clear();
-            dropped = c && *c == fresh_state(leaf);  // a limit of 0 that holds no count
-            if (dropped || (c && to->p->encode_leaf(j, *c, at, v))) {
-              held_now = true;
-              break;
-            }
-          }
-          if (!held_now) return store_error(std::string(cannot_hold));
-          ++conservative;
-          if (dropped) {
-            if (now_values[j]) written[j] = std::string();
-            continue;
+        // Outside the library's exact ranges: the conservative fallback,
+        // never a refusal (docs/redis.md, "Overrides"): the carried state
+        // capped at the ranges, else the new limit fully used at the
+        // change's instant (a limit of 0 that holds no count: deleted).
+        bool held_now = false;
+        for (const bool exhausted : {false, true}) {
+          const auto c = redis::conservative_leaf(leaf, *parts[j], at, exhausted);
+          if (c && write_leaf(*to->p, j, *c, *c, true, at, w) == redis::leaf_write::written) {
+            held_now = true;
+            break;
           }
         }
-        if (const auto ms = px_of(*to->p, j, v)) px[j] = *ms;
-        written[j] = std::move(v);
+        if (!held_now) return store_error(std::string(cannot_hold));
+        ++conservative;
       }
     }
-    std::vector<std::string> strings(keys.begin(), keys.end());
-    strings.emplace_back("0");
-    strings.push_back(id_ttl);
-    strings.emplace_back();
-    strings.emplace_back();
-    strings.push_back(stored ? "=" + *stored : std::string("-"));
-    strings.push_back(target != nullptr ? target->override_bytes : std::string("-"));
-    strings.emplace_back("0");
-    for (std::size_t j = 0; j < leaves; ++j) {
-      strings.push_back(values[j + 1] ? "=" + *values[j + 1] : std::string("-"));
-      strings.push_back(!written[j] ? std::string() : written[j]->empty() ? std::string("-") : *written[j]);
-      strings.push_back(std::to_string(px[j]));
-    }
-    const std::string_view changed[] = {key};
-    append_invalidation(strings, changed);  // every process's cached denials of the key end with it
-    std::vector<std::string_view> cas_views(strings.begin(), strings.end());
-    const auto cres = call_one(redis::function_call{fns.cas, keys.size(), cas_views});
-    const auto* crep = std::get_if<redis::reply>(&cres);
-    const auto* carr = crep != nullptr ? crep->as_array() : nullptr;
-    const auto status = carr != nullptr && !carr->empty() ? (*carr)[0].as_integer() : std::nullopt;
-    if (!status || (*status != 0 && *status != 1)) return store_error("Redis did not answer the change");
-    if (*status == 0) {
-      carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-      continue;  // the key or its override moved meanwhile: read again
-    }
+    const std::string args[] = {"0", id_ttl, "", ""};
+    const std::string_view changed[] = {key};  // every process's cached denials of the key end with it
+    const auto cas = compare_and_set(fns.cas, {}, args, writes, changed);
+    if (!cas.status || (*cas.status != 0 && *cas.status != 1)) return store_error("Redis did not answer the change");
+    if (*cas.status == 0) continue;  // the key or its override moved meanwhile: read again
     // Every other process has the call's message in its socket before the
     // change is acknowledged.
     settle(keys.front());

@@ -364,8 +364,12 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     std::vector<std::optional<std::string_view>> now_values;
     for (std::size_t x = 0; x < state_keys; ++x)
       now_values.push_back(values[x] ? std::optional<std::string_view>(*values[x]) : std::nullopt);
-    std::vector<std::optional<std::string>> written(keys.size());  // "" : delete (override keys: none)
-    std::vector<std::int64_t> px(keys.size(), 0);
+    // Every key as read (override keys: never written), and its write.
+    std::vector<redis::cas_key> writes(keys.size());
+    for (std::size_t x = 0; x < keys.size(); ++x) {
+      writes[x].key = keys[x];
+      writes[x].expected = values[x];
+    }
     std::array<decision, max_checks> figs{};
     std::array<std::int64_t, max_checks> back{};
     std::size_t ki = 0;
@@ -394,24 +398,15 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
         p.leaf_states(was, old_leaves);
         p.leaf_states(*st, new_leaves);
         for (std::size_t j = 0; j < k; ++j) {
-          const std::size_t x = ki + j;
-          const bool changed = !(*old_leaves[j] == *new_leaves[j]);
-          if (!changed && !stale[j]) continue;
-          if (*new_leaves[j] == fresh_state(*p.leaves()[j].policy)) {
-            if (now_values[x]) written[x] = std::string();
+          redis::cas_key& w = writes[ki + j];
+          const tick when = std::max(now, latest);
+          if (write_leaf(p, j, *old_leaves[j], *new_leaves[j], stale[j], when, w) != redis::leaf_write::unholdable)
             continue;
-          }
-          std::string v;
-          if (!p.encode_leaf(j, *new_leaves[j], std::max(now, latest), v)) {
-            // A state the refund emptied has no value the library writes
-            // (a window's count of 0, a log with no run left in its window):
-            // it decides as a fresh one, so its key goes.
-            if (!emptied(*p.leaves()[j].policy, *new_leaves[j], std::max(now, latest))) return failed(false);
-            if (now_values[x]) written[x] = std::string();
-            continue;
-          }
-          if (const auto ms = px_of(p, j, v)) px[x] = *ms;
-          written[x] = std::move(v);
+          // A state the refund emptied has no value the library writes (a
+          // window's count of 0, a log with no run left in its window): it
+          // decides as a fresh one, so its key goes.
+          if (!emptied(*p.leaves()[j].policy, *new_leaves[j], when)) return failed(false);
+          if (w.expected) w.written = std::string();
         }
       }
       // The figures after the refund: a report's (a decision of cost 1 at
@@ -422,40 +417,21 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
       figs[i] = report_answer(z, sluice::decide(p.policy(), one, now, 1));
       ki += k;
     }
-    std::vector<std::string> strings;
-    strings.push_back(id_key);
-    strings.push_back(mark_key);
-    for (const auto& k : keys) strings.push_back(k);
-    strings.push_back(record);
-    for (std::size_t x = 0; x < keys.size(); ++x) {
-      strings.push_back(values[x] ? "=" + *values[x] : std::string("-"));
-      strings.push_back(!written[x] ? std::string() : written[x]->empty() ? std::string("-") : *written[x]);
-      strings.push_back(std::to_string(px[x]));
-    }
-    {
-      // Every process's cached denials of the id's keys end with the refund.
-      std::vector<std::string_view> changed;
-      for (std::size_t i = 0; i < n; ++i) changed.push_back(wanted[i].key);
-      append_invalidation(strings, changed);
-    }
-    std::vector<std::string_view> views(strings.begin(), strings.end());
-    const auto res = call_one(redis::function_call{fns.refund, 2 + keys.size(), views});
-    const auto* rep = std::get_if<redis::reply>(&res);
-    const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
-    const auto status = arr != nullptr && !arr->empty() ? (*arr)[0].as_integer() : std::nullopt;
-    if (!status) {
+    // Every process's cached denials of the id's keys end with the refund.
+    std::vector<std::string_view> changed;
+    for (std::size_t i = 0; i < n; ++i) changed.push_back(wanted[i].key);
+    const std::string id_keys[] = {id_key, mark_key};
+    const auto cas = compare_and_set(fns.refund, id_keys, std::span(&record, 1), writes, changed);
+    if (!cas.status) {
       note(false);
       return failed(true);
     }
     note(true);
-    if (*status == 6) {
+    if (*cas.status == 6) {
       a.status = refund_status::already_refunded;
       return a;
     }
-    if (*status != 1) {
-      carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-      continue;  // something moved: read again
-    }
+    if (*cas.status != 1) continue;  // something moved (counted): read again
     refunds.fetch_add(1, std::memory_order_relaxed);
     settle(id_key);  // every other process has the call's message before the refund is acknowledged
     // More permissive now: the deny cache forgets these keys (Keys).

@@ -153,8 +153,11 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     if (!ok) return failed();
     // The core's release on the states read (carried over when a key holds
     // an earlier configuration's value).
-    std::vector<std::optional<std::string>> written(leaves);  // "" : delete
-    std::vector<std::int64_t> px(leaves, 0);
+    std::vector<redis::cas_key> writes(*status == 3 ? leaves : 0);  // each key as read, and its write
+    for (std::size_t x = 0; x < writes.size(); ++x) {
+      writes[x].key = keys[x];
+      if (before[x]) writes[x].expected.emplace(*before[x]);
+    }
     bool any_write = false;
     std::size_t at = 0;
     release_result got;
@@ -208,24 +211,21 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
         // Carried over: write every leaf the release changed, and every
         // leaf read from an earlier configuration (a key's values share one
         // configuration, migrate.hpp); a fresh leaf is deleted.
-        if (!changed && !stale[j]) continue;
-        if (*new_leaves[j] == fresh_state(*p.leaves()[j].policy)) {
-          if (before[at]) written[at] = std::string();
-          any_write = any_write || before[at].has_value();
-          continue;
+        redis::cas_key& w = writes[at];
+        switch (write_leaf(p, j, was[j], *new_leaves[j], stale[j], std::max(now, latest), w)) {
+          case redis::leaf_write::kept:
+            break;
+          case redis::leaf_write::written:
+            any_write = any_write || w.written.has_value();
+            break;
+          case redis::leaf_write::unholdable:
+            if (changed) {
+              mismatches.fetch_add(1, std::memory_order_relaxed);
+              errors.fetch_add(1, std::memory_order_relaxed);
+              return error();
+            }
+            break;  // carried only, and not holdable: left as written (carried again from there)
         }
-        std::string v;
-        if (!p.encode_leaf(j, *new_leaves[j], std::max(now, latest), v)) {
-          if (changed) {
-            mismatches.fetch_add(1, std::memory_order_relaxed);
-            errors.fetch_add(1, std::memory_order_relaxed);
-            return error();
-          }
-          continue;  // carried only, and not holdable: left as written (carried again from there)
-        }
-        if (const auto ms = px_of(p, j, v)) px[at] = *ms;
-        written[at] = std::move(v);
-        any_write = true;
       }
     }
     if (again) {
@@ -234,27 +234,11 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     }
     if (*status == 3 && got.units > 0 && any_write) {
       // The carried states, written only if every key still holds what was read.
-      std::vector<std::string> strings(keys.begin(), keys.end());
-      strings.emplace_back("0");
-      strings.push_back(id_ttl);
-      strings.emplace_back();
-      strings.emplace_back();
-      for (std::size_t k = 0; k < leaves; ++k) {
-        strings.push_back(before[k] ? "=" + std::string(*before[k]) : std::string("-"));
-        strings.push_back(!written[k] ? std::string() : written[k]->empty() ? std::string("-") : *written[k]);
-        strings.push_back(std::to_string(px[k]));
-      }
-      std::vector<std::string_view> cas_views(strings.begin(), strings.end());
-      const auto cres = call_one(redis::function_call{fns.cas, keys.size(), cas_views});
-      const auto* crep = std::get_if<redis::reply>(&cres);
-      const auto* carr = crep != nullptr ? crep->as_array() : nullptr;
-      const auto cst = carr != nullptr && !carr->empty() ? (*carr)[0].as_integer() : std::nullopt;
-      if (!cst || (*cst != 0 && *cst != 1)) return failed();
+      const std::string args[] = {"0", id_ttl, "", ""};
+      const auto cas = compare_and_set(fns.cas, {}, args, writes);
+      if (!cas.status || (*cas.status != 0 && *cas.status != 1)) return failed();
       note(true);
-      if (*cst == 0) {
-        carry_conflicts.fetch_add(1, std::memory_order_relaxed);
-        continue;  // something moved: read again
-      }
+      if (*cas.status == 0) continue;  // something moved: read again
       carried.fetch_add(1, std::memory_order_relaxed);
     }
     // A release only makes states more permissive: the deny cache forgets

@@ -1,8 +1,10 @@
 // The Redis store's implementation state (include/sluice/redis.hpp),
 // shared by its source files: store.cpp (definitions, failure modes,
-// stats), decide.cpp (requests to FCALLs, replies to decisions) and
-// carry.cpp (states carried over a redefinition, request-id records).
-// Private to sluice::redis.
+// stats), decide.cpp (every request's call, for every face: requests to
+// FCALLs, replies to decisions), report.cpp (what a report has of its own),
+// carry.cpp (states carried over a redefinition, request-id records),
+// cas.cpp (the one compare-and-set write of refund.cpp, release.cpp,
+// overrides.cpp and carry.cpp). Private to sluice::redis.
 #pragma once
 
 #include <array>
@@ -136,6 +138,33 @@ struct scratch {
   std::vector<call_span> calls;
   std::vector<function_call> fcalls;
   std::vector<std::size_t> owner;  // call -> request
+};
+
+/// One key of a compare-and-set (`_cas`, `_refund`; cas.cpp): the value it
+/// must still hold, and what it gets.
+struct cas_key {
+  std::string key;
+  std::optional<std::string> expected;  ///< as read (nullopt: none)
+  std::optional<std::string> written;   ///< nullopt: no write; "": deleted
+  std::int64_t px = 0;                  ///< the write's expiry in ms (0: none)
+};
+
+/// What `write_leaf` made of a leaf.
+enum class leaf_write : std::uint8_t {
+  kept,        ///< unchanged and not carried: no write
+  written,     ///< its value set in its cas_key, or its key deleted (a fresh state)
+  unholdable,  ///< a state the library cannot hold: nothing set, the caller decides
+};
+
+/// A compare-and-set's answer.
+struct cas_answer {
+  /// 1: written; 0: a key moved, nothing written (counted in
+  /// carry_conflicts: the caller reads again); another: the function's
+  /// own; nullopt: no usable answer.
+  std::optional<std::int64_t> status;
+  call_result res;
+  /// The reply's array when it is one that starts with an integer, else null.
+  [[nodiscard]] const std::vector<reply>* array() const;
 };
 
 /// What a request's call does.
@@ -388,6 +417,24 @@ struct redis_store::impl {
   outcome judge(const store_request& r, const entry* const* es, const redis::reply& rep, bool peek, store_decision& out,
                 std::span<decision> per_check, std::vector<std::optional<std::string>>& stale,
                 std::span<std::optional<tick>> grows = {});
+
+  // ---- cas.cpp: the write of refunds, releases, overrides and carry-overs ----
+  /// Leaf `j` of `p`, read as `was` and now `next`, into `k`: `kept` when
+  /// unchanged and not `always` (read from an earlier configuration, or
+  /// else to be written even unchanged); a fresh state deletes the key (when
+  /// it held a value); else its value encoded at `at`, expiring as px_of
+  /// says; `unholdable` (nothing set) when the library cannot hold `next`.
+  redis::leaf_write write_leaf(const redis::plan& p, std::size_t j, const any_state& was, const any_state& next,
+                               bool always, tick at, redis::cas_key& k) const;
+  /// One compare-and-set (`function`: fns.cas or fns.refund, main.lua and
+  /// refund.lua): its keys `head_keys` then every key of `keys`; its
+  /// arguments `head_args`, then per key of `keys` its expected value, its
+  /// write and its expiry, then (when `invalidated` is not empty) the
+  /// invalidation of those keys for every deny cache. Written only if every
+  /// key still holds its expected value.
+  redis::cas_answer compare_and_set(std::string_view function, std::span<const std::string> head_keys,
+                                    std::span<const std::string> head_args, std::span<const redis::cas_key> keys,
+                                    std::span<const std::string_view> invalidated = {});
 
   // ---- carry.cpp ----
   /// Decides `r` from the leaf values a status-3 reply (or a re-read)
