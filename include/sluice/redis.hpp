@@ -378,7 +378,7 @@ class redis_store final : public store, public remote::loop_store {
   /// a library in one Redis.
   static std::string_view library_name() noexcept;
 
-  /// The implementation (src/redis/store.cpp); not part of the API.
+  /// The implementation (src/redis/store/store.cpp); not part of the API.
   struct impl;
 
  private:

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/client.hpp"
+#include "redis/client/client.hpp"
 #include "redis/lease_run.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
