@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The asynchronous client (src/redis/async_client.hpp) beside the
+# The asynchronous client (src/redis/client/async_client.hpp) beside the
 # synchronous one and redis-benchmark, in one run on one private
 # redis-server (CPU 1; clients on CPU 0) that listens in plaintext and in
 # TLS (certificates made now by openssl): the research's exact GCRA script

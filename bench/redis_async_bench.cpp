@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis/async_client.hpp"
-#include "redis/sync_client.hpp"
+#include "redis/client/async_client.hpp"
+#include "redis/client/sync_client.hpp"
 #include "summary.hpp"
 
 namespace {

@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis/async_client.hpp"
-#include "redis/sync_client.hpp"
+#include "redis/client/async_client.hpp"
+#include "redis/client/sync_client.hpp"
 #include "sluice/remote/deny_cache.hpp"
 #if __has_include("sluice/redis.hpp")
 #include "sluice/gcra.hpp"

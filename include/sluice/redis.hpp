@@ -63,10 +63,6 @@ struct redis_store_options {
   /// user, if any, logs in with it). A URL that gives one too is an error
   /// ("password"): a secret is given in one place. Never printed.
   std::string password;
-  /// Ignored (kept for source compatibility): every URL uses the
-  /// asynchronous client, one connection per server on which the calls of
-  /// every thread are pipelined (docs/redis-client.md).
-  bool pipelined_client = false;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
   std::string prefix = "sluice:";
@@ -74,9 +70,6 @@ struct redis_store_options {
   /// Bound on each call; a call past it is a store failure (it may still
   /// have been applied: use request ids to retry without paying twice).
   std::chrono::milliseconds command_timeout{100};
-  /// Ignored (kept for source compatibility): one pipelined connection
-  /// per server (per node of a cluster).
-  std::size_t pool_size = 0;
   /// The length of a tick in nanoseconds, for the keys' expiry (PX): 1 for
   /// the default clock (the realtime clock in ns). 0: ticks of unknown
   /// length (a virtual clock, a replayed trace): every key then expires
@@ -385,7 +378,7 @@ class redis_store final : public store, public remote::loop_store {
   /// a library in one Redis.
   static std::string_view library_name() noexcept;
 
-  /// The implementation (src/redis/store.cpp); not part of the API.
+  /// The implementation (src/redis/store/store.cpp); not part of the API.
   struct impl;
 
  private:

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
 #include "redis_module/leaves.hpp"
 #include "sluice/detail/arith.hpp"
 

@@ -8,16 +8,16 @@
 // where W' = gcd(c·W, S·W), S' = S·W / W', c' = c·W / W': the same
 // admissions, the same debt written. W' is a multiple of the policy's W, so
 // S' <= S and c' <= c. The stored value is read and written by the Redis
-// store's own codec (redis/value_codec.hpp), which needs only L.
+// store's own codec (redis/store/value_codec.hpp), which needs only L.
 #include "redis_module/leaves.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <utility>
 
-#include "redis/binary.hpp"
-#include "redis/protocol.hpp"
-#include "redis/value_codec.hpp"
+#include "redis/client/binary.hpp"
+#include "redis/store/protocol.hpp"
+#include "redis/store/value_codec.hpp"
 #include "sluice/gcra.hpp"
 #include "sluice/report.hpp"
 

@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <utility>
 
-#include "redis/protocol.hpp"
-#include "redis/value_codec.hpp"
+#include "redis/store/protocol.hpp"
+#include "redis/store/value_codec.hpp"
 #include "sluice/gcra.hpp"
 
 namespace sluice::redis_module {

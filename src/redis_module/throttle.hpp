@@ -8,7 +8,7 @@
 // retry_after and reset_after in whole seconds (retry_after -1 when
 // admitted, and when the quantity can never be admitted). Seconds are
 // rounded up, where redis-cell truncates (docs/redis.md, "CL.THROTTLE").
-// The state is the Lua library's GCRA value ("g", redis/value_codec.hpp).
+// The state is the Lua library's GCRA value ("g", redis/store/value_codec.hpp).
 #pragma once
 
 #include <cstdint>

@@ -320,8 +320,8 @@ std::optional<error> read_password(const reader& r, bool remote, store_config& s
 void read_store(const std::string& file, const toml::table& t, store_config& s, bool client_time,
                 std::vector<error>& errs) {
   const reader r(file, t, "store");
-  r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "pool_size",
-          "on_failure", "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "clock",
+  r.only({"url", "password_file", "snapshot", "snapshot_interval", "connect_timeout", "command_timeout", "on_failure",
+          "fail_closed_retry_after", "deny_cache", "key_prefix", "max_keys", "purge_interval", "clock",
           "max_clock_offset", "eviction", "idempotency_window", "max_id_bytes"},
          errs);
   SLUICE_NOTE(r.str("url", s.url));
@@ -362,7 +362,6 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
         r.wrong(*r.get("snapshot"), "snapshot", "only the memory store keeps a snapshot (Redis persists itself)"));
   SLUICE_NOTE(r.duration("connect_timeout", s.connect_timeout));
   SLUICE_NOTE(r.duration("command_timeout", s.command_timeout));
-  SLUICE_NOTE(r.integer("pool_size", s.pool_size, 0, 4096));
   std::string mode;
   SLUICE_NOTE(r.str("on_failure", mode));
   if (!mode.empty()) {

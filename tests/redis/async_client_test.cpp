@@ -3,7 +3,7 @@
 // client_test.cpp again, the FUNCTION/EVALSHA library path, pipelining (one
 // write for everything pending, replies in order), a completion token, and
 // reconnecting.
-#include "redis/async_client.hpp"
+#include "redis/client/async_client.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "redis/client/sync_client.hpp"
 #include "redis/client_support.hpp"
-#include "redis/sync_client.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis::redis_async_client_test {

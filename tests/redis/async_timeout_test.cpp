@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "redis/async_client.hpp"
+#include "redis/client/async_client.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis::redis_async_timeout_test {

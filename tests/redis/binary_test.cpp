@@ -1,4 +1,4 @@
-// The Redis store's numbers on the wire (src/redis/binary.hpp): integers
+// The Redis store's numbers on the wire (src/redis/client/binary.hpp): integers
 // below 2^53 to IEEE-754 doubles and back with integer operations only,
 // checked against the hardware's own conversion, and strict reading.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
 
 namespace sluice::redis::redis_binary_test {
 namespace {

@@ -10,8 +10,8 @@
 #include <utility>
 #include <variant>
 
-#include "redis/async_client.hpp"
-#include "redis/client.hpp"
+#include "redis/client/async_client.hpp"
+#include "redis/client/client.hpp"
 
 namespace sluice::redis::client_support {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "redis/cluster.hpp"
+#include "redis/client/cluster.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"
 

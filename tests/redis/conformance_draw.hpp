@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "redis/protocol.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 
 namespace sluice::redis_test {

@@ -1,6 +1,6 @@
 // call_figures and the breaker's transitions: what /metrics and the health
 // lines are made of, against their definitions, with explicit durations.
-#include "redis/figures.hpp"
+#include "redis/client/figures.hpp"
 
 #include <gtest/gtest.h>
 

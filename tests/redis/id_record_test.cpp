@@ -1,4 +1,4 @@
-// A request id's record (src/redis/id_record.hpp): read back field for field
+// A request id's record (src/redis/store/id_record.hpp): read back field for field
 // as written (as main.lua and carry.cpp write it), every cut that does not
 // end at a leaf and every other malformation refused; and on a real server,
 // a record edited behind the store's back is an error for a repeat and for
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "redis/id_record.hpp"
-#include "redis/protocol.hpp"
+#include "redis/store/id_record.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 #include "sluice/policy_expr.hpp"
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
+#include "redis/client/slots.hpp"
 #include "redis/client_support.hpp"
-#include "redis/protocol.hpp"
-#include "redis/slots.hpp"
-#include "redis/store_impl.hpp"
+#include "redis/store/protocol.hpp"
+#include "redis/store/store_impl.hpp"
 #include "redis/test_client.hpp"
 #include "sluice/gcra.hpp"
 #include "support/redis_server.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "redis/protocol.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 #include "sluice/snapshot.hpp"
 #include "sluice/store/memory.hpp"

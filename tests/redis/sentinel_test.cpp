@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "redis/sentinel.hpp"
+#include "redis/client/sentinel.hpp"
+#include "redis/client/sync_client.hpp"
 #include "redis/store_support.hpp"
-#include "redis/sync_client.hpp"
 #include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
 #include "sluice/redis.hpp"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 #include "redis/trace_gen.hpp"

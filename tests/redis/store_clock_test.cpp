@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
 #include "redis/client_support.hpp"
-#include "redis/protocol.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"

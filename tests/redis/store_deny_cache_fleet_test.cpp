@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "redis/invalidation.hpp"
+#include "redis/store/invalidation.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"

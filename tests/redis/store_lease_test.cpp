@@ -1,7 +1,7 @@
 // Leases in the Redis store (semantics.md, "Leases in a Redis store"): the
 // conformance suite's lease traces (tests/conformance/lease_traces.hpp)
 // through a real Redis — one call at a time, through the asynchronous face
-// (decide_async on the pipelined client) and pipelined (decide_many_at) —
+// (decide_async) and pipelined (decide_many_at) —
 // compared with the core (allowed, lease taken, units freed per check) and,
 // field for field, with the memory store; and what a lease meets besides:
 // reports (charge nothing), refunds by request id (release), repeats of an
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/client.hpp"
+#include "redis/client/client.hpp"
 #include "redis/lease_run.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
@@ -27,7 +27,6 @@ namespace {
 
 void run_face(face f, std::uint64_t seeds) {
   redis_store_options o;
-  if (f == face::async) o.pipelined_client = true;
   auto rs = open_patient_store(o);
   ASSERT_TRUE(rs);
   memory_store_options mo;

@@ -1,4 +1,4 @@
-// The Redis store over the asynchronous client (pipelined_client): the
+// The Redis store over the asynchronous client (every URL's): the
 // shared conformance suite pipelined through decide_many_at (the first
 // 2,000 of the single-server run's traces per algorithm, as for a cluster)
 // and one call at a time, and threads deciding at once on one connection —
@@ -22,7 +22,6 @@ namespace {
 
 redis_store_options pipelined() {
   redis_store_options o;
-  o.pipelined_client = true;
   o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
   return o;
 }

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "redis/async_client.hpp"
-#include "redis/sync_client.hpp"
+#include "redis/client/async_client.hpp"
+#include "redis/client/sync_client.hpp"
 
 namespace sluice::redis {
 

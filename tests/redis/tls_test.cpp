@@ -11,9 +11,9 @@
 #include <string>
 
 #include "conformance/traces.hpp"
+#include "redis/client/sync_client.hpp"
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
-#include "redis/sync_client.hpp"
 #include "sluice/policy_expr.hpp"
 #include "support/redis_server.hpp"
 #include "support/tls_certs.hpp"

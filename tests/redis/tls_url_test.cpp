@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "redis/client.hpp"
+#include "redis/client/client.hpp"
 #include "redis/url_support.hpp"
 
 namespace sluice::redis::redis_tls_url_test {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "redis/client.hpp"
+#include "redis/client/client.hpp"
 
 namespace sluice::redis {
 

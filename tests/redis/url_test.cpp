@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "redis/client.hpp"
+#include "redis/client/client.hpp"
 #include "redis/url_support.hpp"
 
 namespace sluice::redis::redis_url_test {

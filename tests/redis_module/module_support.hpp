@@ -1,7 +1,7 @@
 // Shared by the Redis module's tests: a redis-server with sluice_module.so
 // loaded (a real server on a free 127.0.0.1 port, stopped by PID), the
 // Lua library's function names, the request argument as the store builds
-// it (redis/protocol.hpp), and replies printed for comparison.
+// it (redis/store/protocol.hpp), and replies printed for comparison.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <variant>
 #include <vector>
 
-#include "redis/binary.hpp"
+#include "redis/client/binary.hpp"
 #include "redis/client_support.hpp"
-#include "redis/protocol.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/test_client.hpp"
 #include "support/redis_server.hpp"
 

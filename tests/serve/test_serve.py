@@ -461,6 +461,8 @@ class Check(ServeCase):
             ('[policies\n', ":1:10:"),
             ('[server]\nlisten = "localhost:80"\n[policies]\na = "quota 1"\n', ":2:10: server.listen:"),
             ('[server]\nthreds = 2\n[policies]\na = "quota 1"\n', ":2:1: unknown key 'threds' in server"),
+            # A setting that chose nothing is gone: a file that sets it is told so.
+            ('[store]\npool_size = 4\n[policies]\na = "quota 1"\n', ":2:1: unknown key 'pool_size' in store"),
             ('[policies]\na = "quota 1"\n[[rules]]\npolicy = "a"\nkey = "heder:X"\n', ":5:7: rules[0].key:"),
             ('[store]\nurl = "mysql://x"\n[policies]\na = "quota 1"\n', ":2:7: store.url:"),
             ('[policies]\n"a b" = "quota 1"\n', ":2:1: policy name 'a b'"),

@@ -98,12 +98,6 @@ struct store_options {
   /// past it is a store failure, decided by `on_failure`).
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{100};
-  /// A remote store: connections (Redis: ignored, one pipelined connection
-  /// per server).
-  std::size_t pool_size = 0;
-  /// Redis: ignored (redis_store_options::pipelined_client): every URL uses
-  /// one connection on which the calls of every thread are pipelined.
-  bool pipelined_client = false;
   /// A remote store: the length of a tick in ns, for the keys' expiry (1:
   /// the default realtime clock in ns; 0: ticks of unknown length, such as a
   /// replayed trace's, and every key expires `unknown_tick_ttl` after it is

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/slots.hpp"
+#include "redis/client/slots.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 #include "sluice/policy_expr.hpp"
