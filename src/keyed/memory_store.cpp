@@ -155,6 +155,26 @@ store_decision memory_store::report_at(const store_request& r, std::span<decisio
   return d;
 }
 
+store_decision memory_store::run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                                    std::span<std::optional<tick>> grows_after) {
+  switch (op) {
+    case store_op::decide:
+      return decide_at(r, per_check, grows_after);
+    case store_op::peek:
+      return peek_at(r, per_check);
+    case store_op::report:
+      return report_at(r, per_check);
+  }
+  throw std::invalid_argument("sluice::memory_store::run_at: not an operation");
+}
+
+store_capabilities memory_store::capabilities() const noexcept {
+  // The capabilities are faces of this store, which every caller may use
+  // from any thread (store.hpp).
+  auto* self = const_cast<memory_store*>(this);
+  return {.refunds = self, .leases = self, .overrides = self, .introspection = nullptr};
+}
+
 refund_answer memory_store::refund_at(std::string_view id, tick now, std::span<decision> per_check,
                                       std::span<std::int64_t> given) {
   return impl_->refund(id, now, per_check, given);
