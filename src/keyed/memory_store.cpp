@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "memory_store_impl.hpp"
+#include "sluice/detail/run_members.hpp"
 
 namespace sluice {
 
@@ -157,15 +158,7 @@ store_decision memory_store::report_at(const store_request& r, std::span<decisio
 
 store_decision memory_store::run_at(store_op op, const store_request& r, std::span<decision> per_check,
                                     std::span<std::optional<tick>> grows_after) {
-  switch (op) {
-    case store_op::decide:
-      return decide_at(r, per_check, grows_after);
-    case store_op::peek:
-      return peek_at(r, per_check);
-    case store_op::report:
-      return report_at(r, per_check);
-  }
-  throw std::invalid_argument("sluice::memory_store::run_at: not an operation");
+  return detail::run_members(*this, op, r, per_check, grows_after);
 }
 
 store_capabilities memory_store::capabilities() const noexcept {

@@ -1,24 +1,16 @@
 // The Redis store's face of the store interface (store.hpp): `run_at` and
 // `run_async` over its decide, peek and report, and its capabilities. Only
 // dispatch: each operation is the store's own member (store.cpp, report.cpp).
-#include <stdexcept>
 #include <utility>
 
+#include "sluice/detail/run_members.hpp"
 #include "sluice/redis.hpp"
 
 namespace sluice {
 
 store_decision redis_store::run_at(store_op op, const store_request& r, std::span<decision> per_check,
                                    std::span<std::optional<tick>> grows_after) {
-  switch (op) {
-    case store_op::decide:
-      return decide_at(r, per_check, grows_after);
-    case store_op::peek:
-      return peek_at(r, per_check);
-    case store_op::report:
-      return report_at(r, per_check);
-  }
-  throw std::invalid_argument("sluice::redis_store::run_at: not an operation");
+  return detail::run_members(*this, op, r, per_check, grows_after);
 }
 
 void redis_store::run_async(store_op op, const store_request& r, std::span<decision> per_check,

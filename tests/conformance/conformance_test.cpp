@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
+#include "sluice/detail/run_members.hpp"
 #include "sluice/keyed.hpp"
 #include "sluice/report.hpp"
 #include "sluice/store/memory.hpp"
@@ -237,15 +238,7 @@ class wrong_store : public store, public store_refunds {
                                    std::span<std::optional<tick>> grows) = 0;
   store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
                         std::span<std::optional<tick>> grows) override {
-    switch (op) {
-      case store_op::decide:
-        return decide_at(r, per_check, grows);
-      case store_op::peek:
-        return peek_at(r, per_check);
-      case store_op::report:
-        return report_at(r, per_check);
-    }
-    return {};
+    return detail::run_members(*this, op, r, per_check, grows);
   }
   [[nodiscard]] store_capabilities capabilities() const noexcept override {
     return {.refunds = const_cast<wrong_store*>(this)};
