@@ -49,6 +49,8 @@
 
 namespace sluice {
 
+struct store_options;  // store/registry.hpp
+
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
   /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
@@ -63,9 +65,10 @@ struct redis_store_options {
   /// user, if any, logs in with it). A URL that gives one too is an error
   /// ("password"): a secret is given in one place. Never printed.
   std::string password;
-  /// Ignored (kept for source compatibility): every URL uses the
-  /// asynchronous client, one connection per server on which the calls of
-  /// every thread are pipelined (docs/redis-client.md).
+  /// Ignored (kept for source compatibility; store_options has no such
+  /// field): every URL uses the asynchronous client, one connection per
+  /// server on which the calls of every thread are pipelined
+  /// (docs/redis-client.md).
   bool pipelined_client = false;
   /// Prepended to every key the store writes (states and request ids). In a
   /// cluster it must hold no '{' or '}'.
@@ -267,6 +270,15 @@ class redis_store final : public store,
   /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
   static result<std::unique_ptr<redis_store>> open(redis_store_options options);
 
+  /// Opens the store `options.url` names (redis://, rediss://, unix://,
+  /// redis+cluster://, redis+sentinel://, rediss+sentinel://; its query
+  /// carries the connection's own settings) with the options every store
+  /// shares (store/registry.hpp): what `register_redis_stores` opens, so a
+  /// program that opens by URL, through a registry or here, gets one store.
+  /// The Redis store's own settings beyond them (grace, skew_tolerance,
+  /// deny_cache_capacity, eviction_poll) keep redis_store_options' defaults.
+  static result<std::unique_ptr<redis_store>> open(const store_options& options);
+
   ~redis_store() override;
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
@@ -410,15 +422,13 @@ class redis_store final : public store,
   std::unique_ptr<impl> impl_;
 };
 
-struct store_options;
 class store_registry;
 
 /// Registers the Redis store's schemes in `stores` (store/registry.hpp):
 /// redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// and
-/// rediss+sentinel://, each opened as `redis_store::open` with the
-/// store_options' remote fields (password, key prefix, timeouts, pool,
-/// tick length, failure mode, breaker, deny cache, health callback). Call
-/// it once per registry, before the registry opens anything.
+/// rediss+sentinel://, each opened as `redis_store::open(const
+/// store_options&)`. Call it once per registry, before the registry opens
+/// anything.
 void register_redis_stores(store_registry& stores);
 
 }  // namespace sluice

@@ -85,7 +85,8 @@ struct store_config {
   /// Remote store: time to connect, and to wait for one command's reply.
   tick connect_timeout = 200'000'000;
   tick command_timeout = 100'000'000;
-  /// Remote store: connections (0: one per server thread).
+  /// Remote store: accepted and ignored (the Redis store keeps one
+  /// pipelined connection per server; store_options has no such field).
   std::size_t pool_size = 0;
   /// Remote store: what decides when the store fails. Memory store: how a
   /// new key past max_keys is answered.

@@ -51,10 +51,9 @@ store_options store_options_of(const store_config& c) {
   o.key_prefix = c.key_prefix;
   o.connect_timeout = std::chrono::milliseconds((c.connect_timeout + 999'999) / 1'000'000);
   o.command_timeout = std::chrono::milliseconds((c.command_timeout + 999'999) / 1'000'000);
-  o.pool_size = c.pool_size;
-  // One pipelined connection on which every event loop's calls wait without
-  // blocking it (decide_async): the service never waits on Redis.
-  o.pipelined_client = true;
+  // (store.pool_size is not mapped: the Redis store keeps one pipelined
+  // connection per server, on which every event loop's calls wait without
+  // blocking it: the service never waits on Redis.)
   o.tick_ns = 1;
   o.on_failure = c.on_failure;
   o.fail_closed_retry_after = c.fail_closed_retry_after;

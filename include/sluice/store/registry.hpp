@@ -80,8 +80,13 @@ inline constexpr store_scheme known_store_schemes[] = {
   return nullptr;
 }
 
-/// What a store is opened with, whichever its kind: each store reads the
-/// fields that concern it and ignores the rest.
+/// What a store is opened with, whichever its kind: the one set of options
+/// every store shares (a remote store's timeouts, failure mode, breaker,
+/// deny cache, clock; the memory store's sizes), each store reading the
+/// fields that concern it and ignoring the rest. A store's own connection
+/// settings ride in its URL's query (Redis: TLS files, `wait_replicas`;
+/// docs/redis.md, "URLs, passwords"). `sluice serve`'s `[store]` maps to it
+/// once (src/serve/stores.cpp), `--store` too (tools/sluice/store_flag.cpp).
 struct store_options {
   /// The store's URL: "memory", or a remote store's (known_store_schemes).
   std::string url = "memory";
@@ -98,12 +103,6 @@ struct store_options {
   /// past it is a store failure, decided by `on_failure`).
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{100};
-  /// A remote store: connections (Redis: ignored, one pipelined connection
-  /// per server).
-  std::size_t pool_size = 0;
-  /// Redis: ignored (redis_store_options::pipelined_client): every URL uses
-  /// one connection on which the calls of every thread are pipelined.
-  bool pipelined_client = false;
   /// A remote store: the length of a tick in ns, for the keys' expiry (1:
   /// the default realtime clock in ns; 0: ticks of unknown length, such as a
   /// replayed trace's, and every key expires `unknown_tick_ttl` after it is
