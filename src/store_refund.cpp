@@ -1,4 +1,4 @@
-// The store interface's refund by request id: names and the default.
+// The store interface's refund by request id: the names of its statuses.
 #include "sluice/store.hpp"
 
 namespace sluice {
@@ -17,13 +17,6 @@ std::string_view name_of(refund_status s) noexcept {
       return "error";
   }
   return "error";
-}
-
-refund_answer store::refund_at(std::string_view /*id*/, tick now, std::span<decision> /*per_check*/,
-                               std::span<std::int64_t> /*given*/) {
-  refund_answer a;
-  a.at = now;
-  return a;
 }
 
 }  // namespace sluice

@@ -49,6 +49,8 @@
 
 namespace sluice {
 
+struct store_options;  // store/registry.hpp
+
 /// How a Redis store connects, names its keys, expires them and fails.
 struct redis_store_options {
   /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
@@ -245,7 +247,12 @@ struct redis_store_stats {
 
 /// The Redis implementation of `store`; it can do its asynchronous calls on
 /// the caller's event loops (remote::loop_store).
-class redis_store final : public store, public remote::loop_store {
+class redis_store final : public store,
+                          public store_refunds,
+                          public store_leases,
+                          public store_overrides,
+                          public store_introspection,
+                          public remote::loop_store {
  public:
   /// Connects lazily (the first call connects): a server that is down now is
   /// a store failure then, not an error here. With the deny cache, it waits
@@ -254,6 +261,15 @@ class redis_store final : public store, public remote::loop_store {
   /// first call): until it is confirmed the cache answers nothing. The error names the URL's
   /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
   static result<std::unique_ptr<redis_store>> open(redis_store_options options);
+
+  /// Opens the store `options.url` names (redis://, rediss://, unix://,
+  /// redis+cluster://, redis+sentinel://, rediss+sentinel://; its query
+  /// carries the connection's own settings) with the options every store
+  /// shares (store/registry.hpp): what `register_redis_stores` opens, so a
+  /// program that opens by URL, through a registry or here, gets one store.
+  /// The Redis store's own settings beyond them (grace, skew_tolerance,
+  /// deny_cache_capacity, eviction_poll) keep redis_store_options' defaults.
+  static result<std::unique_ptr<redis_store>> open(const store_options& options);
 
   ~redis_store() override;
   redis_store(const redis_store&) = delete;
@@ -280,9 +296,9 @@ class redis_store final : public store, public remote::loop_store {
   result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
 
   store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
-                           std::span<std::optional<tick>> grows_after = {}) override;
+                           std::span<std::optional<tick>> grows_after = {});
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
-  store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {});
   /// Without waiting, on the asynchronous client (every URL; a cluster:
   /// its node's connection): the call is pipelined with every other
   /// caller's and `done` runs on the client's I/O thread when its reply
@@ -291,10 +307,20 @@ class redis_store final : public store, public remote::loop_store {
   /// calls (a carry-over) is made on a thread of
   /// the store's.
   void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
-                    decided done) override;
-  void peek_async(const store_request& r, decided done) override;
+                    decided done);
+  void peek_async(const store_request& r, decided done);
   /// A report's call waits on nothing (see decide_async).
-  void report_async(const store_request& r, std::span<decision> per_check, decided done) override;
+  void report_async(const store_request& r, std::span<decision> per_check, decided done);
+  /// decide_at, peek_at or report_at (store.hpp).
+  store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows_after) override;
+  /// decide_async, peek_async or report_async (store.hpp). An asynchronous
+  /// peek writes no per-check figures: one given `per_check` is the
+  /// synchronous peek's, which waits.
+  void run_async(store_op op, const store_request& r, std::span<decision> per_check,
+                 std::span<std::optional<tick>> grows_after, decided done) override;
+  /// Every capability: refunds, leases, overrides and introspection.
+  [[nodiscard]] store_capabilities capabilities() const noexcept override;
   /// DBSIZE without waiting, as decide_async.
   void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
   /// Each loop gets its own connection (or, on Sentinel, its own view of
@@ -315,7 +341,7 @@ class redis_store final : public store, public remote::loop_store {
   /// (down, timeout, breaker open), nothing is charged and the answer is
   /// `source::error`, counted as a store failure: no failure mode admits it
   /// or charges the local fallback.
-  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {});
   /// Refunds request id `id` (store.hpp; semantics.md "Refunds";
   /// docs/redis.md "Refunds"): exactly once across a fleet. In a Redis
   /// Cluster `id` is a refund id (`refund_id`), which names its record's
@@ -353,6 +379,8 @@ class redis_store final : public store, public remote::loop_store {
   result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
   /// What this process's latest call on the key found stored (no call).
   std::optional<any_policy> override_seen(policy_id policy, std::string_view key) override;
+  /// None without a call (store_overrides' default).
+  using store::override_count;
 
   /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
   /// it). At the store's clock (`clock = store_clock::store`) decisions
@@ -386,15 +414,13 @@ class redis_store final : public store, public remote::loop_store {
   std::unique_ptr<impl> impl_;
 };
 
-struct store_options;
 class store_registry;
 
 /// Registers the Redis store's schemes in `stores` (store/registry.hpp):
 /// redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// and
-/// rediss+sentinel://, each opened as `redis_store::open` with the
-/// store_options' remote fields (password, key prefix, timeouts, pool,
-/// tick length, failure mode, breaker, deny cache, health callback). Call
-/// it once per registry, before the registry opens anything.
+/// rediss+sentinel://, each opened as `redis_store::open(const
+/// store_options&)`. Call it once per registry, before the registry opens
+/// anything.
 void register_redis_stores(store_registry& stores);
 
 }  // namespace sluice

@@ -261,7 +261,137 @@ enum class override_change : std::uint8_t {
   unchanged,  ///< the key had this very override: nothing changed
 };
 
-/// The interface every store implements.
+/// What a store is asked to do with a request (`store::run_at`): the three
+/// operations of the core interface, each with a synchronous and an
+/// asynchronous form.
+enum class store_op : std::uint8_t {
+  decide,  ///< decide and charge (`store::decide_at`)
+  peek,    ///< what `decide` would answer, changing nothing (`store::peek_at`)
+  report,  ///< charge whatever the limits say (`store::report_at`)
+};
+
+/// A store that keeps receipts and refunds by request id (semantics.md,
+/// "Refunds"); offered through `store::capabilities`.
+class store_refunds {
+ public:
+  /// Refunds request id `id` at `now`: gives back, in one atomic step over
+  /// the id's checks, what the id's first decision took on each (its
+  /// checks' receipts, each by its policy's rule), once. Writes check i's
+  /// figures after the refund to `per_check[i]` and the whole units given
+  /// back to `given[i]`, for the first min(size, checks) entries of each. A
+  /// remote store that fails refunds nothing and answers
+  /// `refund_status::error` (counted as a failure); the refund is marked in
+  /// the same atomic step that gives back, so sending it again is safe.
+  virtual refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
+                                  std::span<std::int64_t> given) = 0;
+
+  /// The id `refund_at` refunds `r`'s decision by: `r.id` itself (the
+  /// default), except in a Redis Cluster, where it names the slot of the
+  /// id's record too. Empty when `r` has no id.
+  [[nodiscard]] virtual std::string refund_id(const store_request& r) const { return std::string(r.id); }
+
+ protected:
+  ~store_refunds() = default;
+};
+
+/// A store that holds leases and releases them (semantics.md, "Leases");
+/// offered through `store::capabilities`.
+class store_leases {
+ public:
+  /// Releases the leases with `nonce` that `checks` hold: on each check, in
+  /// every concurrency part of its policy, the lease with that nonce held
+  /// at `now`; nothing else changes (no time moves, no other lease goes). A
+  /// check's `cost` is ignored.
+  virtual release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) = 0;
+
+ protected:
+  ~store_leases() = default;
+};
+
+/// A store that keeps per-key overrides (semantics.md, "Overrides");
+/// offered through `store::capabilities`.
+class store_overrides {
+ public:
+  /// Gives `key` of `policy` its own limit `limit` at `now`: the key's
+  /// state is carried into it with `reconfigure` in one atomic step with
+  /// the switch. Errors (nothing changed): "policy" for an unknown id or a
+  /// limit that cannot continue the configured policy's states,
+  /// "overrides" past the store's bound, "store" when a remote store
+  /// failed.
+  virtual result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
+                                                  tick now) = 0;
+
+  /// Removes `key`'s override of `policy` at `now`, carrying its state back
+  /// into the configured policy; false when it had none.
+  virtual result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) = 0;
+
+  /// `key`'s override of `policy`, if it has one.
+  virtual result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) = 0;
+
+  /// Up to `limit` overrides of `policy` whose keys come after `after` in
+  /// byte order (empty: from the first).
+  virtual result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) = 0;
+
+  /// How many overrides the store holds over every policy; nullopt when it
+  /// cannot tell without a call (the default).
+  [[nodiscard]] virtual std::optional<std::uint64_t> override_count() const { return std::nullopt; }
+
+  /// The override `key` of `policy` was last decided under, as far as this
+  /// process knows without a call (what a response advertises); nullopt
+  /// for none. The default asks `override_of` while `override_count` says
+  /// any are held; a remote store answers what its latest call there saw.
+  virtual std::optional<any_policy> override_seen(policy_id policy, std::string_view key) {
+    if (const auto held = override_count(); !held || *held == 0) return std::nullopt;
+    auto ov = override_of(policy, key);
+    if (!ov || !*ov) return std::nullopt;
+    return std::move(*ov).value();
+  }
+
+ protected:
+  ~store_overrides() = default;
+};
+
+/// A store that can say more about itself than `store::stats` (a remote
+/// store: its key count by a call, its own figures); offered through
+/// `store::capabilities`.
+class store_introspection {
+ public:
+  /// How many keys the store holds, asking it where that takes a call (the
+  /// Redis store: its database's key count); nullopt when it cannot tell
+  /// now. For an occasional reader such as a metrics scrape, not the
+  /// decision path.
+  [[nodiscard]] virtual std::optional<std::uint64_t> count_keys() = 0;
+
+  /// The asynchronous face of `count_keys`: `done` gets its answer once,
+  /// now or from a thread of the store's. The default runs `count_keys`.
+  virtual void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) { done(count_keys()); }
+
+  /// The store's own figures (store_figures), read now, or nullopt (the
+  /// default). Makes no call to a server: a scrape may read it at any time,
+  /// from any thread.
+  [[nodiscard]] virtual std::optional<store_figures> figures() const { return std::nullopt; }
+
+ protected:
+  ~store_introspection() = default;
+};
+
+/// What a store offers beyond the core interface (`store::capabilities`):
+/// each a pointer into the store itself, nullptr when it does not offer it.
+/// A store's capabilities never change while it lives.
+struct store_capabilities {
+  store_refunds* refunds = nullptr;
+  store_leases* leases = nullptr;
+  store_overrides* overrides = nullptr;
+  store_introspection* introspection = nullptr;
+};
+
+/// The interface every store implements: eight virtual members (the
+/// destructor, `define`, `run_at` and `run_async` for decide, peek and
+/// report, `decide_many_at`, `now`, `stats`, `capabilities`). Everything
+/// else a caller names (decide_at, peek_at, report_at, their async and
+/// clock-reading forms, refunds, releases, overrides, key counts, figures)
+/// is a non-virtual member over them; a capability a store does not offer
+/// answers as a store without it (an error, nothing changed).
 class store {
  public:
   virtual ~store() = default;
@@ -275,6 +405,45 @@ class store {
   /// quantity past 2^52, ...), or "algorithm" when the new policy cannot
   /// continue the old one's states.
   virtual result<policy_id> define(std::string_view name, const any_policy& policy) = 0;
+
+  /// Does `op` on `r`: `decide_at`, `peek_at` or `report_at` (see each).
+  /// `grows_after` is read by `store_op::decide` only.
+  virtual store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                                std::span<std::optional<tick>> grows_after) = 0;
+
+  /// What an asynchronous call hands back: the decision, once.
+  using decided = std::function<void(const store_decision&)>;
+
+  /// The asynchronous face of `run_at`: does `op` on `r` as `run_at` does
+  /// and calls `done` with the answer exactly once — before returning (an
+  /// in-process store, an answer that needs no call) or later from a thread
+  /// of the store's (a remote store, when its reply comes or the call's
+  /// deadline passes). The caller keeps what `r` points to (checks, keys,
+  /// id) and `per_check` / `grows_after` alive until then. Never blocks on
+  /// a remote server (semantics.md, "The service's event loops"); the
+  /// default runs `run_at`.
+  virtual void run_async(store_op op, const store_request& r, std::span<decision> per_check,
+                         std::span<std::optional<tick>> grows_after, decided done) {
+    done(run_at(op, r, per_check, grows_after));
+  }
+
+  /// Decides `requests` in order, as that many `decide_at` calls would
+  /// (a key repeated in the batch sees its earlier admits), writing
+  /// `out[i]` for `requests[i]`; a remote store sends them in one pipeline.
+  /// Requires `out.size() >= requests.size()`.
+  virtual void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) = 0;
+
+  /// The instant now on the store's clock, in its ticks (both the memory
+  /// store and the Redis store: the realtime clock, ns since 1970, which
+  /// machines of a fleet share and a restart keeps).
+  [[nodiscard]] virtual tick now() const noexcept = 0;
+
+  /// The store's counts.
+  [[nodiscard]] virtual store_stats stats() const = 0;
+
+  /// What the store offers beyond this interface (store_capabilities); the
+  /// default: nothing.
+  [[nodiscard]] virtual store_capabilities capabilities() const noexcept { return {}; }
 
   /// Decides `r` (see store_request). Writes each check's own decision to
   /// `per_check[i]` when `per_check` is not empty (it must then hold at
@@ -296,18 +465,16 @@ class store {
   /// deny-cache answer for a check the cache did not answer itself (for
   /// those it did, the cached wait, exact for a cost of 1). A repeated
   /// request id's answer holds the figures of its first decision.
-  virtual store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
-                                   std::span<std::optional<tick>> grows_after = {}) = 0;
-
-  /// Decides `requests` in order, as that many `decide_at` calls would
-  /// (a key repeated in the batch sees its earlier admits), writing
-  /// `out[i]` for `requests[i]`; a remote store sends them in one pipeline.
-  /// Requires `out.size() >= requests.size()`.
-  virtual void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) = 0;
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                           std::span<std::optional<tick>> grows_after = {}) {
+    return run_at(store_op::decide, r, per_check, grows_after);
+  }
 
   /// What `decide_at` would answer, changing nothing (and charging no
   /// request id).
-  virtual store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) = 0;
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) {
+    return run_at(store_op::peek, r, per_check, {});
+  }
 
   /// Reports `r` (semantics.md, "Reports"): charges every check its cost,
   /// whatever the limits say — never denied — in one atomic step, and
@@ -319,50 +486,9 @@ class store {
   /// take it (down, refused) charges nothing and answers `source::error`,
   /// counted as a failure: the report is lost, and the caller may send it
   /// again. No failure mode admits or charges it elsewhere.
-  virtual store_decision report_at(const store_request& r, std::span<decision> per_check = {}) = 0;
-
-  /// Releases the leases with `nonce` that `checks` hold (semantics.md,
-  /// "Leases"): on each check, in every concurrency part of its policy, the
-  /// lease with that nonce held at `now`; nothing else changes (no time
-  /// moves, no other lease goes). A check's `cost` is ignored. The default
-  /// answers `source::error` (a store without leases).
-  virtual release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) {
-    (void)checks;
-    (void)nonce;
-    (void)now;
-    release_result r;
-    r.from = source::error;
-    return r;
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) {
+    return run_at(store_op::report, r, per_check, {});
   }
-
-  /// Refunds request id `id` at `now` (semantics.md, "Refunds"): gives
-  /// back, in one atomic step over the id's checks, what the id's first
-  /// decision took on each (its checks' receipts, each by its policy's
-  /// rule), once. Writes check i's figures after the refund to
-  /// `per_check[i]` and the whole units given back to `given[i]`, for the
-  /// first min(size, checks) entries of each. A remote store that fails
-  /// refunds nothing and answers `refund_status::error` (counted as a
-  /// failure); the refund is marked in the same atomic step that gives
-  /// back, so sending it again is safe. The default: `error` (a store that
-  /// keeps no receipts).
-  virtual refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
-                                  std::span<std::int64_t> given = {});
-
-  /// The id `refund_at` refunds `r`'s decision by (semantics.md,
-  /// "Refunds"): `r.id` itself, except in a Redis Cluster, where it names
-  /// the slot of the id's record too. Empty when `r` has no id.
-  [[nodiscard]] virtual std::string refund_id(const store_request& r) const { return std::string(r.id); }
-
-  /// The clock-reading twin of `report_at`.
-  store_decision report(store_request r, std::span<decision> per_check = {}) {
-    r.now = now();
-    return report_at(r, per_check);
-  }
-
-  /// The instant now on the store's clock, in its ticks (both the memory
-  /// store and the Redis store: the realtime clock, ns since 1970, which
-  /// machines of a fleet share and a restart keeps).
-  [[nodiscard]] virtual tick now() const noexcept = 0;
 
   /// The clock-reading twin of `decide_at`: `r.now` is replaced by `now()`.
   store_decision decide(store_request r, std::span<decision> per_check = {},
@@ -377,96 +503,69 @@ class store {
     return peek_at(r, per_check);
   }
 
-  /// What an asynchronous call hands back: the decision, once.
-  using decided = std::function<void(const store_decision&)>;
-
-  /// The asynchronous face of `decide_at`: decides `r` as `decide_at` does
-  /// and calls `done` with the answer exactly once — before returning (an
-  /// in-process store, an answer that needs no call) or later from a thread
-  /// of the store's (a remote store, when its reply comes or the call's
-  /// deadline passes). The caller keeps what `r` points to (checks, keys,
-  /// id) and `per_check` / `grows_after` alive until then. Never blocks on
-  /// a remote server (semantics.md, "The service's event loops"); the
-  /// default runs `decide_at`.
-  virtual void decide_async(const store_request& r, std::span<decision> per_check,
-                            std::span<std::optional<tick>> grows_after, decided done) {
-    done(decide_at(r, per_check, grows_after));
+  /// The clock-reading twin of `report_at`.
+  store_decision report(store_request r, std::span<decision> per_check = {}) {
+    r.now = now();
+    return report_at(r, per_check);
   }
 
-  /// The asynchronous face of `peek_at`, as `decide_async`.
-  virtual void peek_async(const store_request& r, decided done) { done(peek_at(r)); }
-
-  /// The asynchronous face of `report_at`, as `decide_async`: `done` gets
-  /// the report's answer once, now or from a thread of the store's.
-  virtual void report_async(const store_request& r, std::span<decision> per_check, decided done) {
-    done(report_at(r, per_check));
+  /// The asynchronous face of `decide_at` (run_async).
+  void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
+                    decided done) {
+    run_async(store_op::decide, r, per_check, grows_after, std::move(done));
   }
 
-  /// The asynchronous face of `count_keys`: `done` gets its answer once,
-  /// now or from a thread of the store's. The default runs `count_keys`.
-  virtual void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) { done(count_keys()); }
+  /// The asynchronous face of `peek_at` (run_async), without per-check
+  /// figures.
+  void peek_async(const store_request& r, decided done) { run_async(store_op::peek, r, {}, {}, std::move(done)); }
 
-  /// Gives `key` of `policy` its own limit `limit` at `now` (semantics.md,
-  /// "Overrides"): the key's state is carried into it with `reconfigure`
-  /// in one atomic step with the switch. Errors (nothing changed): "policy"
-  /// for an unknown id or a limit that cannot continue the configured
-  /// policy's states, "overrides" past the store's bound, "store" when the
-  /// store cannot do it (the default: it keeps no overrides; a remote
-  /// store that failed).
-  virtual result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
-                                                  tick now) {
-    (void)policy, (void)key, (void)limit, (void)now;
-    return error{"store", "this store keeps no overrides", error_code::store_failed};
+  /// The asynchronous face of `report_at` (run_async): `done` gets the
+  /// report's answer once, now or from a thread of the store's.
+  void report_async(const store_request& r, std::span<decision> per_check, decided done) {
+    run_async(store_op::report, r, per_check, {}, std::move(done));
   }
 
-  /// Removes `key`'s override of `policy` at `now`, carrying its state back
-  /// into the configured policy; false when it had none.
-  virtual result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) {
-    (void)policy, (void)key, (void)now;
-    return error{"store", "this store keeps no overrides", error_code::store_failed};
-  }
+  /// Refunds request id `id` at `now` (store_refunds::refund_at). A store
+  /// that keeps no receipts answers `refund_status::error`, nothing refunded.
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
+                          std::span<std::int64_t> given = {});
 
-  /// `key`'s override of `policy`, if it has one.
-  virtual result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) {
-    (void)policy, (void)key;
-    return error{"store", "this store keeps no overrides", error_code::store_failed};
-  }
+  /// The id `refund_at` refunds `r`'s decision by (store_refunds::refund_id);
+  /// `r.id` for a store that keeps no receipts.
+  [[nodiscard]] std::string refund_id(const store_request& r) const;
 
-  /// Up to `limit` overrides of `policy` whose keys come after `after` in
-  /// byte order (empty: from the first).
-  virtual result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) {
-    (void)policy, (void)after, (void)limit;
-    return error{"store", "this store keeps no overrides", error_code::store_failed};
-  }
+  /// Releases the leases with `nonce` that `checks` hold
+  /// (store_leases::release_at). A store that holds no leases answers
+  /// `source::error`, nothing released.
+  release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now);
 
-  /// How many overrides the store holds over every policy; nullopt when it
-  /// cannot tell without a call (or keeps none).
-  [[nodiscard]] virtual std::optional<std::uint64_t> override_count() const { return std::nullopt; }
-
+  /// Overrides (store_overrides). A store that keeps none refuses each
+  /// change and read with the error "store" ("this store keeps no
+  /// overrides"), nothing changed.
+  result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit, tick now);
+  /// See set_override_at.
+  result<bool> delete_override_at(policy_id policy, std::string_view key, tick now);
+  /// See set_override_at.
+  result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key);
+  /// See set_override_at.
+  result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit);
+  /// The overrides held over every policy; nullopt when the store cannot
+  /// tell without a call, or keeps none.
+  [[nodiscard]] std::optional<std::uint64_t> override_count() const;
   /// The override `key` of `policy` was last decided under, as far as this
-  /// process knows without a call (what a response advertises); nullopt
-  /// for none. The default asks `override_of` while `override_count` says
-  /// any are held; a remote store answers what its latest call there saw.
-  virtual std::optional<any_policy> override_seen(policy_id policy, std::string_view key) {
-    if (const auto held = override_count(); !held || *held == 0) return std::nullopt;
-    auto ov = override_of(policy, key);
-    if (!ov || !*ov) return std::nullopt;
-    return std::move(*ov).value();
-  }
+  /// process knows without a call (store_overrides::override_seen); nullopt
+  /// for none, and from a store that keeps none.
+  std::optional<any_policy> override_seen(policy_id policy, std::string_view key);
 
-  /// The store's counts.
-  [[nodiscard]] virtual store_stats stats() const = 0;
-
-  /// How many keys the store holds, asking it where that takes a call (the
-  /// Redis store: its database's key count); nullopt when it cannot tell
-  /// now. For an occasional reader such as a metrics scrape, not the
-  /// decision path. The default: `stats().keys`.
-  [[nodiscard]] virtual std::optional<std::uint64_t> count_keys() { return stats().keys; }
-
-  /// The store's own figures (store_figures), read now, or nullopt for a
-  /// store that keeps none (the default; the memory store). Makes no call to
-  /// a server: a scrape may read it at any time, from any thread.
-  [[nodiscard]] virtual std::optional<store_figures> figures() const { return std::nullopt; }
+  /// How many keys the store holds (store_introspection::count_keys); for a
+  /// store without introspection, `stats().keys`.
+  [[nodiscard]] std::optional<std::uint64_t> count_keys();
+  /// The asynchronous face of `count_keys`: `done` gets its answer once,
+  /// now or from a thread of the store's.
+  void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done);
+  /// The store's own figures (store_introspection::figures); nullopt for a
+  /// store that keeps none (the memory store).
+  [[nodiscard]] std::optional<store_figures> figures() const;
 };
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "memory_store_impl.hpp"
+#include "sluice/detail/run_members.hpp"
 
 namespace sluice {
 
@@ -153,6 +154,18 @@ store_decision memory_store::report_at(const store_request& r, std::span<decisio
   store_decision d = impl_->report(r, per_check);
   d.at = r.now;
   return d;
+}
+
+store_decision memory_store::run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                                    std::span<std::optional<tick>> grows_after) {
+  return detail::run_members(*this, op, r, per_check, grows_after);
+}
+
+store_capabilities memory_store::capabilities() const noexcept {
+  // The capabilities are faces of this store, which every caller may use
+  // from any thread (store.hpp).
+  auto* self = const_cast<memory_store*>(this);
+  return {.refunds = self, .leases = self, .overrides = self, .introspection = nullptr};
 }
 
 refund_answer memory_store::refund_at(std::string_view id, tick now, std::span<decision> per_check,

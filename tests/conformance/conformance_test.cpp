@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
+#include "sluice/detail/run_members.hpp"
 #include "sluice/keyed.hpp"
 #include "sluice/report.hpp"
 #include "sluice/store/memory.hpp"
@@ -228,17 +229,25 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Conformance, ::testing::ValuesIn(confor
 
 /// A store over a memory store that decides each request its own (wrong)
 /// way; everything else is the memory store's.
-class wrong_store : public store {
+class wrong_store : public store, public store_refunds {
  public:
   explicit wrong_store(memory_store& inner) : inner_(inner) {}
   result<policy_id> define(std::string_view name, const any_policy& p) override { return inner_.define(name, p); }
+  /// The wrong decision.
+  virtual store_decision decide_at(const store_request& r, std::span<decision> per_check,
+                                   std::span<std::optional<tick>> grows) = 0;
+  store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows) override {
+    return detail::run_members(*this, op, r, per_check, grows);
+  }
+  [[nodiscard]] store_capabilities capabilities() const noexcept override {
+    return {.refunds = const_cast<wrong_store*>(this)};
+  }
   void decide_many_at(std::span<const store_request> rs, std::span<store_decision> out) override {
-    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {});
+    for (std::size_t i = 0; i < rs.size(); ++i) out[i] = decide_at(rs[i], {}, {});
   }
-  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
-    return inner_.peek_at(r, per_check);
-  }
-  store_decision report_at(const store_request& r, std::span<decision> per_check) override {
+  store_decision peek_at(const store_request& r, std::span<decision> per_check) { return inner_.peek_at(r, per_check); }
+  store_decision report_at(const store_request& r, std::span<decision> per_check) {
     return inner_.report_at(r, per_check);
   }
   refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,

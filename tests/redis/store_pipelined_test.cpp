@@ -58,32 +58,21 @@ TEST_P(RedisPipelinedConformance, PerCheckDecisionsOneCallAtATime) {
 // report made with decide_async / peek_async / report_async and waited for
 // here, so the shared
 // conformance suite runs through the path the service takes.
-class through_async final : public store {
+class through_async final : public store, public store_refunds {
  public:
   explicit through_async(store& s) : s_(s) {}
   result<policy_id> define(std::string_view name, const any_policy& policy) override { return s_.define(name, policy); }
-  store_decision decide_at(const store_request& r, std::span<decision> per_check,
-                           std::span<std::optional<tick>> grows_after) override {
+  store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows_after) override {
+    // the asynchronous peek has no per-check figures
+    if (op == store_op::peek && !per_check.empty()) return s_.peek_at(r, per_check);
     std::promise<store_decision> p;
     auto f = p.get_future();
-    s_.decide_async(r, per_check, grows_after, [&p](const store_decision& d) { p.set_value(d); });
+    s_.run_async(op, r, per_check, grows_after, [&p](const store_decision& d) { p.set_value(d); });
     return f.get();
   }
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override {
     s_.decide_many_at(requests, out);
-  }
-  store_decision peek_at(const store_request& r, std::span<decision> per_check) override {
-    if (!per_check.empty()) return s_.peek_at(r, per_check);  // the asynchronous peek has no per-check figures
-    std::promise<store_decision> p;
-    auto f = p.get_future();
-    s_.peek_async(r, [&p](const store_decision& d) { p.set_value(d); });
-    return f.get();
-  }
-  store_decision report_at(const store_request& r, std::span<decision> per_check) override {
-    std::promise<store_decision> p;
-    auto f = p.get_future();
-    s_.report_async(r, per_check, [&p](const store_decision& d) { p.set_value(d); });
-    return f.get();
   }
   refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check,
                           std::span<std::int64_t> given) override {
@@ -91,6 +80,9 @@ class through_async final : public store {
   }
   [[nodiscard]] tick now() const noexcept override { return s_.now(); }
   [[nodiscard]] store_stats stats() const override { return s_.stats(); }
+  [[nodiscard]] store_capabilities capabilities() const noexcept override {
+    return {.refunds = const_cast<through_async*>(this)};
+  }
 
  private:
   store& s_;

@@ -12,6 +12,18 @@
 namespace sluice::redis_test::redis_store_registry_test {
 namespace {
 
+/// A registry with the Redis schemes, and options for the shared server
+/// under a fresh prefix.
+struct redis_registry {
+  store_registry stores;
+  store_options options;
+  explicit redis_registry(const std::string& prefix) {
+    register_redis_stores(stores);
+    options.url = shared_server().url();
+    options.key_prefix = fresh_prefix(prefix);
+  }
+};
+
 TEST(RedisRegistry, RegistersEveryRedisScheme) {
   store_registry stores;
   register_redis_stores(stores);
@@ -19,13 +31,9 @@ TEST(RedisRegistry, RegistersEveryRedisScheme) {
 }
 
 TEST(RedisRegistry, OpensARedisStoreThatDecidesAndReportsItsFigures) {
-  store_registry stores;
-  register_redis_stores(stores);
-  store_options o;
-  o.url = shared_server().url();
-  o.key_prefix = fresh_prefix("registry");
-  o.deny_cache = true;
-  auto st = stores.open(o);
+  redis_registry reg("registry");
+  reg.options.deny_cache = true;
+  auto st = reg.stores.open(reg.options);
   ASSERT_TRUE(st) << st.err().what();
   auto* r = dynamic_cast<redis_store*>(st->get());
   ASSERT_NE(r, nullptr);
@@ -54,6 +62,46 @@ TEST(RedisRegistry, OpensARedisStoreThatDecidesAndReportsItsFigures) {
   ASSERT_EQ(f->breakers.size(), 1u);
   EXPECT_EQ(f->breakers[0].second, "closed");
   EXPECT_EQ(f->breakers[0].first.find("***"), std::string::npos);
+}
+
+TEST(RedisRegistry, RedisStoreOpensFromTheUrlAndTheSharedOptionsAsTheRegistryDoes) {
+  // One way in: redis_store::open(store_options) is the registry's opener,
+  // so a store opened either way with the same URL and prefix shares states.
+  redis_registry reg("one-way");
+  store_options& o = reg.options;
+  auto by_registry = reg.stores.open(o);
+  ASSERT_TRUE(by_registry) << by_registry.err().what();
+  o.deny_cache = true;
+  auto direct = redis_store::open(o);
+  ASSERT_TRUE(direct) << direct.err().what();
+  const any_policy p{gcra::make(rate{1, 1'000'000'000}, 1).value()};
+  const auto a = (*by_registry)->define("api", p);
+  const auto b = (*direct)->define("api", p);
+  ASSERT_TRUE(a && b);
+  const check ca{*a, "k"};
+  const check cb{*b, "k"};
+  const tick now = (*direct)->now();
+  EXPECT_TRUE((*by_registry)->decide_at({.checks = {&ca, 1}, .now = now, .cost = 1, .id = {}}).d.allowed);
+  const store_decision d = (*direct)->decide_at({.checks = {&cb, 1}, .now = now, .cost = 1, .id = {}});
+  EXPECT_FALSE(d.d.allowed);
+  EXPECT_EQ(d.from, source::store);
+  // Its deny cache came from store_options::deny_cache.
+  EXPECT_EQ((*direct)->decide_at({.checks = {&cb, 1}, .now = now, .cost = 1, .id = {}}).from, source::deny_cache);
+
+  // Its clock too (store_options::clock): at the store's clock a decision
+  // is made at Redis's instant, not at the request's.
+  store_options clocked = o;
+  clocked.deny_cache = false;
+  clocked.clock = store_clock::store;
+  clocked.key_prefix = fresh_prefix("one-way-clock");
+  auto c = redis_store::open(clocked);
+  ASSERT_TRUE(c) << c.err().what();
+  const auto id = (*c)->define("api", p);
+  ASSERT_TRUE(id) << id.err().what();
+  const check cc{*id, "k"};
+  const store_decision at_redis = (*c)->decide_at({.checks = {&cc, 1}, .now = 1, .cost = 1, .id = {}});
+  EXPECT_EQ(at_redis.from, source::store);
+  EXPECT_GT(at_redis.at, tick{1'600'000'000} * 1'000'000'000);  // Redis's TIME in ns, past 2020
 }
 
 TEST(RedisRegistry, TheStoresOwnErrorNamesThePartOfTheUrl) {

@@ -99,7 +99,7 @@ struct memory_store_options {
 };
 
 /// The in-process store; see the overview.
-class memory_store final : public store {
+class memory_store final : public store, public store_refunds, public store_leases, public store_overrides {
  public:
   /// An empty store (no policy defined). Throws std::bad_alloc only.
   explicit memory_store(memory_store_options options = {});
@@ -128,7 +128,7 @@ class memory_store final : public store {
   /// after the decision, in process (a decision another thread makes on
   /// that key in between is seen).
   store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
-                           std::span<std::optional<tick>> grows_after = {}) override;
+                           std::span<std::optional<tick>> grows_after = {});
 
   /// Decides `requests` in order (store.hpp).
   void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
@@ -136,7 +136,7 @@ class memory_store final : public store {
   /// What `decide_at` would answer, changing nothing (a remembered id's
   /// first decision, as `source::replayed`; an id is never remembered by a
   /// peek).
-  store_decision peek_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {});
 
   /// Reports `r` (store.hpp): every check charged its cost atomically, on
   /// the keyed store's multi-key form. A request with an id, or one
@@ -148,15 +148,25 @@ class memory_store final : public store {
   /// admits more than one of these steps made). Defined in
   /// src/keyed/release.cpp.
   release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) override;
-  store_decision report_at(const store_request& r, std::span<decision> per_check = {}) override;
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {});
 
-  /// The store's clock (Unix ns, or the manual clock of the options).
+  /// decide_at, peek_at or report_at (store.hpp, the store's one entry for
+  /// the three).
+  store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows_after) override;
+
+  /// Refunds, leases and overrides: every capability but introspection
+  /// (its key count is `stats().keys`, and it keeps no figures of its own).
+  [[nodiscard]] store_capabilities capabilities() const noexcept override;
+
   /// Refunds request id `id` (store.hpp; semantics.md, "Refunds"): the
   /// receipts its first decision took, kept beside it for the idempotency
   /// window.
   refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
                           std::span<std::int64_t> given = {}) override;
+  using store::refund_id;
 
+  /// The store's clock (Unix ns, or the manual clock of the options).
   [[nodiscard]] tick now() const noexcept override;
 
   /// Decisions by source (peeks are not counted), and the keys held over
@@ -206,6 +216,7 @@ class memory_store final : public store {
   result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
   /// The overrides held over every policy.
   [[nodiscard]] std::optional<std::uint64_t> override_count() const override;
+  using store::override_seen;
 
   /// Every override of `id` with its key's state (for a snapshot), in byte
   /// order of the keys; empty for an unknown id.

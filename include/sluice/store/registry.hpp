@@ -80,8 +80,13 @@ inline constexpr store_scheme known_store_schemes[] = {
   return nullptr;
 }
 
-/// What a store is opened with, whichever its kind: each store reads the
-/// fields that concern it and ignores the rest.
+/// What a store is opened with, whichever its kind: the one set of options
+/// every store shares (a remote store's timeouts, failure mode, breaker,
+/// deny cache, clock; the memory store's sizes), each store reading the
+/// fields that concern it and ignoring the rest. A store's own connection
+/// settings ride in its URL's query (Redis: TLS files, `wait_replicas`;
+/// docs/redis.md, "URLs, passwords"). `sluice serve`'s `[store]` maps to it
+/// once (src/serve/stores.cpp), `--store` too (tools/sluice/store_flag.cpp).
 struct store_options {
   /// The store's URL: "memory", or a remote store's (known_store_schemes).
   std::string url = "memory";

@@ -1,14 +1,13 @@
 // register_redis_stores (redis.hpp): the Redis store's schemes in a
-// store_registry, each opening a redis_store from the generic options.
+// store_registry, each opening a redis_store from the options every store
+// shares (redis_store::open(const store_options&), mapped here once).
 #include "sluice/store/registry.hpp"
 #include "redis/store/store_impl.hpp"
 #include "sluice/redis.hpp"
 
 namespace sluice {
 
-namespace {
-
-result<std::unique_ptr<store>> open_redis(const store_options& o) {
+result<std::unique_ptr<redis_store>> redis_store::open(const store_options& o) {
   redis_store_options r;
   r.url = o.url;
   r.password = o.password;
@@ -27,7 +26,13 @@ result<std::unique_ptr<store>> open_redis(const store_options& o) {
   r.max_clock_offset = o.max_clock_offset;
   r.warn_on_eviction_policy = o.warn_on_eviction_policy;
   r.on_health_change = o.on_health_change;
-  auto st = redis_store::open(std::move(r));
+  return open(std::move(r));
+}
+
+namespace {
+
+result<std::unique_ptr<store>> open_redis(const store_options& o) {
+  auto st = redis_store::open(o);
   if (!st) return st.err();
   return std::unique_ptr<store>(std::move(st).value());
 }
