@@ -12,12 +12,14 @@
 // without one), so that no other algorithm's step takes a new argument.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -125,5 +127,16 @@ inline decision decide(const concurrency& p, concurrency::state& s, tick now, st
 /// a lease's nonce. Thread-safe. Throws std::system_error only if the
 /// operating system has no random source.
 std::uint64_t draw_lease_nonce();
+
+/// The concurrency limit's encodings (portable.hpp): a state of variable
+/// size (its leases), encoded by each codec's `variable_state` hook.
+template <>
+struct portable::of<concurrency> {
+  static constexpr char letter = 'l';
+  static constexpr std::array params{
+      param<concurrency>{"units", [](const concurrency& p) { return p.units(); }},
+      param<concurrency>{"lease", [](const concurrency& p) { return static_cast<std::int64_t>(p.lease_length()); }}};
+  static result<concurrency> make(const std::array<std::int64_t, 2>& v) { return concurrency::make(v[0], v[1]); }
+};
 
 }  // namespace sluice

@@ -3,11 +3,14 @@
 // as a theoretical arrival time instead of a token count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/report_bound.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -119,5 +122,36 @@ constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t 
   d.reset_after = a == 0 ? 0 : detail::until_after(e, p.per_limit_.ceil(a), now);  // ceil(b / L) − now
   return d;
 }
+
+/// GCRA's encodings (portable.hpp): its state is the latest admit and the
+/// debt u − last·L, in 1/L tick (the same Redis letter as the token bucket:
+/// one state for both in the library).
+template <>
+struct portable::of<gcra> {
+  static constexpr char letter = 'g';
+  static constexpr std::array params{limit_param<gcra>, window_param<gcra>,
+                                     param<gcra>{"burst", [](const gcra& p) { return p.burst(); }}};
+  static result<gcra> make(const std::array<std::int64_t, 3>& v) { return gcra::make(rate{v[0], v[1]}, v[2]); }
+
+  struct fields {
+    detail::i128 last = 0;
+    detail::i128 debt = 0;
+  };
+  static constexpr bool empty(const gcra::state& s) noexcept { return s == gcra::state{}; }
+  static constexpr fields to(const gcra& p, const gcra::state& s, encoding) noexcept {
+    return {s.last, s.u - static_cast<detail::i128>(s.last) * p.limit().limit};
+  }
+  static constexpr gcra::state from(const gcra& p, const fields& f, encoding) noexcept {
+    return {f.last * p.limit().limit + f.debt, static_cast<tick>(f.last)};
+  }
+  static constexpr std::array layout{
+      field<gcra, fields>{&fields::last, kind::instant},
+      field<gcra, fields>{&fields::debt, kind::debt, "gcra debt",
+                          [](const gcra& p) {
+                            return range{0, report_debt_bound(p.limit().limit, p.tolerance())};
+                          },
+                          true}};
+  static constexpr std::array<std::size_t, 2> redis_order{1, 0};
+};
 
 }  // namespace sluice

@@ -3,12 +3,14 @@
 // more than L) at the price of memory: up to L entries per key.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
@@ -101,5 +103,14 @@ class sliding_log {
 inline decision decide(const sliding_log& p, sliding_log::state& s, tick now, std::int64_t cost) noexcept {
   return p.decide(s, now, cost);
 }
+
+/// The sliding log's encodings (portable.hpp): a state of variable size (its
+/// runs), encoded by each codec's `variable_state` hook.
+template <>
+struct portable::of<sliding_log> {
+  static constexpr char letter = 's';
+  static constexpr std::array params{limit_param<sliding_log>, window_param<sliding_log>};
+  static result<sliding_log> make(const std::array<std::int64_t, 2>& v) { return sliding_log::make(rate{v[0], v[1]}); }
+};
 
 }  // namespace sluice
