@@ -9,6 +9,7 @@
 
 #include "redis/binary.hpp"
 #include "sluice/concurrency.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
@@ -75,8 +76,8 @@ result<leaf_plan> leaf_of(const any_policy& p) {
   std::visit(
       [&](const auto& pol) {
         using T = std::decay_t<decltype(pol)>;
+        if constexpr (!holds_no_leaf_state<T>) lp.letter = portable::of<T>::letter;
         if constexpr (std::is_same_v<T, gcra> || std::is_same_v<T, token_bucket>) {
-          lp.letter = 'g';
           if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.burst(), "burst");
             report_bound(lp, pol.limit(), static_cast<i128>(pol.burst()) * pol.limit().window);
@@ -84,7 +85,6 @@ result<leaf_plan> leaf_of(const any_policy& p) {
             bad = deficit(lp, pol.limit(), pol.burst(), "burst");
           }
         } else if constexpr (std::is_same_v<T, leaky_queue>) {
-          lp.letter = 'q';
           if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.queue(), "queue");
             report_bound(lp, pol.limit(), static_cast<i128>(pol.queue()) * pol.limit().window - 1);
@@ -93,19 +93,13 @@ result<leaf_plan> leaf_of(const any_policy& p) {
           }
         } else if constexpr (std::is_same_v<T, fixed_window> || std::is_same_v<T, sliding_counter> ||
                              std::is_same_v<T, sliding_log> || std::is_same_v<T, sliding_buckets>) {
-          lp.letter = std::is_same_v<T, fixed_window>      ? 'f'
-                      : std::is_same_v<T, sliding_counter> ? 'c'
-                      : std::is_same_v<T, sliding_log>     ? 's'
-                                                           : 'b';
           bad = below53("limit", pol.limit().limit);
           if (!bad) bad = below53("window", pol.limit().window);
         } else if constexpr (std::is_same_v<T, quota>) {
-          lp.letter = 'u';
           bad = below53("quota", pol.units());
         } else if constexpr (std::is_same_v<T, concurrency>) {
           // Each call reads and writes the whole value, 40 bytes a lease
           // (semantics.md, "Leases in a Redis store").
-          lp.letter = 'l';
           if (pol.units() > max_redis_concurrency)
             bad =
                 error{"concurrency", "must be at most 65536 for the Redis store, whose value holds every lease (got " +
@@ -219,8 +213,8 @@ result<plan> plan::make(const any_policy& p) {
     for (std::size_t k = 0; k < 8; ++k) lp.tag[k + 1] = hex[k];
   }
   out.single_ = out.leaves_.size() == 1 && out.leaves_[0].policy == out.policy_.get();
-  out.leases_ =
-      std::any_of(out.leaves_.begin(), out.leaves_.end(), [](const leaf_plan& lp) { return lp.letter == 'l'; });
+  out.leases_ = std::any_of(out.leaves_.begin(), out.leaves_.end(),
+                            [](const leaf_plan& lp) { return lp.letter == portable::of<concurrency>::letter; });
   return out;
 }
 
@@ -339,8 +333,24 @@ any_state plan::assemble(std::span<any_state> leaf_states) const {
 
 void plan::leaf_states(const any_state& s, std::vector<const any_state*>& out) const { walk_leaves(*policy_, s, out); }
 
+namespace {
+/// Whether `c` is the type letter of some algorithm's values (portable.hpp).
+template <std::size_t... I>
+constexpr bool is_letter(char c, std::index_sequence<I...>) noexcept {
+  const auto letter_is = [c]<typename P>(const P*) {
+    if constexpr (holds_no_leaf_state<P>) {
+      return false;
+    } else {
+      return portable::of<P>::letter == c;
+    }
+  };
+  return (letter_is(static_cast<const std::variant_alternative_t<I, any_policy>*>(nullptr)) || ...);
+}
+}  // namespace
+
 bool has_tag_shape(std::string_view v) noexcept {
-  if (v.size() < tag_size || std::string_view("gqfcusbl").find(v[0]) == std::string_view::npos) return false;
+  if (v.size() < tag_size || !is_letter(v[0], std::make_index_sequence<std::variant_size_v<any_policy>>{}))
+    return false;
   for (std::size_t i = 1; i < tag_size; ++i)
     if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
   return true;
