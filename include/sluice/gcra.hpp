@@ -152,6 +152,19 @@ struct portable::of<gcra> {
                           },
                           true}};
   static constexpr std::array<std::size_t, 2> redis_order{1, 0};
+
+  /// A refunded state as its encodings (and the memory store's cells) hold
+  /// it: a refund to before an admit on a full bucket may leave u below
+  /// last·L, which every decision reads as last·L (it reads max(u, e·L)
+  /// with e ≥ last), so it is held as that, a debt of 0. True when it
+  /// changed `s`.
+  static constexpr bool settle(const gcra& p, gcra::state& s) noexcept {
+    if (s.last == detail::i64_min) return false;
+    const detail::i128 floor = static_cast<detail::i128>(s.last) * p.limit().limit;
+    if (s.u >= floor) return false;
+    s.u = floor;
+    return true;
+  }
 };
 
 }  // namespace sluice
