@@ -8,9 +8,13 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include "redis/protocol.hpp"
+#include "redis/store_impl.hpp"
 #include "sluice/concurrency.hpp"
+#include "sluice/portable.hpp"
 #include "support/codec_cases.hpp"
 
 namespace sluice::redis::values_golden_test {
@@ -175,6 +179,28 @@ TEST(RedisValuesGolden, EveryAlgorithmsBytesArePinned) {
     const auto want = golden.find(c.name);
     EXPECT_TRUE(want != golden.end() && got == want->second) << "{\"" << c.name << "\", \"" << got << "\"},";
   }
+}
+
+/// Whether the Lua library dispatches on letter `c` (main.lua's tables,
+/// generated from each leaf file's declaration by embed_lua.cmake).
+bool lua_has_leaf(char c) {
+  const std::string key = "[" + std::to_string(static_cast<int>(c)) + "] = ";
+  const std::size_t first = lua_library.find(key);
+  return first != std::string_view::npos && lua_library.find(key, first + 1) != std::string_view::npos;
+}
+
+template <std::size_t... I>
+void expect_lua_leaves(std::index_sequence<I...>) {
+  const auto one = []<typename P>(const P*) {
+    if constexpr (!holds_no_leaf_state<P>) {
+      EXPECT_TRUE(lua_has_leaf(portable::of<P>::letter)) << portable::of<P>::letter;
+    }
+  };
+  (one(static_cast<const std::variant_alternative_t<I, any_policy>*>(nullptr)), ...);
+}
+
+TEST(RedisValuesGolden, EveryAlgorithmsLetterHasALuaLeafAndArgumentLength) {
+  expect_lua_leaves(std::make_index_sequence<std::variant_size_v<any_policy>>{});
 }
 
 }  // namespace
