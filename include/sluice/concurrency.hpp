@@ -12,6 +12,7 @@
 // without one), so that no other algorithm's step takes a new argument.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -194,5 +196,16 @@ limit_figures limit_of(const concurrency& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const concurrency& from, const concurrency& to) noexcept;
+
+/// The concurrency limit's encodings (portable.hpp): a state of variable
+/// size (its leases), encoded by each codec's `variable_state` hook.
+template <>
+struct portable::of<concurrency> {
+  static constexpr char letter = 'l';
+  static constexpr std::array params{
+      param<concurrency>{"units", [](const concurrency& p) { return p.units(); }},
+      param<concurrency>{"lease", [](const concurrency& p) { return static_cast<std::int64_t>(p.lease_length()); }}};
+  static result<concurrency> make(const std::array<std::int64_t, 2>& v) { return concurrency::make(v[0], v[1]); }
+};
 
 }  // namespace sluice

@@ -4,12 +4,14 @@
 // just after both get through: up to 2L in two ticks. See semantics.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
@@ -159,5 +161,36 @@ limit_figures limit_of(const fixed_window& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const fixed_window& from, const fixed_window& to) noexcept;
+
+/// The fixed window's encodings (portable.hpp): its state is the window of
+/// the latest admit and its count.
+template <>
+struct portable::of<fixed_window> {
+  static constexpr char letter = 'f';
+  static constexpr std::array params{limit_param<fixed_window>, window_param<fixed_window>,
+                                     param<fixed_window>{"origin", [](const fixed_window& p) { return p.origin(); }}};
+  static result<fixed_window> make(const std::array<std::int64_t, 3>& v) {
+    return fixed_window::make(rate{v[0], v[1]}, v[2]);
+  }
+
+  struct fields {
+    detail::i128 window = 0;
+    detail::i128 count = 0;
+  };
+  static constexpr bool empty(const fixed_window::state& s) noexcept { return s.count == 0; }
+  static constexpr fields to(const fixed_window&, const fixed_window::state& s, encoding) noexcept {
+    return {s.window, s.count};
+  }
+  static constexpr fixed_window::state from(const fixed_window&, const fields& f, encoding) noexcept {
+    return {static_cast<std::int64_t>(f.window), static_cast<std::int64_t>(f.count)};
+  }
+  static constexpr std::array layout{field<fixed_window, fields>{&fields::window, kind::window},
+                                     field<fixed_window, fields>{&fields::count, kind::count, "fixed-window count",
+                                                                 [](const fixed_window& p) {
+                                                                   return range{1, p.limit().limit};
+                                                                 },
+                                                                 true}};
+  static constexpr std::array<std::size_t, 2> redis_order{0, 1};
+};
 
 }  // namespace sluice

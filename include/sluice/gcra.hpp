@@ -3,13 +3,16 @@
 // as a theoretical arrival time instead of a token count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/report_bound.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -171,5 +174,49 @@ limit_figures limit_of(const gcra& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const gcra& from, const gcra& to) noexcept;
+
+/// GCRA's encodings (portable.hpp): its state is the latest admit and the
+/// debt u − last·L, in 1/L tick (the same Redis letter as the token bucket:
+/// one state for both in the library).
+template <>
+struct portable::of<gcra> {
+  static constexpr char letter = 'g';
+  static constexpr std::array params{limit_param<gcra>, window_param<gcra>,
+                                     param<gcra>{"burst", [](const gcra& p) { return p.burst(); }}};
+  static result<gcra> make(const std::array<std::int64_t, 3>& v) { return gcra::make(rate{v[0], v[1]}, v[2]); }
+
+  struct fields {
+    detail::i128 last = 0;
+    detail::i128 debt = 0;
+  };
+  static constexpr bool empty(const gcra::state& s) noexcept { return s == gcra::state{}; }
+  static constexpr fields to(const gcra& p, const gcra::state& s, encoding) noexcept {
+    return {s.last, s.u - static_cast<detail::i128>(s.last) * p.limit().limit};
+  }
+  static constexpr gcra::state from(const gcra& p, const fields& f, encoding) noexcept {
+    return {f.last * p.limit().limit + f.debt, static_cast<tick>(f.last)};
+  }
+  static constexpr std::array layout{
+      field<gcra, fields>{&fields::last, kind::instant},
+      field<gcra, fields>{&fields::debt, kind::debt, "gcra debt",
+                          [](const gcra& p) {
+                            return range{0, report_debt_bound(p.limit().limit, p.tolerance())};
+                          },
+                          true}};
+  static constexpr std::array<std::size_t, 2> redis_order{1, 0};
+
+  /// A refunded state as its encodings (and the memory store's cells) hold
+  /// it: a refund to before an admit on a full bucket may leave u below
+  /// last·L, which every decision reads as last·L (it reads max(u, e·L)
+  /// with e ≥ last), so it is held as that, a debt of 0. True when it
+  /// changed `s`.
+  static constexpr bool settle(const gcra& p, gcra::state& s) noexcept {
+    if (s.last == detail::i64_min) return false;
+    const detail::i128 floor = static_cast<detail::i128>(s.last) * p.limit().limit;
+    if (s.u >= floor) return false;
+    s.u = floor;
+    return true;
+  }
+};
 
 }  // namespace sluice

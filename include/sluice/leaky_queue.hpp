@@ -4,13 +4,16 @@
 // (`release_after`). The FIFO container that holds the items is built on this.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/report_bound.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -183,5 +186,44 @@ limit_figures limit_of(const leaky_queue& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const leaky_queue& from, const leaky_queue& to) noexcept;
+
+/// The leaky queue's encodings (portable.hpp): its state is the latest admit
+/// and the backlog R − last·L, in 1/L tick. A Redis value counts it in units
+/// of max(L, 1), so under a limit of 0 (a carried state) it holds the
+/// release instant's distance after `last`, where a snapshot holds R itself.
+template <>
+struct portable::of<leaky_queue> {
+  static constexpr char letter = 'q';
+  static constexpr std::array params{limit_param<leaky_queue>, window_param<leaky_queue>,
+                                     param<leaky_queue>{"queue", [](const leaky_queue& p) { return p.queue(); }}};
+  static result<leaky_queue> make(const std::array<std::int64_t, 3>& v) {
+    return leaky_queue::make(rate{v[0], v[1]}, v[2]);
+  }
+
+  struct fields {
+    detail::i128 last = 0;
+    detail::i128 backlog = 0;
+  };
+  static constexpr std::int64_t unit(const leaky_queue& p, encoding e) noexcept {
+    return e == encoding::redis && p.limit().limit == 0 ? 1 : p.limit().limit;
+  }
+  static constexpr bool empty(const leaky_queue::state& s) noexcept { return s == leaky_queue::state{}; }
+  static constexpr fields to(const leaky_queue& p, const leaky_queue::state& s, encoding e) noexcept {
+    return {s.last, s.release - static_cast<detail::i128>(s.last) * unit(p, e)};
+  }
+  static constexpr leaky_queue::state from(const leaky_queue& p, const fields& f, encoding e) noexcept {
+    return {f.last * unit(p, e) + f.backlog, static_cast<tick>(f.last)};
+  }
+  static constexpr std::array layout{
+      field<leaky_queue, fields>{&fields::last, kind::instant},
+      field<leaky_queue, fields>{
+          &fields::backlog, kind::debt, "leaky-queue backlog",
+          [](const leaky_queue& p) {
+            return range{
+                0, report_debt_bound(p.limit().limit, static_cast<detail::i128>(p.queue()) * p.limit().window - 1)};
+          },
+          true}};
+  static constexpr std::array<std::size_t, 2> redis_order{1, 0};
+};
 
 }  // namespace sluice

@@ -2,12 +2,14 @@
 // always-deny limiters, the identity elements of composition.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -191,5 +193,40 @@ limit_figures limit_of(const always_deny& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const always_deny& from, const always_deny& to) noexcept;
+
+/// The quota's encodings (portable.hpp): its state is the units used.
+template <>
+struct portable::of<quota> {
+  static constexpr char letter = 'u';
+  static constexpr std::array params{param<quota>{"units", [](const quota& p) { return p.units(); }}};
+  static result<quota> make(const std::array<std::int64_t, 1>& v) { return quota::make(v[0]); }
+
+  struct fields {
+    detail::i128 used = 0;
+  };
+  static constexpr bool empty(const quota::state& s) noexcept { return s.used == 0; }
+  static constexpr fields to(const quota&, const quota::state& s, encoding) noexcept { return {s.used}; }
+  static constexpr quota::state from(const quota&, const fields& f, encoding) noexcept {
+    return {static_cast<std::int64_t>(f.used)};
+  }
+  static constexpr std::array layout{field<quota, fields>{&fields::used, kind::count, "quota use",
+                                                          [](const quota& p) {
+                                                            return range{1, p.units()};
+                                                          },
+                                                          true}};
+  static constexpr std::array<std::size_t, 1> redis_order{0};
+};
+
+/// Always-allow's and always-deny's encodings: no parameters, no state.
+template <>
+struct portable::of<always_allow> {
+  static constexpr std::array<param<always_allow>, 0> params{};
+  static result<always_allow> make(const std::array<std::int64_t, 0>&) { return always_allow{}; }
+};
+template <>
+struct portable::of<always_deny> {
+  static constexpr std::array<param<always_deny>, 0> params{};
+  static result<always_deny> make(const std::array<std::int64_t, 0>&) { return always_deny{}; }
+};
 
 }  // namespace sluice

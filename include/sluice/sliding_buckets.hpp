@@ -3,6 +3,7 @@
 // L. Between the fixed window (N = 1) and the sliding log (N = W).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
@@ -168,5 +170,18 @@ limit_figures limit_of(const sliding_buckets& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const sliding_buckets& from, const sliding_buckets& to) noexcept;
+
+/// The sliding buckets' encodings (portable.hpp): a state of variable size
+/// (a count per sub-window), encoded by each codec's `variable_state` hook.
+template <>
+struct portable::of<sliding_buckets> {
+  static constexpr char letter = 'b';
+  static constexpr std::array params{
+      limit_param<sliding_buckets>, window_param<sliding_buckets>,
+      param<sliding_buckets>{"buckets", [](const sliding_buckets& p) { return p.buckets(); }}};
+  static result<sliding_buckets> make(const std::array<std::int64_t, 3>& v) {
+    return sliding_buckets::make(rate{v[0], v[1]}, v[2]);
+  }
+};
 
 }  // namespace sluice

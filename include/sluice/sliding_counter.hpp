@@ -3,13 +3,16 @@
 // division: admit iff prev·(W − o) + (curr + c)·W ≤ L·W.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/report_bound.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -226,5 +229,41 @@ limit_figures limit_of(const sliding_counter& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const sliding_counter& from, const sliding_counter& to) noexcept;
+
+/// The sliding counter's encodings (portable.hpp): its state is the latest
+/// admit (whose window is the state's) and the two windows' counts, each at
+/// most report_count_bound (a Redis value's `prev` may hold a larger
+/// limit's units, carried over).
+template <>
+struct portable::of<sliding_counter> {
+  static constexpr char letter = 'c';
+  static constexpr std::array params{limit_param<sliding_counter>, window_param<sliding_counter>};
+  static result<sliding_counter> make(const std::array<std::int64_t, 2>& v) {
+    return sliding_counter::make(rate{v[0], v[1]});
+  }
+
+  struct fields {
+    detail::i128 last = 0;
+    detail::i128 prev = 0;
+    detail::i128 curr = 0;
+  };
+  static constexpr bool empty(const sliding_counter::state& s) noexcept { return s.curr == 0 && s.prev == 0; }
+  static constexpr fields to(const sliding_counter&, const sliding_counter::state& s, encoding) noexcept {
+    return {s.last, s.prev, s.curr};
+  }
+  static constexpr sliding_counter::state from(const sliding_counter& p, const fields& f, encoding) noexcept {
+    return {static_cast<std::int64_t>(detail::floor_div(f.last, p.limit().window)), static_cast<std::int64_t>(f.prev),
+            static_cast<std::int64_t>(f.curr), static_cast<tick>(f.last)};
+  }
+  static constexpr range counts(const sliding_counter& p) noexcept { return {0, report_count_bound(p.limit())}; }
+  static constexpr std::array layout{
+      field<sliding_counter, fields>{&fields::last, kind::windowed},
+      field<sliding_counter, fields>{&fields::prev, kind::count, "sliding-counter counts", counts, true},
+      field<sliding_counter, fields>{&fields::curr, kind::count, "sliding-counter counts",
+                                     [](const sliding_counter& p) {
+                                       return range{1, counts(p).hi};
+                                     }}};
+  static constexpr std::array<std::size_t, 3> redis_order{0, 1, 2};
+};
 
 }  // namespace sluice

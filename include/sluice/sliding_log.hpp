@@ -3,6 +3,7 @@
 // more than L) at the price of memory: up to L entries per key.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
@@ -162,5 +164,14 @@ limit_figures limit_of(const sliding_log& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const sliding_log& from, const sliding_log& to) noexcept;
+
+/// The sliding log's encodings (portable.hpp): a state of variable size (its
+/// runs), encoded by each codec's `variable_state` hook.
+template <>
+struct portable::of<sliding_log> {
+  static constexpr char letter = 's';
+  static constexpr std::array params{limit_param<sliding_log>, window_param<sliding_log>};
+  static result<sliding_log> make(const std::array<std::int64_t, 2>& v) { return sliding_log::make(rate{v[0], v[1]}); }
+};
 
 }  // namespace sluice

@@ -3,13 +3,16 @@
 // long-run rate (L per W), not each window.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "sluice/decision.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/rate.hpp"
+#include "sluice/report_bound.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
@@ -175,5 +178,38 @@ limit_figures limit_of(const token_bucket& p) noexcept;
 /// Whether carrying a state of `from` over to `to` may leave it below
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const token_bucket& from, const token_bucket& to) noexcept;
+
+/// The token bucket's encodings (portable.hpp): its state is the latest
+/// admit and the units spent, in 1/W token (the same Redis letter as GCRA:
+/// one state for both in the library).
+template <>
+struct portable::of<token_bucket> {
+  static constexpr char letter = 'g';
+  static constexpr std::array params{limit_param<token_bucket>, window_param<token_bucket>,
+                                     param<token_bucket>{"burst", [](const token_bucket& p) { return p.burst(); }}};
+  static result<token_bucket> make(const std::array<std::int64_t, 3>& v) {
+    return token_bucket::make(rate{v[0], v[1]}, v[2]);
+  }
+
+  struct fields {
+    detail::i128 last = 0;
+    detail::i128 spent = 0;
+  };
+  static constexpr bool empty(const token_bucket::state& s) noexcept { return s == token_bucket::state{}; }
+  static constexpr fields to(const token_bucket&, const token_bucket::state& s, encoding) noexcept {
+    return {s.last, s.spent};
+  }
+  static constexpr token_bucket::state from(const token_bucket&, const fields& f, encoding) noexcept {
+    return {f.spent, static_cast<tick>(f.last)};
+  }
+  static constexpr std::array layout{
+      field<token_bucket, fields>{&fields::last, kind::instant},
+      field<token_bucket, fields>{&fields::spent, kind::debt, "token-bucket tokens",
+                                  [](const token_bucket& p) {
+                                    return range{0, report_debt_bound(p.limit().limit, p.capacity())};
+                                  },
+                                  true}};
+  static constexpr std::array<std::size_t, 2> redis_order{1, 0};
+};
 
 }  // namespace sluice

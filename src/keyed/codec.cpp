@@ -7,9 +7,11 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "codec.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
@@ -53,25 +55,8 @@ void put_policy(codec::writer& w, const any_policy& p) {
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
           w.u32(static_cast<std::uint32_t>(pol.parts().size()));
           for (const auto& part : pol.parts()) put_policy(w, part);
-        } else if constexpr (std::is_same_v<P, quota>) {
-          w.i64(pol.units());
-        } else if constexpr (std::is_same_v<P, concurrency>) {
-          w.i64(pol.units());
-          w.i64(pol.lease_length());
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
-        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_log> ||
-                             std::is_same_v<P, sliding_counter> || std::is_same_v<P, sliding_buckets> ||
-                             std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra> ||
-                             std::is_same_v<P, leaky_queue>) {
-          w.i64(pol.limit().limit);
-          w.i64(pol.limit().window);
-          if constexpr (std::is_same_v<P, fixed_window>) w.i64(pol.origin());
-          if constexpr (std::is_same_v<P, sliding_buckets>) w.i64(pol.buckets());
-          if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>) w.i64(pol.burst());
-          if constexpr (std::is_same_v<P, leaky_queue>) w.i64(pol.queue());
         } else {
-          static_assert(unhandled_algorithm<P>,
-                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
+          for (const auto& param : portable::of<P>::params) w.i64(param.get(pol));
         }
       },
       p);
@@ -83,82 +68,51 @@ result<any_policy> widen(result<T> r) {
   return any_policy{std::move(r).value()};
 }
 
+/// The policy of alternative I from its parameters, in the description's
+/// order (portable.hpp).
+template <std::size_t I>
+result<any_policy> get_params(codec::reader& r) {
+  using P = std::variant_alternative_t<I, any_policy>;
+  std::array<std::int64_t, portable::of<P>::params.size()> v{};
+  for (auto& x : v) x = r.i64();
+  if (!r.ok()) return error{"policy", "ends early"};
+  return widen(portable::of<P>::make(v));
+}
+
+// The composites come last: every alternative before them is an algorithm
+// with a description.
+static_assert(static_cast<std::size_t>(algorithm::all_of) + 2 == std::variant_size_v<any_policy> &&
+              static_cast<std::size_t>(algorithm::any_of) + 1 == std::variant_size_v<any_policy>);
+
+/// The policy of alternative `index` (an algorithm, not a composite).
+template <std::size_t... I>
+result<any_policy> get_params_of(std::size_t index, codec::reader& r, std::index_sequence<I...>) {
+  using get = result<any_policy> (*)(codec::reader&);
+  static constexpr get table[] = {&get_params<I>...};
+  return table[index](r);
+}
+
 result<any_policy> get_policy(codec::reader& r, int depth) {
   if (depth > 64) return error{"policy", "nested too deeply"};
   const std::uint8_t tag = r.u8();
   if (!r.ok()) return error{"policy", "ends early"};
-  // Bytes from a file: a tag past the last algorithm is checked here, so the
-  // switches below name every algorithm and have no default (a new one fails
-  // to compile until they decode it).
+  // Bytes from a file: a tag past the last algorithm is checked here.
   if (tag >= std::variant_size_v<any_policy>) return error{"policy", "unknown algorithm " + std::to_string(tag)};
   const auto a = static_cast<algorithm>(index_of_tag(tag));
-  switch (a) {
-    case algorithm::all_of:
-    case algorithm::any_of: {
-      const std::uint32_t n = r.u32();
-      if (!r.ok() || n == 0 || n > r.left()) return error{"policy", "bad number of parts"};
-      std::vector<any_policy> parts;
-      parts.reserve(n);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        auto part = get_policy(r, depth + 1);
-        if (!part) return part.err();
-        parts.push_back(std::move(part).value());
-      }
-      return a == algorithm::all_of ? widen(all_of::make(std::move(parts))) : widen(any_of::make(std::move(parts)));
+  if (a == algorithm::all_of || a == algorithm::any_of) {
+    const std::uint32_t n = r.u32();
+    if (!r.ok() || n == 0 || n > r.left()) return error{"policy", "bad number of parts"};
+    std::vector<any_policy> parts;
+    parts.reserve(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      auto part = get_policy(r, depth + 1);
+      if (!part) return part.err();
+      parts.push_back(std::move(part).value());
     }
-    case algorithm::quota: {
-      const std::int64_t n = r.i64();
-      if (!r.ok()) return error{"policy", "ends early"};
-      return widen(quota::make(n));
-    }
-    case algorithm::concurrency: {
-      const std::int64_t n = r.i64();
-      const tick d = r.i64();
-      if (!r.ok()) return error{"policy", "ends early"};
-      return widen(concurrency::make(n, d));
-    }
-    case algorithm::always_allow:
-      return any_policy{always_allow{}};
-    case algorithm::always_deny:
-      return any_policy{always_deny{}};
-    case algorithm::fixed_window:
-    case algorithm::sliding_log:
-    case algorithm::sliding_counter:
-    case algorithm::sliding_buckets:
-    case algorithm::token_bucket:
-    case algorithm::gcra:
-    case algorithm::leaky_queue:
-      break;
+    return a == algorithm::all_of ? widen(all_of::make(std::move(parts))) : widen(any_of::make(std::move(parts)));
   }
-  const rate rt{r.i64(), r.i64()};
-  const bool extra = a == algorithm::fixed_window || a == algorithm::sliding_buckets || a == algorithm::token_bucket ||
-                     a == algorithm::gcra || a == algorithm::leaky_queue;
-  const std::int64_t x = extra ? r.i64() : 0;
-  if (!r.ok()) return error{"policy", "ends early"};
-  switch (a) {
-    case algorithm::fixed_window:
-      return widen(fixed_window::make(rt, x));
-    case algorithm::sliding_log:
-      return widen(sliding_log::make(rt));
-    case algorithm::sliding_counter:
-      return widen(sliding_counter::make(rt));
-    case algorithm::sliding_buckets:
-      return widen(sliding_buckets::make(rt, x));
-    case algorithm::token_bucket:
-      return widen(token_bucket::make(rt, x));
-    case algorithm::gcra:
-      return widen(gcra::make(rt, x));
-    case algorithm::leaky_queue:
-      return widen(leaky_queue::make(rt, x));
-    case algorithm::quota:
-    case algorithm::always_allow:
-    case algorithm::always_deny:
-    case algorithm::concurrency:
-    case algorithm::all_of:
-    case algorithm::any_of:
-      break;  // decoded by the switch above
-  }
-  return error{"policy", "unknown algorithm " + std::to_string(tag)};
+  return get_params_of(static_cast<std::size_t>(a), r,
+                       std::make_index_sequence<static_cast<std::size_t>(algorithm::all_of)>{});
 }
 
 // ---- states ----
@@ -170,13 +124,38 @@ struct state_encoder {
 
   void rel(i128 t) { w.i128v(t - m); }
 
-  void operator()(const fixed_window& p, const fixed_window::state& s) {
-    if (s.count == 0) return w.u8(0);
+  /// A state of fixed shape: a loop over its description (portable.hpp).
+  template <typename P>
+  requires portable::has_layout<P>
+  void operator()(const P& p, const typename P::state& s) {
+    using D = portable::of<P>;
+    if (D::empty(s)) return w.u8(0);
     w.u8(1);
-    rel(p.start_of(static_cast<i128>(s.window) + 1) - 1);  // the window's last instant
-    w.i64(s.count);
+    const typename D::fields f = D::to(p, s, portable::encoding::snapshot);
+    for (const auto& field : D::layout) {
+      const i128 v = f.*field.member;
+      switch (field.how) {
+        case portable::kind::instant:
+        case portable::kind::windowed:
+          rel(v);
+          break;
+        case portable::kind::count:
+          w.i64(static_cast<std::int64_t>(v));
+          break;
+        case portable::kind::debt:
+          w.i128v(v);
+          break;
+        case portable::kind::window:
+          rel(portable::window_start(p, v + 1) - 1);  // the window's last instant
+          break;
+      }
+    }
   }
-  void operator()(const sliding_log&, const sliding_log::state& s) {
+  /// A state of variable size: its hook.
+  template <typename P>
+  requires(!portable::has_layout<P>) void operator()(const P& p, const typename P::state& s) { variable_state(p, s); }
+
+  void variable_state(const sliding_log&, const sliding_log::state& s) {
     if (s.empty()) return w.u8(0);
     w.u8(1);
     w.u32(static_cast<std::uint32_t>(s.size()));
@@ -185,14 +164,7 @@ struct state_encoder {
       w.i64(s.at(i).units);
     }
   }
-  void operator()(const sliding_counter&, const sliding_counter::state& s) {
-    if (s.curr == 0 && s.prev == 0) return w.u8(0);
-    w.u8(1);
-    rel(s.last);
-    w.i64(s.prev);
-    w.i64(s.curr);
-  }
-  void operator()(const sliding_buckets& p, const sliding_buckets::state& s) {
+  void variable_state(const sliding_buckets& p, const sliding_buckets::state& s) {
     if (s.total() == 0) return w.u8(0);
     const std::vector<std::int64_t>& counts = s.counts();
     const std::int64_t newest = s.newest();
@@ -206,30 +178,7 @@ struct state_encoder {
       w.i64(counts[static_cast<std::size_t>(detail::floor_mod(sub, n))]);
     }
   }
-  void operator()(const token_bucket&, const token_bucket::state& s) {
-    if (s == token_bucket::state{}) return w.u8(0);
-    w.u8(1);
-    rel(s.last);
-    w.i128v(s.spent);
-  }
-  void operator()(const gcra& p, const gcra::state& s) {
-    if (s == gcra::state{}) return w.u8(0);
-    w.u8(1);
-    rel(s.last);
-    w.i128v(s.u - static_cast<i128>(s.last) * p.limit().limit);  // the debt, in [0, report_debt_bound]
-  }
-  void operator()(const leaky_queue& p, const leaky_queue::state& s) {
-    if (s == leaky_queue::state{}) return w.u8(0);
-    w.u8(1);
-    rel(s.last);
-    w.i128v(s.release - static_cast<i128>(s.last) * p.limit().limit);  // the backlog, in [0, report_debt_bound]
-  }
-  void operator()(const quota&, const quota::state& s) {
-    if (s.used == 0) return w.u8(0);
-    w.u8(1);
-    w.i64(s.used);
-  }
-  void operator()(const concurrency&, const concurrency::state& s) {
+  void variable_state(const concurrency&, const concurrency::state& s) {
     if (s == concurrency::state{}) return w.u8(0);
     w.u8(1);
     rel(s.latest);
@@ -269,14 +218,45 @@ struct state_decoder {
 
   tick time() { return clamp_tick(m + r.i128v()); }
 
-  result<any_state> operator()(const fixed_window& p) {
-    const tick end = time();
-    const std::int64_t count = r.i64();
+  /// A state of fixed shape: a loop over its description (portable.hpp),
+  /// each field checked against the range it may hold.
+  template <typename P>
+  requires portable::has_layout<P> result<any_state>
+  operator()(const P& p) {
+    using D = portable::of<P>;
+    typename D::fields f{};
+    for (const auto& field : D::layout) {
+      i128& v = f.*field.member;
+      switch (field.how) {
+        case portable::kind::instant:
+        case portable::kind::windowed:
+          v = time();
+          break;
+        case portable::kind::count:
+          v = r.i64();
+          break;
+        case portable::kind::debt:
+          v = r.i128v();
+          break;
+        case portable::kind::window:
+          v = detail::floor_div(static_cast<i128>(time()) - portable::window_start(p, 0), portable::window_length(p));
+          break;
+      }
+    }
     if (!r.ok()) return corrupt("ends early");
-    if (count < 1 || count > p.limit().limit) return corrupt("fixed-window count out of range");
-    return any_state{fixed_window::state{p.window_of(end), count}};
+    for (const auto& field : D::layout) {
+      if (field.holds == nullptr) continue;
+      const portable::range in = field.holds(p);
+      const i128 v = f.*field.member;
+      if (v < in.lo || v > in.hi) return corrupt(std::string(field.name) + " out of range");
+    }
+    return any_state{D::from(p, f, portable::encoding::snapshot)};
   }
-  result<any_state> operator()(const sliding_log& p) {
+  /// A state of variable size: its hook.
+  template <typename P>
+  requires(!portable::has_layout<P>) result<any_state>
+  operator()(const P& p) { return variable_state(p); }
+  result<any_state> variable_state(const sliding_log& p) {
     const std::uint32_t n = r.u32();
     if (!r.ok() || n == 0 || n > r.left() / 24) return corrupt("bad sliding-log length");
     sliding_log::state s;
@@ -300,17 +280,7 @@ struct state_decoder {
     }
     return any_state{std::move(s)};
   }
-  result<any_state> operator()(const sliding_counter& p) {
-    const tick last = time();
-    const std::int64_t prev = r.i64();
-    const std::int64_t curr = r.i64();
-    if (!r.ok()) return corrupt("ends early");
-    const std::int64_t l = report_count_bound(p.limit());  // L, or more after a report
-    if (prev < 0 || prev > l || curr < 1 || curr > l) return corrupt("sliding-counter counts out of range");
-    const auto k = static_cast<std::int64_t>(detail::floor_div(last, p.limit().window));
-    return any_state{sliding_counter::state{k, prev, curr, last}};
-  }
-  result<any_state> operator()(const sliding_buckets& p) {
+  result<any_state> variable_state(const sliding_buckets& p) {
     const tick end = time();
     const std::uint32_t n = r.u32();
     if (!r.ok() || n != p.buckets()) return corrupt("sliding-buckets count of sub-windows differs");
@@ -341,37 +311,7 @@ struct state_decoder {
     }
     return any_state{std::move(s)};
   }
-  result<any_state> operator()(const token_bucket& p) {
-    const tick last = time();
-    const i128 spent = r.i128v();
-    if (!r.ok()) return corrupt("ends early");
-    if (spent < 0 || spent > report_debt_bound(p.limit().limit, p.capacity()))
-      return corrupt("token-bucket tokens out of range");
-    return any_state{token_bucket::state{spent, last}};
-  }
-  result<any_state> operator()(const gcra& p) {
-    const tick last = time();
-    const i128 debt = r.i128v();
-    if (!r.ok()) return corrupt("ends early");
-    if (debt < 0 || debt > report_debt_bound(p.limit().limit, p.tolerance())) return corrupt("gcra debt out of range");
-    return any_state{gcra::state{static_cast<i128>(last) * p.limit().limit + debt, last}};
-  }
-  result<any_state> operator()(const leaky_queue& p) {
-    const tick last = time();
-    const i128 backlog = r.i128v();
-    if (!r.ok()) return corrupt("ends early");
-    if (backlog < 0 ||
-        backlog > report_debt_bound(p.limit().limit, static_cast<i128>(p.queue()) * p.limit().window - 1))
-      return corrupt("leaky-queue backlog out of range");
-    return any_state{leaky_queue::state{static_cast<i128>(last) * p.limit().limit + backlog, last}};
-  }
-  result<any_state> operator()(const quota& p) {
-    const std::int64_t used = r.i64();
-    if (!r.ok()) return corrupt("ends early");
-    if (used < 1 || used > p.units()) return corrupt("quota use out of range");
-    return any_state{quota::state{used}};
-  }
-  result<any_state> operator()(const concurrency&) {
+  result<any_state> variable_state(const concurrency&) {
     concurrency::state s;
     s.latest = time();
     const std::uint32_t n = r.u32();
@@ -432,10 +372,6 @@ struct state_decoder {
   }
 };
 
-std::string describe_rate(const rate& r) {
-  return "limit=" + std::to_string(r.limit) + ", window=" + std::to_string(r.window);
-}
-
 constexpr std::array<std::uint32_t, 256> crc_table = [] {
   std::array<std::uint32_t, 256> t{};
   for (std::uint32_t i = 0; i < 256; ++i) {
@@ -466,25 +402,16 @@ std::string describe_policy(const any_policy& p) {
   return std::visit(
       [](const auto& pol) -> std::string {
         using P = std::decay_t<decltype(pol)>;
-        std::string name(name_of(algorithm_of(any_policy{pol})));
+        std::string out(name_of(algorithm_of(any_policy{pol})));
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
-          std::string out = name + "(";
+          out += "(";
           for (std::size_t i = 0; i < pol.parts().size(); ++i) out += (i ? ", " : "") + describe_policy(pol.parts()[i]);
           return out + ")";
-        } else if constexpr (std::is_same_v<P, quota>) {
-          return name + "(units=" + std::to_string(pol.units()) + ")";
-        } else if constexpr (std::is_same_v<P, concurrency>) {
-          return name + "(units=" + std::to_string(pol.units()) + ", lease=" + std::to_string(pol.lease_length()) + ")";
-        } else if constexpr (std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny>) {
-          return name;
         } else {
-          std::string out = name + "(" + describe_rate(pol.limit());
-          if constexpr (std::is_same_v<P, fixed_window>) out += ", origin=" + std::to_string(pol.origin());
-          if constexpr (std::is_same_v<P, sliding_buckets>) out += ", buckets=" + std::to_string(pol.buckets());
-          if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, gcra>)
-            out += ", burst=" + std::to_string(pol.burst());
-          if constexpr (std::is_same_v<P, leaky_queue>) out += ", queue=" + std::to_string(pol.queue());
-          return out + ")";
+          const auto& params = portable::of<P>::params;
+          for (std::size_t i = 0; i < params.size(); ++i)
+            out += (i ? ", " : "(") + std::string(params[i].name) + "=" + std::to_string(params[i].get(pol));
+          return params.empty() ? out : out + ")";
         }
       },
       p);

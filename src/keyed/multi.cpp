@@ -17,6 +17,8 @@
 
 #include "keyed_impl.hpp"
 #include "sluice/detail/all_of_fold.hpp"
+#include "sluice/gcra.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/refund.hpp"
 #include "sluice/report.hpp"
 
@@ -365,12 +367,8 @@ decision refund_all(std::span<const keyed_check> checks, tick now, std::span<rec
       if (im.m != mode::general) {
         any_state st = im.cell_state(x.lo, x.hi);
         const std::int64_t g = refund(im.policy, st, std::move(r), now);
-        // A GCRA refunded to before a full bucket's admit may hold u below
-        // last·L, which decides as u = last·L (every decision reads
-        // max(u, e·L) with e ≥ last): the cell holds that, a debt of 0.
-        if (auto* gs = std::get_if<gcra::state>(&st);
-            gs != nullptr && gs->last != detail::i64_min && gs->u < static_cast<detail::i128>(gs->last) * im.limit)
-          gs->u = static_cast<detail::i128>(gs->last) * im.limit;
+        // A GCRA's cell holds a debt ≥ 0, as its encodings do (gcra.hpp).
+        if (auto* gs = std::get_if<gcra::state>(&st)) (void)portable::of<gcra>::settle(std::get<gcra>(im.policy), *gs);
         const auto cell = im.to_cell(st);
         x.st = im.cell_state(x.lo, x.hi);
         if (cell) {

@@ -7,11 +7,36 @@
 # becomes that name. Two builds whose Lua differs never share a library or a
 # function in one Redis, so a fleet running both (a rolling upgrade) cannot
 # call the other's code.
+#
+# Each leaf's file declares its leaf on a line of its own,
+# `--! leaf <letter> <function> <bytes>` (the letter of its values' tags, the
+# Lua function, the bytes of its arguments after the tag); the tables that
+# dispatch on the letter (`@LEAVES@` in main.lua) are generated from them.
 set(body "")
+set(leaves "")
+set(arg_bytes "")
 foreach(f IN LISTS FILES)
   file(READ ${DIR}/${f}.lua part)
   string(APPEND body "${part}")
+  string(REGEX MATCHALL "--! leaf [a-z] [a-z_]+ [0-9]+" declared "${part}")
+  foreach(d IN LISTS declared)
+    string(REGEX REPLACE "--! leaf ([a-z]) ([a-z_]+) ([0-9]+)" "\\1;\\2;\\3" d "${d}")
+    list(GET d 0 letter)
+    list(GET d 1 fn)
+    list(GET d 2 bytes)
+    if(leaves MATCHES "-- '${letter}'")
+      message(FATAL_ERROR "embed_lua: two leaves declare the letter ${letter}")
+    endif()
+    string(HEX "${letter}" hex)
+    math(EXPR byte "0x${hex}")  # the letter's byte: a library's code may not call `string` while it loads
+    string(APPEND leaves "  [${byte}] = ${fn}, -- '${letter}'\n")
+    string(APPEND arg_bytes "  [${byte}] = ${bytes}, -- '${letter}'\n")
+  endforeach()
 endforeach()
+if(NOT body MATCHES "@LEAVES@")
+  message(FATAL_ERROR "embed_lua: main.lua has no @LEAVES@")
+endif()
+string(REPLACE "@LEAVES@" "local leaves = {\n${leaves}}\nlocal arg_bytes = {\n${arg_bytes}}" body "${body}")
 string(SHA1 hash "${body}")
 string(SUBSTRING "${hash}" 0 8 short)
 set(name "sluice_v2_${short}")

@@ -7,6 +7,7 @@
 -- and reports leave). Mode 2, a report: c (sent as at most L + 1) is added
 -- to the newest sub-window, which holds at most L; then, while the
 -- sub-windows after the oldest non-empty one hold L or more, it is emptied.
+--! leaf b buckets_leaf 64
 local function buckets_leaf(v, b, pos, tag)
   local mode, jh, jl, o, L, c, N, W, nxt = struct.unpack('<dddddddd', b, pos)
   jh, jl, o = shifted(jh, jl, o, W / N)

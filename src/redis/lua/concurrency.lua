@@ -31,6 +31,7 @@ local function lease_state(v)
   return f, k
 end
 
+--! leaf l concurrency_leaf 56
 local function concurrency_leaf(v, b, pos, tag, th, tl)
   local mode, N, c, dh, dl, nh, nl, nxt = struct.unpack('<ddddddd', b, pos)
   local f, k = {th, tl}, 0

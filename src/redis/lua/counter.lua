@@ -25,6 +25,7 @@ local function prod_le(a, b, x, y) -- a*b <= x*y, exactly
   return p1 < p2 or (p1 == p2 and e1 <= e2)
 end
 
+--! leaf c counter_leaf 56
 local function counter_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, W, c, nxt = struct.unpack('<ddddddd', b, pos)
   kh, kl, o = shifted(kh, kl, o, W)

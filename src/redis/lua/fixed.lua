@@ -5,6 +5,7 @@
 -- Exact for L < 2^53 and W < 2^53, any int64 instant. Mode 2, a report:
 -- the count becomes min(count + c, L), or stays when already past L (c
 -- sent as at most L + 1).
+--! leaf f fixed_leaf 56
 local function fixed_leaf(v, b, pos, tag)
   local mode, kh, kl, o, L, c, W, nxt = struct.unpack('<ddddddd', b, pos)
   kh, kl, o = shifted(kh, kl, o, W)

@@ -8,6 +8,7 @@
 -- more (reconfigure.hpp: a debt the new rate pays off first). Fresh: no key.
 -- Exact for floor(S*W/L) < 2^52 ticks and L <= 2^52, any int64 instant. The
 -- hot path: written inline.
+--! leaf g gcra_leaf 64
 local function gcra_leaf(v, b, pos, tag, th, tl)
   local mode, L, cq, cr, sq, sr, kq, kr, nxt = struct.unpack('<dddddddd', b, pos)
   local eh, el, dq, dr = th, tl, 0, 0

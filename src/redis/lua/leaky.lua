@@ -9,6 +9,7 @@
 -- release time of the last admitted unit scaled by L, at the latest admit
 -- last. Admit iff D(now) < X (units waiting + c <= Q); then
 -- R = max(now*L, R + W) + Y. Exact for floor(Q*W/L) < 2^52, L <= 2^52.
+--! leaf q leaky_leaf 80
 local function leaky_leaf(v, b, pos, tag, th, tl)
   local mode, L, wq, wr, xq, xr, yq, yr, kq, kr, nxt = struct.unpack('<dddddddddd', b, pos)
   local function norm(q, r) -- the remainder back into [0, L)

@@ -7,6 +7,7 @@
 -- 2, a report: c units (sent as at most L + 1) join the run at the instant,
 -- which holds at most L; then, while the runs after the first hold L or
 -- more, the first is dropped (it changes no decision: semantics.md).
+--! leaf s log_leaf 32
 local function log_leaf(v, b, pos, tag, th, tl)
   local mode, L, c, W, nxt = struct.unpack('<dddd', b, pos)
   local f, n = {}, 0

@@ -3,6 +3,7 @@
 -- over). Never fresh again once used, so written without expiry.
 -- Exact for N < 2^53. Mode 2, a report: used becomes min(used + c, N) (c
 -- sent as at most N + 1).
+--! leaf u quota_leaf 24
 local function quota_leaf(v, b, pos, tag)
   local mode, N, c, nxt = struct.unpack('<ddd', b, pos)
   local used = 0

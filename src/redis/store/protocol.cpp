@@ -9,6 +9,7 @@
 
 #include "redis/client/binary.hpp"
 #include "sluice/concurrency.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/report.hpp"
 #include "sluice/snapshot.hpp"
 
@@ -75,8 +76,8 @@ result<leaf_plan> leaf_of(const any_policy& p) {
   std::visit(
       [&](const auto& pol) {
         using T = std::decay_t<decltype(pol)>;
+        if constexpr (!holds_no_leaf_state<T>) lp.letter = portable::of<T>::letter;
         if constexpr (std::is_same_v<T, gcra> || std::is_same_v<T, token_bucket>) {
-          lp.letter = 'g';
           if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.burst(), "burst");
             report_bound(lp, pol.limit(), static_cast<i128>(pol.burst()) * pol.limit().window);
@@ -84,7 +85,6 @@ result<leaf_plan> leaf_of(const any_policy& p) {
             bad = deficit(lp, pol.limit(), pol.burst(), "burst");
           }
         } else if constexpr (std::is_same_v<T, leaky_queue>) {
-          lp.letter = 'q';
           if (pol.limit().limit > 0) {
             bad = mixed(lp, pol.limit(), pol.queue(), "queue");
             report_bound(lp, pol.limit(), static_cast<i128>(pol.queue()) * pol.limit().window - 1);
@@ -93,19 +93,13 @@ result<leaf_plan> leaf_of(const any_policy& p) {
           }
         } else if constexpr (std::is_same_v<T, fixed_window> || std::is_same_v<T, sliding_counter> ||
                              std::is_same_v<T, sliding_log> || std::is_same_v<T, sliding_buckets>) {
-          lp.letter = std::is_same_v<T, fixed_window>      ? 'f'
-                      : std::is_same_v<T, sliding_counter> ? 'c'
-                      : std::is_same_v<T, sliding_log>     ? 's'
-                                                           : 'b';
           bad = below53("limit", pol.limit().limit);
           if (!bad) bad = below53("window", pol.limit().window);
         } else if constexpr (std::is_same_v<T, quota>) {
-          lp.letter = 'u';
           bad = below53("quota", pol.units());
         } else if constexpr (std::is_same_v<T, concurrency>) {
           // Each call reads and writes the whole value, 40 bytes a lease
           // (semantics.md, "Leases in a Redis store").
-          lp.letter = 'l';
           if (pol.units() > max_redis_concurrency)
             bad =
                 error{"concurrency", "must be at most 65536 for the Redis store, whose value holds every lease (got " +
@@ -219,8 +213,8 @@ result<plan> plan::make(const any_policy& p) {
     for (std::size_t k = 0; k < 8; ++k) lp.tag[k + 1] = hex[k];
   }
   out.single_ = out.leaves_.size() == 1 && out.leaves_[0].policy == out.policy_.get();
-  out.leases_ =
-      std::any_of(out.leaves_.begin(), out.leaves_.end(), [](const leaf_plan& lp) { return lp.letter == 'l'; });
+  out.leases_ = std::any_of(out.leaves_.begin(), out.leaves_.end(),
+                            [](const leaf_plan& lp) { return lp.letter == portable::of<concurrency>::letter; });
   return out;
 }
 

@@ -26,6 +26,7 @@
 
 #include "redis/client/binary.hpp"
 #include "sluice/any.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/detail/arith.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
@@ -147,8 +148,24 @@ inline void put_limbs(std::string& out, std::int64_t v) {
 /// Whether `v` looks like a value of this library (a type letter and 8 hex
 /// digits), whatever its configuration. Inline: the value codec
 /// (value_codec.hpp) uses it without the rest of the protocol.
+namespace detail {
+/// Whether `c` is the type letter of some algorithm's values (portable.hpp).
+template <std::size_t... I>
+constexpr bool is_letter(char c, std::index_sequence<I...>) noexcept {
+  const auto letter_is = [c]<typename P>(const P*) {
+    if constexpr (holds_no_leaf_state<P>) {
+      return false;
+    } else {
+      return portable::of<P>::letter == c;
+    }
+  };
+  return (letter_is(static_cast<const std::variant_alternative_t<I, any_policy>*>(nullptr)) || ...);
+}
+}  // namespace detail
+
 inline bool has_tag_shape(std::string_view v) noexcept {
-  if (v.size() < tag_size || std::string_view("gqfcusbl").find(v[0]) == std::string_view::npos) return false;
+  if (v.size() < tag_size || !detail::is_letter(v[0], std::make_index_sequence<std::variant_size_v<any_policy>>{}))
+    return false;
   for (std::size_t i = 1; i < tag_size; ++i)
     if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
   return true;

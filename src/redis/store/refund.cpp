@@ -10,6 +10,8 @@
 #include <array>
 #include <charconv>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "redis/store/id_record.hpp"
@@ -19,11 +21,14 @@
 #include "sluice/fixed_window.hpp"
 #include "sluice/gcra.hpp"
 #include "sluice/leaky_queue.hpp"
+#include "sluice/portable.hpp"
+#include "sluice/quota.hpp"
 #include "sluice/refund.hpp"
 #include "sluice/report.hpp"
 #include "sluice/sliding_buckets.hpp"
 #include "sluice/sliding_counter.hpp"
 #include "sluice/sliding_log.hpp"
+#include "sluice/token_bucket.hpp"
 
 namespace sluice {
 
@@ -77,14 +82,86 @@ bool parse_identity(std::string_view s, std::vector<id_check>& out) {
   return pos == s.size();
 }
 
-/// A refunded state as the library holds it (its values keep a debt ≥ 0
-/// after the latest admit's instant). A GCRA leaf refunded to before an
-/// admit on a full bucket may hold u below last·L: every decision reads
-/// max(u, e·L) with e ≥ last, so u = last·L decides alike. A leaky queue
-/// refunded whole to a tail R released before `last` (within one unit's
-/// spacing of it) keeps R and takes last = floor(R / L): every request at
-/// or after `last` decides alike (docs/redis.md, "Refunds": the one
-/// difference, a clock stepping back inside that spacing).
+/// Leaf state `s` of `p`, refunded (or carried), as the library holds it;
+/// true when it changed. An exhaustive chain: a new algorithm fails to
+/// compile here until it says what its values cannot hold.
+template <typename P>
+bool settle_leaf(const P& p, typename P::state& s, tick now) {
+  if constexpr (std::is_same_v<P, gcra>) {
+    // A debt ≥ 0 after the latest admit's instant (gcra.hpp).
+    return portable::of<gcra>::settle(p, s);
+  } else if constexpr (std::is_same_v<P, leaky_queue>) {
+    // A queue refunded whole to a tail R released before `last` (within one
+    // unit's spacing of it) keeps R and takes last = floor(R / L): every
+    // request at or after `last` decides alike (docs/redis.md, "Refunds":
+    // the one difference, a clock stepping back inside that spacing).
+    const std::int64_t l = p.limit().limit;
+    if (s.last == detail::i64_min || l <= 0 || s.release == detail::minus_infinity ||
+        s.release >= static_cast<detail::i128>(s.last) * l)
+      return false;
+    detail::i128 t = s.release / l;
+    if (t * l > s.release) --t;  // floor
+    s.last = static_cast<tick>(t);
+    return true;
+  } else if constexpr (std::is_same_v<P, sliding_log>) {
+    // The library holds only the runs still in the window (a decision
+    // prunes the rest; a refund's rebuilt log may keep them): the same log
+    // without them, as the library reads it back. None left: the key goes
+    // (an emptied state, below).
+    if (s.empty()) return false;
+    const tick w = p.limit().window;
+    const detail::i128 horizon = static_cast<detail::i128>(std::max(now, s.last())) - w;
+    std::vector<sliding_log::entry> kept;
+    for (std::size_t e = 0; e < s.size(); ++e)
+      if (s.at(e).at > horizon) kept.push_back(s.at(e));
+    if (kept.empty() || kept.size() == s.size()) return false;
+    s = detail::rebuild_log(w, kept);
+    return true;
+  } else if constexpr (std::is_same_v<P, sliding_counter>) {
+    // A counter whose window's count the refund emptied: held as the window
+    // before, its count the one that becomes `prev` in this window and is
+    // dropped in the next one, alike (its latest instant: that window's
+    // last tick).
+    if (s.curr != 0 || s.prev <= 0) return false;
+    s.curr = s.prev;
+    s.prev = 0;
+    s.last = static_cast<tick>(static_cast<detail::i128>(s.window) * p.limit().window - 1);
+    s.window -= 1;
+    return true;
+  } else if constexpr (std::is_same_v<P, sliding_buckets>) {
+    // A ring whose newest sub-window the refund emptied: the library's value
+    // starts from its newest non-empty sub-window, so the ring is rebuilt
+    // from there, as the library reads one back (values.cpp).
+    if (s.total() <= 0) return false;
+    const std::int64_t n = p.buckets();
+    const tick width = p.limit().window / n;
+    const auto count_of = [&](detail::i128 sub) { return s.counts()[static_cast<std::size_t>(((sub % n) + n) % n)]; };
+    if (count_of(s.newest()) != 0) return false;
+    const sliding_buckets big = sliding_buckets::make(rate{max_quantity, p.limit().window}, n).value();
+    sliding_buckets::state rebuilt;
+    for (std::int64_t k = n - 1; k >= 0; --k) {
+      const detail::i128 sub = static_cast<detail::i128>(s.newest()) - k;
+      const std::int64_t c = count_of(sub);
+      if (c == 0) continue;
+      detail::i128 t = sub * width;
+      if (t < detail::i64_min) t = detail::i64_min;
+      (void)big.decide(rebuilt, static_cast<tick>(t), c);
+    }
+    s = std::move(rebuilt);
+    return true;
+  } else if constexpr (std::is_same_v<P, token_bucket> || std::is_same_v<P, fixed_window> || std::is_same_v<P, quota> ||
+                       std::is_same_v<P, concurrency>) {
+    return false;  // a refund leaves a state the library holds as it is
+  } else if constexpr (holds_no_leaf_state<P>) {
+    return false;  // no leaf
+  } else {
+    static_assert(unhandled_algorithm<P>,
+                  "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
+  }
+}
+
+/// A refunded state as the library holds it: every leaf settled
+/// (settle_leaf).
 void holdable_after_refund(const redis::plan& p, any_state& st, tick now) {
   std::vector<const any_state*> leaves;
   p.leaf_states(st, leaves);
@@ -92,99 +169,55 @@ void holdable_after_refund(const redis::plan& p, any_state& st, tick now) {
   bool changed = false;
   for (std::size_t j = 0; j < leaves.size(); ++j) {
     any_state x = *leaves[j];
-    const any_policy& lp = *p.leaves()[j].policy;
-    if (auto* g = std::get_if<gcra::state>(&x); g != nullptr && g->last != detail::i64_min) {
-      const detail::i128 floor = static_cast<detail::i128>(g->last) * std::get<gcra>(lp).limit().limit;
-      if (g->u < floor) {
-        g->u = floor;
-        changed = true;
-      }
-    } else if (auto* q = std::get_if<leaky_queue::state>(&x); q != nullptr && q->last != detail::i64_min) {
-      const std::int64_t l = std::get<leaky_queue>(lp).limit().limit;
-      if (l > 0 && q->release != detail::minus_infinity && q->release < static_cast<detail::i128>(q->last) * l) {
-        detail::i128 t = q->release / l;
-        if (t * l > q->release) --t;  // floor
-        q->last = static_cast<tick>(t);
-        changed = true;
-      }
-    }
-    if (auto* log = std::get_if<sliding_log::state>(&x); log != nullptr && !log->empty()) {
-      // The library holds only the runs still in the window (a decision
-      // prunes the rest; a refund's rebuilt log may keep them): the same
-      // log without them, as the library reads it back. None left: the
-      // key goes (an emptied state, below).
-      const tick w = std::get<sliding_log>(lp).limit().window;
-      const detail::i128 horizon = static_cast<detail::i128>(std::max(now, log->last())) - w;
-      std::vector<sliding_log::entry> kept;
-      for (std::size_t e = 0; e < log->size(); ++e)
-        if (log->at(e).at > horizon) kept.push_back(log->at(e));
-      if (!kept.empty() && kept.size() != log->size()) {
-        x = detail::rebuild_log(w, kept);
-        changed = true;
-      }
-    }
-    if (auto* c = std::get_if<sliding_counter::state>(&x); c != nullptr && c->curr == 0 && c->prev > 0) {
-      // A counter whose window's count the refund emptied: held as the
-      // window before, its count the one that becomes `prev` in this window
-      // and is dropped in the next one, alike (its latest instant: that
-      // window's last tick).
-      const tick w = std::get<sliding_counter>(lp).limit().window;
-      c->curr = c->prev;
-      c->prev = 0;
-      c->last = static_cast<tick>(static_cast<detail::i128>(c->window) * w - 1);
-      c->window -= 1;
-      changed = true;
-    }
-    if (auto* bs = std::get_if<sliding_buckets::state>(&x); bs != nullptr && bs->total() > 0) {
-      // A ring whose newest sub-window the refund emptied: the library's
-      // value starts from its newest non-empty sub-window, so the ring is
-      // rebuilt from there, as the library reads one back (values.cpp).
-      const auto& pol = std::get<sliding_buckets>(lp);
-      const std::int64_t n = pol.buckets();
-      const tick width = pol.limit().window / n;
-      const auto count_of = [&](detail::i128 sub) {
-        return bs->counts()[static_cast<std::size_t>(((sub % n) + n) % n)];
-      };
-      if (count_of(bs->newest()) == 0) {
-        const sliding_buckets big = sliding_buckets::make(rate{max_quantity, pol.limit().window}, n).value();
-        sliding_buckets::state rebuilt;
-        for (std::int64_t k = n - 1; k >= 0; --k) {
-          const detail::i128 sub = static_cast<detail::i128>(bs->newest()) - k;
-          const std::int64_t c = count_of(sub);
-          if (c == 0) continue;
-          detail::i128 t = sub * width;
-          if (t < detail::i64_min) t = detail::i64_min;
-          (void)big.decide(rebuilt, static_cast<tick>(t), c);
-        }
-        x = std::move(rebuilt);
-        changed = true;
-      }
-    }
+    changed = std::visit(
+                  [&](const auto& pol) {
+                    using P = std::decay_t<decltype(pol)>;
+                    return settle_leaf(pol, *std::get_if<typename P::state>(&x), now);
+                  },
+                  *p.leaves()[j].policy) ||
+              changed;
     fixed.push_back(std::move(x));
   }
   if (changed) st = p.assemble(fixed);
 }
 
 /// Whether leaf state `s` of `leaf` holds nothing a decision at or after
-/// `at` counts: a fixed window's or a counter's counts of 0, a log with no
-/// run in its window, a leaky queue refunded to never having held a unit.
+/// `at` counts (the library writes no value for it: the key goes). An
+/// exhaustive chain, as settle_leaf.
 bool emptied(const any_policy& leaf, const any_state& s, tick at) {
-  if (const auto* f = std::get_if<fixed_window::state>(&s)) return f->count == 0;
-  if (const auto* q = std::get_if<leaky_queue::state>(&s)) return q->release == detail::minus_infinity;
-  if (const auto* c = std::get_if<sliding_counter::state>(&s)) return c->prev == 0 && c->curr == 0;
-  if (const auto* log = std::get_if<sliding_log::state>(&s)) {
-    const detail::i128 horizon =
-        static_cast<detail::i128>(std::max(at, log->last())) - std::get<sliding_log>(leaf).limit().window;
-    for (std::size_t e = 0; e < log->size(); ++e)
-      if (log->at(e).at > horizon) return false;
-    return true;
-  }
-  if (const auto* b = std::get_if<sliding_buckets::state>(&s)) {
-    for (const std::int64_t c : b->counts())
-      if (c != 0) return false;
-    return true;
-  }
-  return false;
+  return std::visit(
+      [&](const auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (holds_no_leaf_state<P>) {
+          return false;  // no leaf
+        } else {
+          const auto& st = *std::get_if<typename P::state>(&s);
+          if constexpr (std::is_same_v<P, fixed_window>) {
+            return st.count == 0;
+          } else if constexpr (std::is_same_v<P, leaky_queue>) {
+            return st.release == detail::minus_infinity;  // refunded to never having held a unit
+          } else if constexpr (std::is_same_v<P, sliding_counter>) {
+            return st.prev == 0 && st.curr == 0;
+          } else if constexpr (std::is_same_v<P, sliding_log>) {  // no run in its window
+            const detail::i128 horizon = static_cast<detail::i128>(std::max(at, st.last())) - p.limit().window;
+            for (std::size_t e = 0; e < st.size(); ++e)
+              if (st.at(e).at > horizon) return false;
+            return true;
+          } else if constexpr (std::is_same_v<P, sliding_buckets>) {
+            return std::all_of(st.counts().begin(), st.counts().end(), [](std::int64_t c) { return c == 0; });
+          } else if constexpr (std::is_same_v<P, gcra> || std::is_same_v<P, token_bucket> || std::is_same_v<P, quota> ||
+                               std::is_same_v<P, concurrency>) {
+            // Every state of theirs that counts nothing is one their values
+            // hold (a debt of 0 at `last`) or the fresh state (no value):
+            // a state they cannot write is out of range, not empty.
+            return false;
+          } else {
+            static_assert(unhandled_algorithm<P>,
+                          "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
+          }
+        }
+      },
+      leaf);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// The snapshot's bytes pinned: one state per algorithm (tests/support/
+// codec_cases.hpp), its policy's and its state's encodings exactly as
+// docs/snapshot-format.md has them, and each read back to the same state.
+// A change of these bytes is a change of the file format (a new version),
+// never a side effect of a refactoring.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "sluice/snapshot.hpp"
+#include "support/codec_cases.hpp"
+
+namespace sluice::snapshot_golden_test {
+namespace {
+
+using codec_cases::hex;
+
+// name → policy bytes | state bytes (moment: the case's `at`), in hex.
+const std::map<std::string, std::string> golden = {
+    {"fixed_window",
+     "00050000000000000064000000000000000700000000000000|012e00000000000000000000000000000003000000000"
+     "00000"},
+    {"sliding_log",
+     "0105000000000000006400000000000000|0103000000a1ffffffffffffffffffffffffffffff0100000000000000bff"
+     "fffffffffffffffffffffffffffff0200000000000000fbffffffffffffffffffffffffffffff0100000000000000"},
+    {"sliding_counter",
+     "020a000000000000006400000000000000|01f6ffffffffffffffffffffffffffffff030000000000000004000000000"
+     "00000"},
+    {"sliding_buckets",
+     "030a0000000000000064000000000000000400000000000000|010c00000000000000000000000000000004000000000"
+     "0000000000000020000000000000003000000000000000100000000000000"},
+    {"token_bucket",
+     "0403000000000000000a000000000000000500000000000000|01000000000000000000000000000000001c000000000"
+     "000000000000000000000"},
+    {"gcra",
+     "0503000000000000000a000000000000000500000000000000|01000000000000000000000000000000001c000000000"
+     "000000000000000000000"},
+    {"gcra_negative_time",
+     "050700000000000000e8030000000000000900000000000000|0100000000000000000000000000000000b71a0000000"
+     "000000000000000000000"},
+    {"leaky_queue",
+     "0603000000000000000a000000000000000400000000000000|010000000000000000000000000000000011000000000"
+     "000000000000000000000"},
+    {"quota", "070a00000000000000|010500000000000000"},
+    {"concurrency",
+     "0c0400000000000000f401000000000000|010000000000000000000000000000000002000000ea01000000000000000"
+     "0000000000000efcdab89674523010100000000000000f401000000000000000000000000000000dfbc9a78452301020"
+     "0000000000000"},
+    {"all_of",
+     "0a020000000503000000000000000a000000000000000500000000000000000500000000000000640000000000000000"
+     "00000000000000|0102000000010000000000000000000000000000000012000000000000000000000000000000015f0"
+     "000000000000000000000000000000300000000000000"},
+    {"any_of",
+     "0b040000000702000000000000000204000000000000003200000000000000080401000000000000000a000000000000"
+     "000100000000000000|01040000000102000000000000000100000000000000000000000000000000000000000000000"
+     "001000000000000000000"},
+    {"gcra_limit_0",
+     "0500000000000000000a000000000000000500000000000000|010000000000000000000000000000000025000000000"
+     "000000000000000000000"},
+    {"token_bucket_limit_0",
+     "0400000000000000000a000000000000000500000000000000|010000000000000000000000000000000017000000000"
+     "000000000000000000000"},
+    {"leaky_queue_limit_0",
+     "0600000000000000000a000000000000000400000000000000|010000000000000000000000000000000006040000000"
+     "000000000000000000000"},
+};
+
+TEST(SnapshotGolden, EveryAlgorithmsBytesArePinned) {
+  for (const auto& c : codec_cases::cases()) {
+    SCOPED_TRACE(c.name);
+    const std::string policy = encode_policy(c.policy);
+    const std::string state = encode_state(c.policy, c.state, c.at);
+    const auto want = golden.find(c.name);
+    const std::string got = hex(policy) + "|" + hex(state);
+    EXPECT_TRUE(want != golden.end() && got == want->second) << "{\"" << c.name << "\", \"" << got << "\"},";
+    const auto p = decode_policy(policy);
+    ASSERT_TRUE(p) << p.err().message;
+    EXPECT_EQ(encode_policy(p.value()), policy);
+    if (!c.snapshot_reads) continue;
+    const auto s = decode_state(c.policy, state, c.at);
+    ASSERT_TRUE(s) << s.err().message;
+    EXPECT_TRUE(s.value() == c.state);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::snapshot_golden_test
