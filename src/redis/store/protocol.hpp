@@ -148,7 +148,7 @@ inline void put_limbs(std::string& out, std::int64_t v) {
 /// Whether `v` looks like a value of this library (a type letter and 8 hex
 /// digits), whatever its configuration. Inline: the value codec
 /// (value_codec.hpp) uses it without the rest of the protocol.
-namespace detail {
+namespace tag_shape {
 /// Whether `c` is the type letter of some algorithm's values (portable.hpp).
 template <std::size_t... I>
 constexpr bool is_letter(char c, std::index_sequence<I...>) noexcept {
@@ -161,10 +161,10 @@ constexpr bool is_letter(char c, std::index_sequence<I...>) noexcept {
   };
   return (letter_is(static_cast<const std::variant_alternative_t<I, any_policy>*>(nullptr)) || ...);
 }
-}  // namespace detail
+}  // namespace tag_shape
 
 inline bool has_tag_shape(std::string_view v) noexcept {
-  if (v.size() < tag_size || !detail::is_letter(v[0], std::make_index_sequence<std::variant_size_v<any_policy>>{}))
+  if (v.size() < tag_size || !tag_shape::is_letter(v[0], std::make_index_sequence<std::variant_size_v<any_policy>>{}))
     return false;
   for (std::size_t i = 1; i < tag_size; ++i)
     if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
