@@ -11,8 +11,8 @@
 #include <utility>
 #include <variant>
 
-#include "redis/protocol.hpp"
-#include "redis/store_impl.hpp"
+#include "redis/store/protocol.hpp"
+#include "redis/store/store_impl.hpp"
 #include "sluice/concurrency.hpp"
 #include "sluice/portable.hpp"
 #include "support/codec_cases.hpp"
