@@ -26,8 +26,8 @@
 
 #include "redis/client/binary.hpp"
 #include "sluice/any.hpp"
-#include "sluice/portable.hpp"
 #include "sluice/detail/arith.hpp"
+#include "sluice/portable.hpp"
 #include "sluice/result.hpp"
 #include "sluice/time.hpp"
 
