@@ -26,16 +26,6 @@ namespace {
 
 any_policy expr(std::string_view text) { return parse_policy(text).value(); }
 
-/// Waits (at most 10 s, yielding) until `done` holds; whether it did.
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 struct fleet {
   std::unique_ptr<redis_store> a, b;
   policy_id pa = 0, pb = 0;

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "redis/test_client.hpp"
@@ -49,6 +51,16 @@ inline std::string fresh_prefix(const std::string& what) {
 }
 
 /// A store on `url` (the shared server by default), tick_ns 1.
+/// Waits (at most 10 s, yielding) until `done` holds; whether it did.
+inline bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 inline std::unique_ptr<redis_store> open_store(redis_store_options o = {}, const std::string& url = "") {
   o.url = url.empty() ? shared_server().url() : url;
   if (o.prefix == "sluice:") o.prefix = fresh_prefix("store");
