@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "keyed_floor.hpp"
-#include "sluice/keyed.hpp"
+#include "sluice/keyed/keyed.hpp"
 #include "summary.hpp"
 
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <random>
 
-#include "sluice/gcra.hpp"
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 namespace sluice_bench::random_requests {
 

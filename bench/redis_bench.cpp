@@ -33,9 +33,9 @@
 #include "redis/client/sync_client.hpp"
 #include "sluice/remote/deny_cache.hpp"
 #if __has_include("sluice/redis.hpp")
-#include "sluice/gcra.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/redis/store.hpp"
 #endif
 
 namespace {

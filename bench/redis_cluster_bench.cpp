@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/gcra.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/redis/store.hpp"
 #include "summary.hpp"
 
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sluice/gcra.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace {
 

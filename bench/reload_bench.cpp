@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace {
 

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/keyed.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 #include "summary.hpp"
 
 namespace {

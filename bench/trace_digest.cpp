@@ -39,8 +39,8 @@
 #include <cstring>
 
 #include "random_requests.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // of threads.
 //
 // Build and run:  cmake --build build --target keyed_limiter && build/examples/keyed_limiter
-#include <sluice/keyed.hpp>
+#include <sluice/keyed/keyed.hpp>
 #include <sluice/sluice.hpp>
 
 #include <chrono>

@@ -3,10 +3,10 @@
 // registry, and `sluice::store_limiter` is the view of one policy over it.
 //
 // Build and run:  cmake --build build --target redis_limiter && build/examples/redis_limiter redis://127.0.0.1:6379
-#include <sluice/gcra.hpp>
-#include <sluice/redis.hpp>
-#include <sluice/store/registry.hpp>
-#include <sluice/store_limiter.hpp>
+#include <sluice/core/gcra.hpp>
+#include <sluice/core/store_limiter.hpp>
+#include <sluice/keyed/registry.hpp>
+#include <sluice/redis/store.hpp>
 
 #include <chrono>
 #include <cstdio>

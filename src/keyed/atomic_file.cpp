@@ -1,7 +1,7 @@
 // Replacing a file safely (sluice/atomic_file.hpp): resolve symbolic links,
 // refuse anything but a regular file, write a temporary file beside the
 // target with the target's mode, fsync, rename, fsync the folder.
-#include "sluice/atomic_file.hpp"
+#include "sluice/keyed/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -11,9 +11,9 @@
 #include <variant>
 
 #include "codec.hpp"
-#include "sluice/portable.hpp"
-#include "sluice/report.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/portable.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 

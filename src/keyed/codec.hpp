@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/any.hpp"
-#include "sluice/detail/arith.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::codec {
 

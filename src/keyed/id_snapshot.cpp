@@ -12,9 +12,9 @@
 
 #include "codec.hpp"
 #include "memory_store_impl.hpp"
-#include "sluice/atomic_file.hpp"
-#include "sluice/detail/receipt_fields.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/detail/receipt_fields.hpp"
+#include "sluice/keyed/atomic_file.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 namespace {

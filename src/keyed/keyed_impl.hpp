@@ -24,10 +24,10 @@
 
 #include "keyed_table.hpp"
 #include "reclaim.hpp"
-#include "sluice/detail/hash.hpp"
-#include "sluice/fresh.hpp"
-#include "sluice/keyed.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/detail/hash.hpp"
+#include "sluice/core/fresh.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/keyed/keyed.hpp"
 
 namespace sluice {
 namespace keyed_detail {

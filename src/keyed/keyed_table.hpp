@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/detail/arith.hpp"
-#include "sluice/detail/hash.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/detail/hash.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice {
 namespace keyed_detail {

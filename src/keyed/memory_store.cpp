@@ -3,7 +3,7 @@
 // per-thread counters. Its internals are memory_store_impl.hpp; a
 // redefinition's carry-over is memory_store_carry.cpp, a refund
 // memory_store_refund.cpp.
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "memory_store_impl.hpp"
-#include "sluice/detail/run_members.hpp"
+#include "sluice/core/detail/run_members.hpp"
 
 namespace sluice {
 

@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "memory_store_impl.hpp"
-#include "sluice/algorithm.hpp"
+#include "sluice/core/algorithm.hpp"
 
 namespace sluice {
 namespace memory_detail {

@@ -25,11 +25,11 @@
 #include "overrides.hpp"
 #include "reclaim.hpp"
 #include "release.hpp"
-#include "sluice/detail/request_identity.hpp"
-#include "sluice/lease.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/detail/request_identity.hpp"
+#include "sluice/core/lease.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 namespace memory_detail {

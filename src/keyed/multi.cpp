@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "keyed_impl.hpp"
-#include "sluice/detail/all_of_fold.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/portable.hpp"
-#include "sluice/refund.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/detail/all_of_fold.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/portable.hpp"
+#include "sluice/core/refund.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice {
 namespace {

@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/detail/debt_bound.hpp"
-#include "sluice/override.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/detail/debt_bound.hpp"
+#include "sluice/core/override.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 namespace {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "sluice/keyed.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::keyed_detail {
 

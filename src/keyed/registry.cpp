@@ -1,10 +1,10 @@
 // store_registry (store/registry.hpp): the memory store built in, every
 // other scheme added by its target's registration call.
-#include "sluice/store/registry.hpp"
+#include "sluice/keyed/registry.hpp"
 
 #include <algorithm>
 
-#include "sluice/redact.hpp"
+#include "sluice/core/redact.hpp"
 
 namespace sluice {
 

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "keyed_impl.hpp"
-#include "sluice/lease.hpp"
+#include "sluice/core/lease.hpp"
 
 namespace sluice {
 

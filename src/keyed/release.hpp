@@ -5,9 +5,9 @@
 #include <functional>
 #include <string_view>
 
-#include "sluice/keyed.hpp"
-#include "sluice/store.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::keyed_detail {
 

@@ -1,6 +1,6 @@
 // Snapshot files: atomic writing (temporary file, fsync, rename, fsync of the
 // folder) and checked reading. The layout is in docs/snapshot-format.md.
-#include "sluice/snapshot.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include <variant>
 
 #include "codec.hpp"
-#include "sluice/atomic_file.hpp"
+#include "sluice/keyed/atomic_file.hpp"
 
 namespace sluice {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "redis/client/binary.hpp"
 #include "redis_module/leaves.hpp"
-#include "sluice/detail/arith.hpp"
+#include "sluice/core/detail/arith.hpp"
 
 namespace sluice::redis_module {
 namespace {

@@ -18,8 +18,8 @@
 #include "redis/client/binary.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/store/value_codec.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice::redis_module {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "redis_module/engine.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::redis_module {
 

@@ -14,7 +14,7 @@
 
 #include "redis/store/protocol.hpp"
 #include "redis/store/value_codec.hpp"
-#include "sluice/gcra.hpp"
+#include "sluice/core/gcra.hpp"
 
 namespace sluice::redis_module {
 namespace {

@@ -5,7 +5,7 @@
 #include <bit>
 #include <limits>
 
-#include "sluice/detail/hash.hpp"
+#include "sluice/core/detail/hash.hpp"
 
 namespace sluice::remote {
 

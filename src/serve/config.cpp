@@ -16,10 +16,10 @@
 #include <sstream>
 
 #include "forwarded.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/rate.hpp"
-#include "sluice/redact.hpp"
-#include "sluice/store/registry.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/rate.hpp"
+#include "sluice/core/redact.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "target.hpp"
 
 namespace sluice::serve {

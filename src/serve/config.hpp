@@ -19,10 +19,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "sluice/any.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::serve {
 

@@ -18,7 +18,7 @@
 
 #include "metrics.hpp"
 #include "rules.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::serve {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "config.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::serve {
 

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <vector>
 
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::serve {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "config.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::serve {
 

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "config.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::serve {
 namespace {

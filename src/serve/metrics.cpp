@@ -1,7 +1,7 @@
 // Prometheus text exposition of the service's counters (metrics.hpp).
 #include "metrics.hpp"
 
-#include "sluice/redact.hpp"
+#include "sluice/core/redact.hpp"
 
 namespace sluice::serve {
 

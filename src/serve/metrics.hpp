@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/store.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::serve {
 

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 #include "target.hpp"
 
 namespace sluice::serve {

@@ -15,7 +15,7 @@
 
 #include "config.hpp"
 #include "forwarded.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::serve {
 

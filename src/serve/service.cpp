@@ -8,8 +8,8 @@
 #include <string>
 
 #include "lease_token.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 #include "stores.hpp"
 
 namespace sluice::serve {

@@ -28,9 +28,9 @@
 #include "decide.hpp"
 #include "metrics.hpp"
 #include "rules.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/store.hpp"
 #include "sluice/remote/event_loops.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
 #include "stores.hpp"
 #include "wire.hpp"
 

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/keyed.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::serve {
 

@@ -12,9 +12,9 @@
 #include <string_view>
 
 #include "config.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
-#include "sluice/store/registry.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::serve {
 

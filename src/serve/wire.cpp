@@ -6,8 +6,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "sluice/algorithm.hpp"
-#include "sluice/detail/arith.hpp"
+#include "sluice/core/algorithm.hpp"
+#include "sluice/core/detail/arith.hpp"
 
 namespace sluice::serve {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/any.hpp"
-#include "sluice/store.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::serve {
 

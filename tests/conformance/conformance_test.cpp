@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "sluice/detail/run_members.hpp"
-#include "sluice/keyed.hpp"
-#include "sluice/report.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/detail/run_members.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "conformance/lease_traces.hpp"
-#include "sluice/keyed.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice {
 namespace {

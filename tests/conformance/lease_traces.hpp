@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/lease.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/lease.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::conformance {
 

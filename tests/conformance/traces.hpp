@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "property/models.hpp"
-#include "sluice/refund.hpp"
-#include "sluice/report.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/refund.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::conformance {
 

@@ -4,9 +4,9 @@
 // tests with no Redis about: it decides on the memory store, and checks that
 // a redis:// URL opens a Redis store (which connects lazily) whose refused
 // first call the failure mode answers.
-#include <sluice/gcra.hpp>
-#include <sluice/redis.hpp>
-#include <sluice/store/registry.hpp>
+#include <sluice/core/gcra.hpp>
+#include <sluice/keyed/registry.hpp>
+#include <sluice/redis/store.hpp>
 
 #include <cstdio>
 

@@ -14,8 +14,8 @@
 
 #include "config.hpp"
 #include "envoy_rules.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/store.hpp"
 #include "stores.hpp"
 
 namespace sluice::serve {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "sluice/any.hpp"
+#include "sluice/core/any.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cli_support.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::cli_keyed_replay_test {
 namespace {

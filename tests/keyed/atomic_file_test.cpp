@@ -1,6 +1,6 @@
 // write_file_atomically: a failed write leaves the target as it was and no
 // temporary file behind, with the system's reason in the message.
-#include "sluice/atomic_file.hpp"
+#include "sluice/keyed/atomic_file.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "sluice/fresh.hpp"
-#include "sluice/keyed.hpp"
+#include "sluice/core/fresh.hpp"
+#include "sluice/keyed/keyed.hpp"
 
 namespace sluice::keyed_basic_test {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "keyed/keyed_support.hpp"
-#include "sluice/limiter.hpp"
+#include "sluice/core/limiter.hpp"
 
 namespace sluice::keyed_budget_test {
 namespace {

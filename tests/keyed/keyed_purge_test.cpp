@@ -13,7 +13,7 @@
 #include <string>
 
 #include "keyed/keyed_support.hpp"
-#include "sluice/limiter.hpp"
+#include "sluice/core/limiter.hpp"
 
 namespace sluice::keyed_purge_test {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
-#include "sluice/keyed.hpp"
-#include "sluice/report.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::keyed_report_test {
 namespace {

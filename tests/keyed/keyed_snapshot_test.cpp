@@ -14,7 +14,7 @@
 #include <string>
 
 #include "keyed/keyed_support.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::keyed_snapshot_test {
 namespace {

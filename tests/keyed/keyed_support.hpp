@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "property/models.hpp"
-#include "sluice/fresh.hpp"
-#include "sluice/keyed.hpp"
+#include "sluice/core/fresh.hpp"
+#include "sluice/keyed/keyed.hpp"
 
 namespace sluice::keyed_test {
 

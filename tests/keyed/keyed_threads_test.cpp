@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/keyed.hpp"
+#include "sluice/keyed/keyed.hpp"
 
 namespace sluice::keyed_threads_test {
 namespace {

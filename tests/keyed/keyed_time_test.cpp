@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "keyed/keyed_support.hpp"
-#include "sluice/limiter.hpp"
+#include "sluice/core/limiter.hpp"
 
 namespace sluice::keyed_time_test {
 namespace {

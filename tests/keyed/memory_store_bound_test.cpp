@@ -7,10 +7,10 @@
 
 #include <string>
 
-#include "sluice/keyed.hpp"
-#include "sluice/limiter.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/limiter.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 #include "keyed/memory_store_support.hpp"
 

@@ -23,9 +23,9 @@
 
 #include "keyed/keyed_impl.hpp"
 #include "keyed/keyed_support.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::keyed_memory_store_carry_test {
 namespace {

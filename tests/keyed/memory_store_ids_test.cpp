@@ -13,7 +13,7 @@
 #include <string>
 
 #include "keyed/memory_store_support.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::keyed_memory_store_ids_test {
 namespace {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "sluice/concurrency.hpp"
-#include "sluice/keyed.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 #include "keyed/memory_store_support.hpp"
 

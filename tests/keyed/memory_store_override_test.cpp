@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/policy_expr.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::keyed_memory_store_override_test {
 namespace {

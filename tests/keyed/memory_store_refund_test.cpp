@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 #include "keyed/memory_store_support.hpp"
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::memory_store_support {
 

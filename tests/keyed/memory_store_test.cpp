@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sluice/keyed.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 #include "keyed/memory_store_support.hpp"
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::keyed_multi_threads_test {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "sluice/snapshot.hpp"
+#include "sluice/keyed/snapshot.hpp"
 #include "support/codec_cases.hpp"
 
 namespace sluice::snapshot_golden_test {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "sluice/keyed.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
-#include "sluice/store_limiter.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/store_limiter.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 #include "keyed/memory_store_support.hpp"
 

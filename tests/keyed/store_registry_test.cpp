@@ -1,13 +1,13 @@
 // store_registry (store/registry.hpp): the memory store built in, schemes
 // read from the URL alone, and the errors for a URL of a store left out of
 // the build and for one that names no store (its password never shown).
-#include "sluice/store/registry.hpp"
+#include "sluice/keyed/registry.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "sluice/gcra.hpp"
+#include "sluice/core/gcra.hpp"
 
 namespace sluice::keyed_store_registry_test {
 namespace {

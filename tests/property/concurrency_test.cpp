@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "sluice/concurrency.hpp"
+#include "sluice/core/concurrency.hpp"
 
 namespace sluice::property_concurrency_test {
 namespace {

@@ -30,7 +30,7 @@
 #include "property/checks.hpp"
 #include "property/models.hpp"
 #include "property/sched_gen.hpp"
-#include "sluice/fresh.hpp"
+#include "sluice/core/fresh.hpp"
 
 namespace sluice::definitions {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sluice/any.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::test {
 

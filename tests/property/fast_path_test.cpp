@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "property/models.hpp"
-#include "sluice/fixed_window.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/leaky_queue.hpp"
-#include "sluice/sliding_buckets.hpp"
-#include "sluice/sliding_counter.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/leaky_queue.hpp"
+#include "sluice/core/sliding_buckets.hpp"
+#include "sluice/core/sliding_counter.hpp"
 
 namespace sluice::property_fast_path_test {
 namespace {

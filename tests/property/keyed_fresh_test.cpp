@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "property/models.hpp"
-#include "sluice/fresh.hpp"
+#include "sluice/core/fresh.hpp"
 
 namespace sluice::property_keyed_fresh_test {
 namespace {

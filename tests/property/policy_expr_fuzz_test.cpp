@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::property_policy_expr_fuzz_test {
 namespace {

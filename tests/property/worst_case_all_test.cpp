@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "property/exhaustive_any.hpp"
-#include "sluice/analysis.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/worst_case.hpp"
+#include "sluice/core/analysis.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/worst_case.hpp"
 
 namespace sluice::property_worst_case_all_test {
 namespace {

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "property/exhaustive_any.hpp"
-#include "sluice/analysis.hpp"
-#include "sluice/fixed_window.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/sliding_log.hpp"
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/analysis.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/sliding_log.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 namespace sluice::property_worst_case_test {
 namespace {

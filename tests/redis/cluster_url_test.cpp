@@ -6,8 +6,8 @@
 #include <string>
 
 #include "redis/client/cluster.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice::redis::redis_cluster_url_test {
 namespace {

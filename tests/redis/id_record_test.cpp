@@ -14,7 +14,7 @@
 #include "redis/store/id_record.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_test::redis_id_record_test {
 namespace {

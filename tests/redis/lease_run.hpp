@@ -10,7 +10,7 @@
 
 #include "conformance/lease_traces.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::redis_test {
 

@@ -18,7 +18,7 @@
 #include "redis/store/protocol.hpp"
 #include "redis/store/store_impl.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/gcra.hpp"
+#include "sluice/core/gcra.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis::redis_override_design_test {

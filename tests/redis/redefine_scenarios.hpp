@@ -14,8 +14,8 @@
 #include "conformance/traces.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis_test::redefine {
 

@@ -23,8 +23,8 @@
 #include "redis/client/sync_client.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/redis/store.hpp"
 #include "support/redis_server.hpp"
 #include "support/stop_and_join.hpp"
 

@@ -13,8 +13,8 @@
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
 #include "redis/trace_gen.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis_test::redis_store_behaviour_test {
 namespace {

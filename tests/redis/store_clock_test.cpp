@@ -16,7 +16,7 @@
 #include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_test::redis_store_clock_test {
 namespace {

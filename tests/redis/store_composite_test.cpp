@@ -13,8 +13,8 @@
 
 #include "redis/store_support.hpp"
 #include "redis/trace_gen.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis_test::redis_store_composite_test {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "redis/store_support.hpp"
 #include "redis/trace_gen.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis_test::redis_store_conformance_test {
 namespace {

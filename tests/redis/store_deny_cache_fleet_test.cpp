@@ -19,7 +19,7 @@
 #include "redis/store/invalidation.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_test::redis_store_deny_cache_fleet_test {
 namespace {

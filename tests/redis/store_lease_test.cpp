@@ -19,8 +19,8 @@
 #include "redis/lease_run.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::redis_test::redis_store_lease_test {
 namespace {

@@ -21,9 +21,9 @@
 #include "redis/redefine_scenarios.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/quota.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/quota.hpp"
 
 namespace sluice::redis_test::redis_store_override_test {
 namespace {

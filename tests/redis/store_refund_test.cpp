@@ -14,7 +14,7 @@
 #include "conformance/traces.hpp"
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis_test::redis_store_refund_test {

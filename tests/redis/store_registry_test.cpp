@@ -6,8 +6,8 @@
 #include <string>
 
 #include "redis/store_support.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/store/registry.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis_test::redis_store_registry_test {
 namespace {

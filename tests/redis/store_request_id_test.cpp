@@ -15,7 +15,7 @@
 #include "conformance/traces.hpp"
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::redis_test::redis_store_request_id_test {
 namespace {

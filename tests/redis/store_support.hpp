@@ -15,7 +15,7 @@
 #include <variant>
 
 #include "redis/test_client.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/redis/store.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis_test {

@@ -14,7 +14,7 @@
 #include "redis/client/sync_client.hpp"
 #include "redis/conformance_draw.hpp"
 #include "redis/store_support.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 #include "support/redis_server.hpp"
 #include "support/tls_certs.hpp"
 

@@ -13,8 +13,8 @@
 
 #include "redis/store/protocol.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/portable.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/portable.hpp"
 #include "support/codec_cases.hpp"
 
 namespace sluice::redis::values_golden_test {

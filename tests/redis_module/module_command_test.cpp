@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "redis_module/module_support.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_command_test {
 namespace {

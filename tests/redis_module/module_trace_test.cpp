@@ -13,7 +13,7 @@
 
 #include "conformance/traces.hpp"
 #include "redis_module/module_support.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_trace_test {
 namespace {

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "sluice/fixed_window.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/sliding_counter.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/sliding_counter.hpp"
 
 namespace sluice::remote {
 namespace {

@@ -12,7 +12,7 @@
 #include "metrics.hpp"
 #include "rules.hpp"
 #include "service.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 #include "stores.hpp"
 #include "target.hpp"
 #include "wire.hpp"

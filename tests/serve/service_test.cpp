@@ -12,10 +12,10 @@
 #include "config.hpp"
 #include "decide.hpp"
 #include "service.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/snapshot.hpp"
-#include "sluice/store/memory.hpp"
-#include "sluice/store/registry.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/keyed/registry.hpp"
+#include "sluice/keyed/snapshot.hpp"
 #include "stores.hpp"
 
 namespace sluice::serve::serve_service_test {

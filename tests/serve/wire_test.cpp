@@ -17,8 +17,8 @@
 #include "config.hpp"
 #include "http_api.hpp"
 #include "service.hpp"
-#include "sluice/detail/arith.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/policy_expr.hpp"
 #include "stores.hpp"
 #include "wire.hpp"
 

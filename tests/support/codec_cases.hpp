@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/any.hpp"
+#include "sluice/core/any.hpp"
 
 namespace sluice::codec_cases {
 

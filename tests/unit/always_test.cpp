@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "sluice/quota.hpp"
+#include "sluice/core/quota.hpp"
 #include "unit/rows.hpp"
 
 namespace sluice::unit_always_test {

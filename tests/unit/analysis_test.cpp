@@ -1,7 +1,7 @@
 // busiest() and worst_case(): the P096 figures, the edges (nothing admitted,
 // windows below one tick, int64 extremes, saturation) and agreement with
 // P096's own step-by-step programs (busiest, bucket_most) ported as models.
-#include "sluice/analysis.hpp"
+#include "sluice/core/analysis.hpp"
 
 #include <gtest/gtest.h>
 

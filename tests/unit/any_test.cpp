@@ -1,6 +1,6 @@
 // any_policy: building policies from a spec, the fresh state of each, and one
 // decide over the variant that must answer exactly as the concrete types.
-#include "sluice/any.hpp"
+#include "sluice/core/any.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "sluice/any.hpp"
-#include "sluice/detail/all_of_fold.hpp"
-#include "sluice/fresh.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/detail/all_of_fold.hpp"
+#include "sluice/core/fresh.hpp"
 #include "unit/rows.hpp"
 
 namespace sluice::unit_compose_test {

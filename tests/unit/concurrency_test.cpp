@@ -3,7 +3,7 @@
 // algorithms": Concurrency, and "Leases").
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/concurrency.hpp"
+#include "sluice/core/concurrency.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +14,14 @@
 #include <set>
 #include <vector>
 
-#include "sluice/any.hpp"
-#include "sluice/fresh.hpp"
-#include "sluice/lease.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/refund.hpp"
-#include "sluice/report.hpp"
-#include "sluice/worst_case.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/fresh.hpp"
+#include "sluice/core/lease.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/core/refund.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/core/worst_case.hpp"
 #include "unit/rows.hpp"
 
 namespace sluice::unit_concurrency_test {

@@ -3,7 +3,7 @@
 // chance is the start of window k + 1.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/fixed_window.hpp"
+#include "sluice/core/fixed_window.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // row by row with explicit times.
 #include <gtest/gtest.h>
 
-#include "sluice/fresh.hpp"
+#include "sluice/core/fresh.hpp"
 
 namespace sluice::unit_keyed_fresh_test {
 namespace {

@@ -1,7 +1,7 @@
 // The FIFO leaky queue shaper: the chapter's examples (a burst of 20 into a
 // queue of 15; offer 10, drain 3, offer 8, drain the rest), with explicit
 // times in milliseconds and one unit leaving per second.
-#include "sluice/leaky_queue_shaper.hpp"
+#include "sluice/core/leaky_queue_shaper.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 // moment the queue empties (R < t·L) whenever W > L.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/leaky_queue.hpp"
+#include "sluice/core/leaky_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // limiter<Policy, Clock>: a policy, its state and a clock. try_acquire reads
 // the clock once and must decide exactly as try_acquire_at at that instant.
-#include "sluice/limiter.hpp"
+#include "sluice/core/limiter.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // live_limiter: reservations kept in order, cancelling (all back, held in
 // place, or refunded once due), refunds of admits, peeks, and live
 // reconfiguration. Explicit times throughout.
-#include "sluice/live_limiter.hpp"
+#include "sluice/core/live_limiter.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Policy expressions: every form of the grammar, the canonical printer, and
 // the error for each way an expression can be wrong (with its column).
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // `never`, and a quota that has spent anything never resets.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/quota.hpp"
+#include "sluice/core/quota.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // they get wrong.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/rate.hpp"
+#include "sluice/core/rate.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Live reconfiguration, algorithm by algorithm, with explicit times: the new
 // state is checked through next_allowed_at under the new policy (when the
 // client may go next), the answer that matters to it.
-#include "sluice/reconfigure.hpp"
+#include "sluice/core/reconfigure.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "sluice/detail/log_rebuild.hpp"
+#include "sluice/core/detail/log_rebuild.hpp"
 #include "sluice/sluice.hpp"
 #include "unit/rows.hpp"
 

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <utility>
 
-#include "sluice/redact.hpp"
+#include "sluice/core/redact.hpp"
 
 namespace sluice::unit_redact_test {
 namespace {

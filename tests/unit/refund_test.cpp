@@ -1,7 +1,7 @@
 // Receipts and refunds, algorithm by algorithm, with explicit times: what
 // each rule gives back, what it refuses, and the state it leaves (checked
 // through next_allowed_at, the limiter's own answer).
-#include "sluice/refund.hpp"
+#include "sluice/core/refund.hpp"
 
 #include <gtest/gtest.h>
 

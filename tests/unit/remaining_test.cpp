@@ -2,10 +2,10 @@
 // reconfiguration leaves over the new limit (a count above L, a token debt).
 #include <gtest/gtest.h>
 
-#include "sluice/fixed_window.hpp"
-#include "sluice/quota.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/quota.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 namespace sluice::unit_remaining_test {
 namespace {

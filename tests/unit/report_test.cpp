@@ -1,7 +1,7 @@
 // Reports (semantics.md, "Reports"): charged whatever the limit says, the
 // debt cleared exactly when the contract says, a report that fits changes
 // the state as an admit, and every bound saturates.
-#include "sluice/report.hpp"
+#include "sluice/core/report.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "sluice/any.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/result.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/decision.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice {
 

@@ -1,7 +1,7 @@
 // next_allowed_at: the earliest instant ≥ now at which a request would pass,
 // without taking anything. Tables worked out by hand from semantics.md: each
 // row builds a state by admits, then asks for one (now, cost).
-#include "sluice/schedule.hpp"
+#include "sluice/core/schedule.hpp"
 
 #include <gtest/gtest.h>
 

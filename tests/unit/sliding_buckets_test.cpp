@@ -3,7 +3,7 @@
 // sub-windows ending with the current one hold at most L − c.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/sliding_buckets.hpp"
+#include "sluice/core/sliding_buckets.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "sluice/fixed_window.hpp"
-#include "sluice/sliding_log.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/sliding_log.hpp"
 #include "unit/rows.hpp"
 
 namespace sluice::unit_sliding_buckets_test {

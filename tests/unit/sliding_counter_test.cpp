@@ -3,7 +3,7 @@
 // admit iff prev·(W − o) + (curr + c)·W ≤ L·W.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/sliding_counter.hpp"
+#include "sluice/core/sliding_counter.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // iff in_window + c ≤ L.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/sliding_log.hpp"
+#include "sluice/core/sliding_log.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // manual_clock: starts at 0 (or where told), moves only forward, saturates.
 // std::chrono durations as nanosecond ticks: exact, or refused.
-#include "sluice/time.hpp"
+#include "sluice/core/time.hpp"
 
 #include <gtest/gtest.h>
 

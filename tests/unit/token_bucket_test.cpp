@@ -4,7 +4,7 @@
 // through GCRA, which must decide the same.
 // The tables are laid out by hand, one row a line:
 // clang-format off
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "sluice/gcra.hpp"
+#include "sluice/core/gcra.hpp"
 #include "unit/rows.hpp"
 
 namespace sluice::unit_token_bucket_test {

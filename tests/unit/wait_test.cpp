@@ -2,7 +2,7 @@
 // the clock by the sleeper, so these tests take no real time. Each test
 // checks where the clock ended (how long it "slept"), how many sleeps, and
 // that a wait that gives up took nothing.
-#include "sluice/wait.hpp"
+#include "sluice/core/wait.hpp"
 
 #include <gtest/gtest.h>
 

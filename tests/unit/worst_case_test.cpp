@@ -2,14 +2,14 @@
 // (docs/worst-case.md), the edges (no window, a grid below one tick,
 // saturation), hour-long windows in nanoseconds, and the bound the search
 // settles for when it runs out of work.
-#include "sluice/worst_case.hpp"
+#include "sluice/core/worst_case.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::unit_worst_case_test {
 namespace {

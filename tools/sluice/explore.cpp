@@ -37,11 +37,11 @@
 #include "cli.hpp"
 #include "input.hpp"
 #include "output.hpp"
-#include "sluice/analysis.hpp"
-#include "sluice/fixed_window.hpp"
-#include "sluice/rate.hpp"
-#include "sluice/sliding_log.hpp"
-#include "sluice/token_bucket.hpp"
+#include "sluice/core/analysis.hpp"
+#include "sluice/core/fixed_window.hpp"
+#include "sluice/core/rate.hpp"
+#include "sluice/core/sliding_log.hpp"
+#include "sluice/core/token_bucket.hpp"
 
 namespace sluice::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::cli {
 

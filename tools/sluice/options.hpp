@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/any.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::cli {
 

@@ -6,7 +6,7 @@
 
 #include "cli.hpp"
 #include "input.hpp"
-#include "sluice/rate.hpp"
+#include "sluice/core/rate.hpp"
 
 namespace sluice::cli {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/decision.hpp"
+#include "sluice/core/decision.hpp"
 #include "trace.hpp"
 
 namespace sluice::cli {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <iterator>
 
-#include "sluice/detail/arith.hpp"
-#include "sluice/rate.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/rate.hpp"
 
 namespace sluice::cli {
 namespace {

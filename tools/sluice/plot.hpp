@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sluice/time.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::cli {
 

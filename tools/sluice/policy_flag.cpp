@@ -5,8 +5,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "sluice/algorithm.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/algorithm.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::cli {
 

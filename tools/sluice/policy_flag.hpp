@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "options.hpp"
-#include "sluice/any.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::cli {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "sluice/keyed.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/keyed/keyed.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::cli {
 

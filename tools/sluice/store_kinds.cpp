@@ -3,7 +3,7 @@
 #include "store_kinds.hpp"
 
 #ifdef SLUICE_HAVE_REDIS
-#include "sluice/redis.hpp"
+#include "sluice/redis/store.hpp"
 #endif
 
 namespace sluice::cli {

@@ -4,7 +4,7 @@
 // `store.url` both open through it.
 #pragma once
 
-#include "sluice/store/registry.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::cli {
 

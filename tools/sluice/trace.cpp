@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "sluice/rate.hpp"
+#include "sluice/core/rate.hpp"
 
 namespace sluice::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/time.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::cli {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sluice/detail/arith.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::cli {
 

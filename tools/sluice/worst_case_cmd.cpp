@@ -11,9 +11,9 @@
 #include "options.hpp"
 #include "output.hpp"
 #include "policy_flag.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/rate.hpp"
-#include "sluice/worst_case.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/core/rate.hpp"
+#include "sluice/core/worst_case.hpp"
 #include "trace.hpp"
 
 namespace sluice::cli {

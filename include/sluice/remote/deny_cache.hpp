@@ -52,8 +52,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sluice/store.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::remote {
 

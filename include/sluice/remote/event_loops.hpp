@@ -22,7 +22,7 @@
 
 #include <span>
 
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace boost::asio {
 class io_context;

@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "redis/client/client.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::redis {
 

@@ -26,7 +26,7 @@
 #include <variant>
 #include <vector>
 
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::redis {
 

@@ -68,9 +68,9 @@
 #include "redis/client/figures.hpp"
 #include "redis/client/slots.hpp"
 #include "redis/client/sync_client.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/redis/store.hpp"
 #include "sluice/remote/circuit_breaker.hpp"
-#include "sluice/result.hpp"
 
 namespace sluice::redis {
 

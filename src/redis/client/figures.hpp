@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "redis/client/client.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice::redis {
 

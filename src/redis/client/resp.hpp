@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "redis/client/client.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 struct redisReply;  // hiredis
 

@@ -27,8 +27,8 @@
 
 #include "redis/client/async_client.hpp"
 #include "redis/client/sync_client.hpp"
-#include "sluice/redis.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice::redis {
 

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "redis/client/async_client.hpp"
-#include "sluice/redis.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice::redis {
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "redis/client/client.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::redis {
 

@@ -8,7 +8,7 @@
 
 #include "redis/client/client.hpp"
 #include "redis/client/url_query.hpp"
-#include "sluice/redact.hpp"
+#include "sluice/core/redact.hpp"
 
 namespace sluice::redis {
 namespace {

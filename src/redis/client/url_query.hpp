@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "redis/client/client.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::redis {
 

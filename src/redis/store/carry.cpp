@@ -10,7 +10,7 @@
 
 #include "redis/store/id_record.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/concurrency.hpp"
+#include "sluice/core/concurrency.hpp"
 
 namespace sluice {
 

@@ -10,10 +10,10 @@
 #include <span>
 #include <vector>
 
-#include "sluice/any.hpp"
-#include "sluice/decision.hpp"
-#include "sluice/detail/all_of_fold.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/decision.hpp"
+#include "sluice/core/detail/all_of_fold.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::redis {
 

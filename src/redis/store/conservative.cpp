@@ -8,8 +8,8 @@
 #include <type_traits>
 
 #include "redis/store/store_impl.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice {
 

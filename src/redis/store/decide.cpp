@@ -20,8 +20,8 @@
 #include "redis/client/resp.hpp"
 #include "redis/store/combine.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice {
 

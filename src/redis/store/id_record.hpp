@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "sluice/time.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::redis {
 

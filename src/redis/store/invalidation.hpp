@@ -20,9 +20,9 @@
 
 #include "redis/client/async_client.hpp"
 #include "redis/client/client.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/redis/store.hpp"
 #include "sluice/remote/deny_cache.hpp"
-#include "sluice/result.hpp"
 
 namespace sluice::redis {
 

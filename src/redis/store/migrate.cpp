@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "sluice/reconfigure.hpp"
+#include "sluice/core/reconfigure.hpp"
 
 namespace sluice::redis {
 namespace {

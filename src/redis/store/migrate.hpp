@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "redis/store/protocol.hpp"
-#include "sluice/any.hpp"
-#include "sluice/result.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::redis {
 

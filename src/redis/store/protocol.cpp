@@ -8,10 +8,10 @@
 #include <utility>
 
 #include "redis/client/binary.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/portable.hpp"
-#include "sluice/report.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/portable.hpp"
+#include "sluice/core/report.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis {
 namespace {

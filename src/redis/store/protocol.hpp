@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "redis/client/binary.hpp"
-#include "sluice/any.hpp"
-#include "sluice/detail/arith.hpp"
-#include "sluice/portable.hpp"
-#include "sluice/result.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/any.hpp"
+#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/portable.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::redis {
 

@@ -1,9 +1,9 @@
 // register_redis_stores (redis.hpp): the Redis store's schemes in a
 // store_registry, each opening a redis_store from the options every store
 // shares (redis_store::open(const store_options&), mapped here once).
-#include "sluice/store/registry.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice {
 

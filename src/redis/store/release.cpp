@@ -13,7 +13,7 @@
 
 #include "redis/client/binary.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/lease.hpp"
+#include "sluice/core/lease.hpp"
 
 namespace sluice {
 

@@ -13,7 +13,7 @@
 
 #include "redis/client/resp.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice {
 

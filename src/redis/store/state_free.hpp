@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "redis/store/protocol.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::redis {
 

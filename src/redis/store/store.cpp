@@ -16,10 +16,10 @@
 #include "redis/store/combine.hpp"
 #include "redis/store/state_free.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/detail/request_identity.hpp"
-#include "sluice/reconfigure.hpp"
-#include "sluice/redact.hpp"
-#include "sluice/snapshot.hpp"
+#include "sluice/core/detail/request_identity.hpp"
+#include "sluice/core/reconfigure.hpp"
+#include "sluice/core/redact.hpp"
+#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_client> b)

@@ -7,7 +7,7 @@
 
 #include "redis/client/binary.hpp"
 #include "redis/store/store_impl.hpp"
-#include "sluice/rate.hpp"
+#include "sluice/core/rate.hpp"
 
 namespace sluice {
 

@@ -32,10 +32,10 @@
 #include "redis/store/migrate.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/store/slow_lane.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/keyed/memory.hpp"
+#include "sluice/redis/store.hpp"
 #include "sluice/remote/circuit_breaker.hpp"
 #include "sluice/remote/deny_cache.hpp"
-#include "sluice/store/memory.hpp"
 
 namespace sluice {
 

@@ -3,8 +3,8 @@
 // dispatch: each operation is the store's own member (store.cpp, report.cpp).
 #include <utility>
 
-#include "sluice/detail/run_members.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/detail/run_members.hpp"
+#include "sluice/redis/store.hpp"
 
 namespace sluice {
 

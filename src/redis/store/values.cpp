@@ -10,9 +10,9 @@
 #include "redis/client/binary.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/store/value_codec.hpp"
-#include "sluice/detail/log_rebuild.hpp"
-#include "sluice/portable.hpp"
-#include "sluice/report.hpp"
+#include "sluice/core/detail/log_rebuild.hpp"
+#include "sluice/core/portable.hpp"
+#include "sluice/core/report.hpp"
 
 namespace sluice::redis {
 namespace {

@@ -22,8 +22,8 @@
 
 #include "config.hpp"
 #include "service.hpp"
-#include "sluice/result.hpp"
-#include "sluice/time.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/time.hpp"
 
 namespace sluice::serve::envoy {
 

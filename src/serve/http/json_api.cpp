@@ -12,7 +12,7 @@
 #include "json_body.hpp"
 #include "lease_token.hpp"
 #include "release.hpp"
-#include "sluice/lease.hpp"
+#include "sluice/core/lease.hpp"
 #include "wire.hpp"
 
 namespace sluice::serve {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::serve {
 

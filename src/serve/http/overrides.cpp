@@ -13,7 +13,7 @@
 
 #include "http_api.hpp"
 #include "json_body.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/policy_expr.hpp"
 #include "target.hpp"
 #include "wire.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "metrics.hpp"
 #include "service.hpp"
-#include "sluice/store.hpp"
+#include "sluice/core/store.hpp"
 
 namespace sluice::serve {
 

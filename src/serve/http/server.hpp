@@ -15,7 +15,7 @@
 
 #include "config.hpp"
 #include "http_api.hpp"
-#include "sluice/result.hpp"
+#include "sluice/core/result.hpp"
 
 namespace sluice::serve {
 

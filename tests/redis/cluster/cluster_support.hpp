@@ -14,8 +14,8 @@
 #include "redis/client/slots.hpp"
 #include "redis/store_support.hpp"
 #include "redis/test_client.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/redis.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/redis/store.hpp"
 #include "support/redis_cluster.hpp"
 
 namespace sluice::redis_test {

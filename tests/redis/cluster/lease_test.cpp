@@ -11,8 +11,8 @@
 
 #include "redis/cluster/cluster_support.hpp"
 #include "redis/lease_run.hpp"
-#include "sluice/policy_expr.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/core/policy_expr.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::redis_test::cluster_lease_test {
 namespace {

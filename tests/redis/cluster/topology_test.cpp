@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "redis/cluster/cluster_support.hpp"
-#include "sluice/store/memory.hpp"
+#include "sluice/keyed/memory.hpp"
 
 namespace sluice::redis_test::cluster_topology_test {
 namespace {

@@ -1,0 +1,426 @@
+// The Redis store: every key's state in one Redis 7 server (or a Redis
+// Cluster: `redis+cluster://` seeds), shared by every process that points
+// at it, decided exactly as the core `decide` decides in process
+// (semantics.md, "Remote stores"; docs/redis.md).
+//
+// Each decision is one atomic FCALL of the store's Lua FUNCTION library
+// (`sluice_v2_<hash of its code>`, loaded by the store whenever the server
+// lacks it): the script decides admit and writes the new states (a denial
+// writes nothing); the C++ side sends every configuration-dependent product
+// and quotient already computed in 128-bit integers, so the script only adds
+// and compares integers below 2^53, and derives every figure (remaining,
+// retry_after, reset_after, release_after) from the states the script
+// returns, with the core's own code. It checks that the script's admit and
+// every state it wrote are the core's; a mismatch is an error, never an
+// admit. Configurations whose quantities the Lua arithmetic cannot hold
+// exactly are refused by `define`, with the field and the bound.
+//
+// Redefining a name carries its states over (store.hpp): each stored value
+// names the configuration that wrote it, and a decision that meets a value
+// of an earlier configuration of the name carries that state over with
+// `reconfigure` at the redefinition's instant, decides on it with the core,
+// and writes the result only if the key still holds what it read
+// (docs/redis.md, "Redefining a policy").
+//
+// When Redis cannot answer (down, slow, full, refusing), the configured
+// failure mode decides and the decision says so; a key that holds a value
+// the store did not write is `source::error` (denied, counted).
+//
+// Thread safety: every member may be called from any number of threads.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/core/any.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/core/store.hpp"
+#include "sluice/core/time.hpp"
+#include "sluice/remote/event_loops.hpp"
+
+namespace sluice {
+
+struct store_options;  // store/registry.hpp
+
+/// How a Redis store connects, names its keys, expires them and fails.
+struct redis_store_options {
+  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
+  /// over TLS `rediss://...[?ca_file=...&cert_file=...&key_file=...&server_name=...&verify=no]`;
+  /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
+  /// (seed nodes; docs/redis.md, "Redis Cluster"); behind Sentinel,
+  /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER[/db]`
+  /// (`rediss+sentinel://` over TLS; docs/redis-client.md).
+  std::string url = "redis://127.0.0.1:6379";
+  /// The password, when the URL gives none (read from a file or the
+  /// environment, so that the secret need not sit in the URL; the URL's
+  /// user, if any, logs in with it). A URL that gives one too is an error
+  /// ("password"): a secret is given in one place. Never printed.
+  std::string password;
+  /// Prepended to every key the store writes (states and request ids). In a
+  /// cluster it must hold no '{' or '}'.
+  std::string prefix = "sluice:";
+  std::chrono::milliseconds connect_timeout{200};
+  /// Bound on each call; a call past it is a store failure (it may still
+  /// have been applied: use request ids to retry without paying twice).
+  std::chrono::milliseconds command_timeout{100};
+  /// The length of a tick in nanoseconds, for the keys' expiry (PX): 1 for
+  /// the default clock (the realtime clock in ns). 0: ticks of unknown
+  /// length (a virtual clock, a replayed trace): every key then expires
+  /// `unknown_tick_ttl` after it is written.
+  std::int64_t tick_ns = 1;
+  /// Added to every key's time-to-fresh (semantics.md: covers clocks that
+  /// step back by up to that much).
+  std::chrono::milliseconds grace{60'000};
+  /// The expiry of every key when `tick_ns` is 0 (0: never expires).
+  std::chrono::milliseconds unknown_tick_ttl{std::chrono::hours(24 * 7)};
+  /// How long a request id's first decision is kept.
+  std::chrono::milliseconds idempotency_window{60'000};
+  /// A request whose `now` is behind a key's latest admit by more than this
+  /// many ticks is counted in `stats().clock_skew`.
+  tick skew_tolerance = 1'000'000'000;
+  /// What decides when Redis cannot.
+  failure_mode on_failure = failure_mode::fail_closed;
+  /// retry_after of a fail-closed denial, in ticks.
+  tick fail_closed_retry_after = 1'000'000'000;
+  /// The circuit breaker: after this many store failures in a row the store
+  /// is not called for `breaker_cool_down` (the failure mode answers at
+  /// once), then one probe call at a time until one succeeds. 0: no breaker.
+  /// In a cluster each node has a breaker of its own: the keys of a node
+  /// whose breaker is open go to the failure mode at once, and the other
+  /// nodes' keys are decided as usual (docs/redis.md, "Failure modes").
+  std::uint32_t breaker_failures = 5;
+  std::chrono::milliseconds breaker_cool_down{1000};
+  /// Called once per change of the store's health, never per request: when
+  /// a breaker opens (the store, or a cluster node, turned unhealthy) and
+  /// when it closes again (a probe succeeded), with one line that says so
+  /// (the node, never a password; the reason of the last failure). Called
+  /// on the deciding thread; it must be quick and thread-safe. Needs the
+  /// breaker (`breaker_failures` > 0).
+  std::function<void(std::string_view line)> on_health_change;
+  /// The exact local deny cache (off by default here; on by default in
+  /// `sluice serve`; semantics.md "Remote stores"): a check denied until
+  /// `now + retry_after` denies the requests of the same or larger cost on
+  /// it until then without a call. Exact in `allowed` on a clock shared by
+  /// the fleet (`clock = store_clock::store`: Redis's, against this
+  /// process's estimate of it, which errs early: docs/redis.md, "The deny
+  /// cache"); its `retry_after` is a lower bound (exact unless another
+  /// client consumed meanwhile), its `remaining` 0. The store subscribes to
+  /// its invalidation channel (`<prefix>invalidate`) on a connection of its
+  /// own: an override change or refund through any process ends the
+  /// cached denials of its keys, and while the subscription is not
+  /// confirmed the cache is empty and bypassed (docs/redis.md, "The deny
+  /// cache").
+  bool deny_cache = false;
+  /// About how many denied (policy, key) pairs the cache holds.
+  std::size_t deny_cache_capacity = 1 << 16;
+  /// Whose clock decides (semantics.md, "Clocks of a fleet"). `local`:
+  /// each request at its own `now` (explicit instants: virtual clocks,
+  /// replays, the conformance suite). `store`: each call reads Redis's
+  /// clock (TIME, µs) inside the same FCALL — one round trip, as `local` —
+  /// and decides at it (in a cluster: the clock of the primary that holds
+  /// the request's slot); `store_decision::at` reports the instant used and
+  /// the request's `now` is only a hint. Needs ticks that divide a
+  /// microsecond (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is
+  /// µs·1000/tick_ns). With the deny cache, its entries are instants of
+  /// the store's clock and a lookup reads this process's estimate of it
+  /// (docs/redis.md, "The deny cache").
+  store_clock clock = store_clock::local;
+  /// The bound on this process's offset to the store's clock (measured
+  /// with TIME about once a second while the store is used, in both
+  /// modes; redis_store::clock_offset): `on_health_change` gets one line
+  /// when the offset passes it and one when it is back within. 0: no line.
+  std::chrono::milliseconds max_clock_offset{1000};
+  /// What `open` does when a server's `maxmemory-policy` may evict keys
+  /// that have a TTL (`volatile-*`, `allkeys-*`: every state key but a
+  /// quota's has one, and an evicted state is a fresh one, a fresh burst),
+  /// or when the policy cannot be read (INFO refused by the ACL): false
+  /// refuses to open (field "eviction", naming the policy and the fix,
+  /// `CONFIG SET maxmemory-policy noeviction`); true opens and warns, through
+  /// `on_health_change` (or on stderr without it). A server that does not
+  /// answer at open is checked when it first does (docs/redis.md,
+  /// "Eviction").
+  bool warn_on_eviction_policy = false;
+  /// How often the servers' evictions (`INFO stats` `evicted_keys`) and
+  /// policy are read, on a thread of the store's own; each increase is one
+  /// line (as `warn_on_eviction_policy`'s) and counted in
+  /// `redis_store_stats::evicted_keys`. 0: never.
+  std::chrono::milliseconds eviction_poll{1000};
+};
+
+/// Counts of the Redis store beyond `store_stats`.
+struct redis_store_stats {
+  store_stats base;
+  std::uint64_t mismatches = 0;  ///< script and core disagreed (an error, counted in base.errors too)
+  std::uint64_t corrupt = 0;     ///< keys holding a value the store did not write
+  /// Requests answered by the failure mode, without a call, while the
+  /// breaker (in a cluster: their node's) was open.
+  std::uint64_t breaker_open = 0;
+  std::uint64_t breaker_trips = 0;  ///< times the breaker opened (a cluster: summed over its nodes)
+  /// Requests that met a value of an earlier configuration of their policy
+  /// and carried it over (decided by the client, written with a
+  /// compare-and-set).
+  std::uint64_t carried = 0;
+  /// Compare-and-sets of carried-over states that found the key changed
+  /// meanwhile (the request was then read and decided again).
+  std::uint64_t carry_conflicts = 0;
+  /// Requests that met a value of a configuration this store does not know
+  /// (another process defined the name otherwise, e.g. a newer
+  /// configuration mid-rollout): errors, never admits (counted in
+  /// base.errors too).
+  std::uint64_t unknown_config = 0;
+  /// Cluster: requests whose keys lie in several hash slots, answered
+  /// `source::error` without deciding any check (counted in base.errors too).
+  std::uint64_t cross_slot = 0;
+  /// Calls answered "built for another override" (status 6: the key's
+  /// override changed, or this process did not know it), built again.
+  std::uint64_t override_moves = 0;
+  /// Requests and override changes that met a changing override on every
+  /// attempt: errors (source::error, or the error "store"), never admits.
+  std::uint64_t override_races = 0;
+  /// Leaf states an override change carried outside the library's exact
+  /// ranges, written as the conservative fallback instead (docs/redis.md,
+  /// "Overrides").
+  std::uint64_t override_fallbacks = 0;
+  std::uint64_t moved = 0;               ///< cluster: MOVED redirections followed
+  std::uint64_t asked = 0;               ///< cluster: ASK redirections followed
+  std::uint64_t cluster_retries = 0;     ///< cluster: calls sent again after TRYAGAIN, CLUSTERDOWN or a refused node
+  std::uint64_t topology_refreshes = 0;  ///< cluster: slot maps read (CLUSTER SLOTS)
+  std::uint64_t breakers_open = 0;       ///< cluster: nodes whose circuit breaker is open (or half-open) now
+  /// The deny cache's subscription to the invalidation channel
+  /// (docs/redis.md, "The deny cache"); all 0 without the cache.
+  bool deny_cache_subscribed = false;          ///< confirmed now: the cache may answer
+  std::uint64_t deny_cache_invalidations = 0;  ///< messages heard
+  std::uint64_t deny_cache_subscriptions = 0;  ///< subscriptions confirmed
+  std::uint64_t deny_cache_bypassed = 0;       ///< requests it could not answer: not subscribed, or a message unread
+  /// Redis's clock minus this process's realtime clock, in ns, as last
+  /// measured (a TIME read, about once a second while the store decides,
+  /// corrected by half its round trip); none before the first.
+  std::optional<std::int64_t> clock_offset_ns;
+
+  /// The bounds of the call-latency histogram, in nanoseconds (integers:
+  /// no floating point decides a bucket).
+  static constexpr std::array<std::int64_t, 14> call_latency_bounds{
+      50'000,     100'000,    250'000,    500'000,     1'000'000,   2'500'000,     5'000'000,
+      10'000'000, 25'000'000, 50'000'000, 100'000'000, 250'000'000, 1'000'000'000, 5'000'000'000};
+  /// Round trips to Redis the store waited for (one FCALL, or one
+  /// pipeline), by duration: `[i]` counts those of at most
+  /// `call_latency_bounds[i]` ns and above the bound before (not
+  /// cumulative); the last, those above every bound.
+  std::array<std::uint64_t, call_latency_bounds.size() + 1> call_latency_buckets{};
+  std::uint64_t call_latency_sum_ns = 0;  ///< their total duration
+  /// The names of the reasons a call fails, in the order of `call_failures`.
+  static constexpr std::array<std::string_view, 16> failure_reasons{
+      "timeout",        "refused",  "io",       "auth",      "oom",           "noperm",  "cluster-down",
+      "busy",           "server",   "protocol", "untrusted", "name-mismatch", "expired", "no-client-certificate",
+      "plaintext-peer", "handshake"};
+  /// Calls that failed, by reason (docs/redis.md, "What an operator sees"):
+  /// each request's call counts once. A call the breaker kept back, and the
+  /// library's verdict on a key's value (corrupt state), are not failures.
+  std::array<std::uint64_t, failure_reasons.size()> call_failures{};
+  /// Keys the servers evicted since the store opened (`INFO stats`
+  /// `evicted_keys`, summed over a cluster's primaries; a server's restart
+  /// starts its count again), read every `eviction_poll`.
+  std::uint64_t evicted_keys = 0;
+  /// The latest failed call: its reason's name, ": ", its message (a TLS
+  /// failure names its cause and OpenSSL's reason; never a password); ""
+  /// when none failed.
+  std::string last_failure;
+  /// One circuit breaker: the node it guards ("host:port", or the socket
+  /// path; never a password) and its state ("closed", "open", "half-open").
+  struct breaker_view {
+    std::string node;
+    std::string_view state;
+  };
+  /// Every breaker: one on one server, one per node known in a cluster;
+  /// none when `breaker_failures` is 0.
+  std::vector<breaker_view> breakers;
+};
+
+/// The Redis implementation of `store`; it can do its asynchronous calls on
+/// the caller's event loops (remote::loop_store).
+class redis_store final : public store,
+                          public store_refunds,
+                          public store_leases,
+                          public store_overrides,
+                          public store_introspection,
+                          public remote::loop_store {
+ public:
+  /// Connects lazily (the first call connects): a server that is down now is
+  /// a store failure then, not an error here. With the deny cache, it waits
+  /// for the cache's subscription (at most connect_timeout +
+  /// command_timeout; not behind Sentinel, whose master is found by the
+  /// first call): until it is confirmed the cache answers nothing. The error names the URL's
+  /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
+  static result<std::unique_ptr<redis_store>> open(redis_store_options options);
+
+  /// Opens the store `options.url` names (redis://, rediss://, unix://,
+  /// redis+cluster://, redis+sentinel://, rediss+sentinel://; its query
+  /// carries the connection's own settings) with the options every store
+  /// shares (store/registry.hpp): what `register_redis_stores` opens, so a
+  /// program that opens by URL, through a registry or here, gets one store.
+  /// The Redis store's own settings beyond them (grace, skew_tolerance,
+  /// deny_cache_capacity, eviction_poll) keep redis_store_options' defaults.
+  static result<std::unique_ptr<redis_store>> open(const store_options& options);
+
+  ~redis_store() override;
+  redis_store(const redis_store&) = delete;
+  redis_store& operator=(const redis_store&) = delete;
+
+  /// Registers `policy` under `name` (new: a new id), or redefines it (the
+  /// same id) at `now()`, as `define_at`. States live under the key
+  /// `<prefix>s:<name>:{<key>}` (composite parts add `:i.j`). In a cluster,
+  /// a `name` holding '{' or '}' is refused ("name"), and a request's keys
+  /// must share a hash slot (docs/redis.md, "Redis Cluster").
+  result<policy_id> define(std::string_view name, const any_policy& policy) override;
+
+  /// `define` with the instant of the redefinition, in the store's ticks:
+  /// every state the name holds is carried over at `now` as the memory
+  /// store's `define_at` carries it (reconfigure.hpp), when a decision
+  /// first meets it; the deny cache forgets the policy. Defining the same
+  /// policy again changes nothing. Errors name the field and the bound when
+  /// the Lua arithmetic cannot hold a quantity exactly (docs/redis.md,
+  /// "Exact ranges"), "name" for an empty name, "policies" past 65,536
+  /// names, and, as the memory store, "algorithm" when the new policy is
+  /// another algorithm and "parts" for composites whose parts differ in
+  /// number or kind. Every earlier configuration of a name is kept while
+  /// the store lives (values written for it may still be met).
+  result<policy_id> define_at(std::string_view name, const any_policy& policy, tick now);
+
+  store_decision decide_at(const store_request& r, std::span<decision> per_check = {},
+                           std::span<std::optional<tick>> grows_after = {});
+  void decide_many_at(std::span<const store_request> requests, std::span<store_decision> out) override;
+  store_decision peek_at(const store_request& r, std::span<decision> per_check = {});
+  /// Without waiting, on the asynchronous client (every URL; a cluster:
+  /// its node's connection): the call is pipelined with every other
+  /// caller's and `done` runs on the client's I/O thread when its reply
+  /// comes or its deadline passes — on an attached event loop, that loop's
+  /// own connection and thread (attach_loops); a decision that needs more
+  /// calls (a carry-over) is made on a thread of
+  /// the store's.
+  void decide_async(const store_request& r, std::span<decision> per_check, std::span<std::optional<tick>> grows_after,
+                    decided done);
+  void peek_async(const store_request& r, decided done);
+  /// A report's call waits on nothing (see decide_async).
+  void report_async(const store_request& r, std::span<decision> per_check, decided done);
+  /// decide_at, peek_at or report_at (store.hpp).
+  store_decision run_at(store_op op, const store_request& r, std::span<decision> per_check,
+                        std::span<std::optional<tick>> grows_after) override;
+  /// decide_async, peek_async or report_async (store.hpp). An asynchronous
+  /// peek writes no per-check figures: one given `per_check` is the
+  /// synchronous peek's, which waits.
+  void run_async(store_op op, const store_request& r, std::span<decision> per_check,
+                 std::span<std::optional<tick>> grows_after, decided done) override;
+  /// Every capability: refunds, leases, overrides and introspection.
+  [[nodiscard]] store_capabilities capabilities() const noexcept override;
+  /// DBSIZE without waiting, as decide_async.
+  void count_keys_async(std::function<void(std::optional<std::uint64_t>)> done) override;
+  /// Each loop gets its own connection (or, on Sentinel, its own view of
+  /// the deployment), its calls pipelined there, under the store's one
+  /// breaker, deny cache and figures (remote/event_loops.hpp). Refused in
+  /// a cluster, whose router (its topology, its breaker per node) is one
+  /// per store: a cluster keeps the store's own I/O thread.
+  result<bool> attach_loops(std::span<boost::asio::io_context* const> loops) override;
+  void detach_loop(boost::asio::io_context& loop) override;
+  /// Reads Redis's clock now (TIME, one round trip) and answers its offset
+  /// to this process's realtime clock in ns (positive: this process is
+  /// behind), as `redis_stats().clock_offset_ns` then reports; nullopt
+  /// when Redis does not answer. The store also measures it by itself,
+  /// about once a second while it decides (on a thread of its own).
+  std::optional<std::int64_t> measure_clock_offset();
+  /// Reports `r` (store.hpp): every check charged in one atomic FCALL (in
+  /// a cluster too: the checks share a slot). When Redis cannot take it
+  /// (down, timeout, breaker open), nothing is charged and the answer is
+  /// `source::error`, counted as a store failure: no failure mode admits it
+  /// or charges the local fallback.
+  store_decision report_at(const store_request& r, std::span<decision> per_check = {});
+  /// Refunds request id `id` (store.hpp; semantics.md "Refunds";
+  /// docs/redis.md "Refunds"): exactly once across a fleet. In a Redis
+  /// Cluster `id` is a refund id (`refund_id`), which names its record's
+  /// slot; an id that is not one answers `refund_status::error` there.
+  refund_answer refund_at(std::string_view id, tick now, std::span<decision> per_check = {},
+                          std::span<std::int64_t> given = {}) override;
+  /// The id `refund_at` takes for `r`'s decision: `r.id` on one server and
+  /// behind Sentinel; in a Cluster `{<tag>}<id>`, the tag its id record's
+  /// key holds (docs/redis.md, "Refunds"). Empty when `r` has no id.
+  [[nodiscard]] std::string refund_id(const store_request& r) const override;
+  /// Releases the lease with `nonce` on `checks` (store.hpp; semantics.md
+  /// "Leases in a Redis store"): one atomic FCALL over every leaf key of
+  /// the checks (in a cluster they share a slot, as a decision's). When
+  /// Redis cannot take it (down, timeout, breaker open), nothing is
+  /// released and the answer is `source::error`, counted as a failure.
+  release_result release_at(std::span<const check> checks, std::uint64_t nonce, tick now) override;
+
+  /// Overrides (store.hpp; docs/redis.md, "Overrides"): kept in Redis at
+  /// `<prefix>o:<name>:{<key>}`, so every process on the server applies
+  /// one at its very next decision. Set and delete carry the key's state
+  /// with `reconfigure` in one compare-and-set with the override key.
+  /// Errors as the memory store's, and "key" in a cluster for a key that
+  /// is empty or starts with '}'; "policy" for a policy that keeps no
+  /// state; "store" when Redis did not answer (nothing changed), or when
+  /// the key changed under every attempt. At most 10,000 overrides over
+  /// the store (counted with SCAN; two processes racing at the bound may
+  /// each pass it by one).
+  result<override_change> set_override_at(policy_id policy, std::string_view key, const any_policy& limit,
+                                          tick now) override;
+  result<bool> delete_override_at(policy_id policy, std::string_view key, tick now) override;
+  result<std::optional<any_policy>> override_of(policy_id policy, std::string_view key) override;
+  /// Pages in byte order of the keys, as the memory store's; each page
+  /// scans the policy's override keys (SCAN MATCH; in a cluster on every
+  /// primary).
+  result<override_page> list_overrides(policy_id policy, std::string_view after, std::size_t limit) override;
+  /// What this process's latest call on the key found stored (no call).
+  std::optional<any_policy> override_seen(policy_id policy, std::string_view key) override;
+  /// None without a call (store_overrides' default).
+  using store::override_count;
+
+  /// The realtime clock, nanoseconds since 1970 (machines of a fleet share
+  /// it). At the store's clock (`clock = store_clock::store`) decisions
+  /// use Redis's clock instead, and report it in `store_decision::at`.
+  [[nodiscard]] tick now() const noexcept override;
+
+  [[nodiscard]] store_stats stats() const override;
+  /// The key count of the store's Redis database (DBSIZE, one call within
+  /// the command timeout): its states and request ids, and any other
+  /// client's keys in that database (give the store a database of its own
+  /// for it to count only its keys); nullopt when the call fails.
+  [[nodiscard]] std::optional<std::uint64_t> count_keys() override;
+  /// Every count, the Redis store's own included.
+  [[nodiscard]] redis_store_stats redis_stats() const;
+  /// Its call latency, failures by reason and breakers (from redis_stats();
+  /// no call to Redis).
+  [[nodiscard]] std::optional<store_figures> figures() const override;
+
+  /// The Lua library's source, as loaded into Redis (FUNCTION LOAD).
+  static std::string_view library_code() noexcept;
+  /// The library's name: its protocol version and a hash of its code
+  /// ("sluice_v2_1a2b3c4d"), so that builds with different code never share
+  /// a library in one Redis.
+  static std::string_view library_name() noexcept;
+
+  /// The implementation (src/redis/store/store.cpp); not part of the API.
+  struct impl;
+
+ private:
+  explicit redis_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+class store_registry;
+
+/// Registers the Redis store's schemes in `stores` (store/registry.hpp):
+/// redis://, rediss://, unix://, redis+cluster://, redis+sentinel:// and
+/// rediss+sentinel://, each opened as `redis_store::open(const
+/// store_options&)`. Call it once per registry, before the registry opens
+/// anything.
+void register_redis_stores(store_registry& stores);
+
+}  // namespace sluice
