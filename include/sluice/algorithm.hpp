@@ -1,0 +1,4 @@
+// Forwarding header, kept for one release: include "sluice/core/algorithm.hpp".
+#pragma once
+
+#include "sluice/core/algorithm.hpp"  // IWYU pragma: export

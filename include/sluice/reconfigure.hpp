@@ -1,0 +1,4 @@
+// Forwarding header, kept for one release: include "sluice/core/reconfigure.hpp".
+#pragma once
+
+#include "sluice/core/reconfigure.hpp"  // IWYU pragma: export

@@ -1,0 +1,4 @@
+// Forwarding header, kept for one release: include "sluice/redis/store.hpp".
+#pragma once
+
+#include "sluice/redis/store.hpp"  // IWYU pragma: export

@@ -1,0 +1,4 @@
+// Forwarding header, kept for one release: include "sluice/core/result.hpp".
+#pragma once
+
+#include "sluice/core/result.hpp"  // IWYU pragma: export
