@@ -1,5 +1,5 @@
-// Little-endian, fixed-width byte writing and reading for the snapshot
-// format (private to sluice::keyed).
+// The snapshot format's states in bytes (private to sluice::keyed), on the
+// core's little-endian byte writer and reader (sluice/core/detail/bytes.hpp).
 #pragma once
 
 #include <cstddef>
@@ -8,78 +8,16 @@
 #include <string_view>
 
 #include "sluice/core/any.hpp"
-#include "sluice/core/detail/arith.hpp"
+#include "sluice/core/detail/bytes.hpp"
 #include "sluice/core/result.hpp"
 
 namespace sluice::codec {
 
 /// Appends little-endian integers to a string.
-class writer {
- public:
-  explicit writer(std::string& out) noexcept : out_(out) {}
-  void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void u32(std::uint32_t v) { put(v, 4); }
-  void u64(std::uint64_t v) { put(v, 8); }
-  void i64(std::int64_t v) { put(static_cast<std::uint64_t>(v), 8); }
-  void i128v(detail::i128 v) {
-    __extension__ typedef unsigned __int128 u128;
-    const auto u = static_cast<u128>(v);
-    put(static_cast<std::uint64_t>(u), 8);
-    put(static_cast<std::uint64_t>(u >> 64), 8);
-  }
-  void bytes(std::string_view s) { out_.append(s); }
-
- private:
-  void put(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFFU));
-  }
-  std::string& out_;
-};
-
+using writer = detail::byte_writer;
 /// Reads little-endian integers from bytes; past the end every read gives 0
 /// and `ok()` turns false for good.
-class reader {
- public:
-  explicit reader(std::string_view in) noexcept : in_(in) {}
-  std::uint8_t u8() noexcept { return static_cast<std::uint8_t>(get(1)); }
-  std::uint32_t u32() noexcept { return static_cast<std::uint32_t>(get(4)); }
-  std::uint64_t u64() noexcept { return get(8); }
-  std::int64_t i64() noexcept { return static_cast<std::int64_t>(get(8)); }
-  detail::i128 i128v() noexcept {
-    __extension__ typedef unsigned __int128 u128;
-    const std::uint64_t lo = get(8);
-    const std::uint64_t hi = get(8);
-    return static_cast<detail::i128>((static_cast<u128>(hi) << 64) | lo);
-  }
-  std::string_view bytes(std::size_t n) noexcept {
-    if (!ok_ || n > in_.size() - pos_) {
-      ok_ = false;
-      return {};
-    }
-    const std::string_view s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  [[nodiscard]] bool ok() const noexcept { return ok_; }
-  [[nodiscard]] std::size_t left() const noexcept { return ok_ ? in_.size() - pos_ : 0; }
-  [[nodiscard]] std::size_t pos() const noexcept { return pos_; }
-
- private:
-  std::uint64_t get(std::size_t n) noexcept {
-    if (!ok_ || n > in_.size() - pos_) {
-      ok_ = false;
-      return 0;
-    }
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      v |= static_cast<std::uint64_t>(static_cast<unsigned char>(in_[pos_ + i])) << (8 * i);
-    pos_ += n;
-    return v;
-  }
-  std::string_view in_;
-  std::size_t pos_ = 0;
-  bool ok_ = true;
-};
+using reader = detail::byte_reader;
 
 /// Writes one state (kind byte and fields) of `p`, times relative to `moment`.
 void encode_state_to(writer& w, const any_policy& p, const any_state& s, tick moment);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "sluice/core/any.hpp"
+#include "sluice/core/policy_codec.hpp"  // encode_policy, describe_policy, crc32c
 #include "sluice/core/result.hpp"
 #include "sluice/core/time.hpp"
 #include "sluice/keyed/keyed.hpp"
@@ -147,26 +148,11 @@ result<snapshot_info> load_snapshot(keyed_limiter& store, const std::string& pat
 /// snapshot onto a clock of another origin (version-1 files).
 tick restore_instant(const snapshot_info& info, tick now, std::int64_t wall_now_ns) noexcept;
 
-/// The canonical bytes of a policy (the algorithm and every parameter,
-/// composites recursively): equal bytes, equal policies.
-std::string encode_policy(const any_policy& p);
-
-/// A policy from `encode_policy`'s bytes; the error says what is wrong.
-result<any_policy> decode_policy(std::string_view bytes);
-
-/// A policy in words for messages: "gcra(limit=10, window=1000000000,
-/// burst=10)", "all(...)".
-std::string describe_policy(const any_policy& p);
-
 /// The bytes of one state of `p` with its times relative to `moment`.
 std::string encode_state(const any_policy& p, const any_state& s, tick moment);
 
 /// A state of `p` from `encode_state`'s bytes, its times placed relative to
 /// `moment`; checks every range, so a state that decodes is valid for `p`.
 result<any_state> decode_state(const any_policy& p, std::string_view bytes, tick moment);
-
-/// CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use) of `n` bytes,
-/// continuing from `crc` (0 to start).
-std::uint32_t crc32c(const void* data, std::size_t n, std::uint32_t crc = 0) noexcept;
 
 }  // namespace sluice

@@ -19,7 +19,6 @@
 #include "sluice/core/override.hpp"
 #include "sluice/core/policy_expr.hpp"
 #include "sluice/core/reconfigure.hpp"
-#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 

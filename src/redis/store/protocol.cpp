@@ -9,9 +9,9 @@
 
 #include "redis/client/binary.hpp"
 #include "sluice/core/concurrency.hpp"
+#include "sluice/core/policy_codec.hpp"
 #include "sluice/core/portable.hpp"
 #include "sluice/core/report.hpp"
-#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice::redis {
 namespace {

@@ -17,9 +17,9 @@
 #include "redis/store/state_free.hpp"
 #include "redis/store/store_impl.hpp"
 #include "sluice/core/detail/request_identity.hpp"
+#include "sluice/core/policy_codec.hpp"
 #include "sluice/core/reconfigure.hpp"
 #include "sluice/core/redact.hpp"
-#include "sluice/keyed/snapshot.hpp"
 
 namespace sluice {
 redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_client> b)
