@@ -178,7 +178,7 @@ void keyed_limiter::restore(const std::vector<std::pair<std::string, any_state>>
           const auto cell = *im.to_cell(st);
           im.insert(s, h21, key, cell.first, cell.second, at);
         }
-        if (im.budget != nullptr) im.budget->add(1);  // restored whatever the bound
+        if (im.budget != nullptr) detail::keyed_internals::add(*im.budget, 1);  // restored whatever the bound
       }
     }
     if (im.m != mode::general) im.reclaim(s);
@@ -289,7 +289,7 @@ bool keyed_limiter::put(std::string_view key, const any_state& st) {
     if (t != nullptr && find(t, h21, key) != nullptr) return false;
     // A state carried over is never refused for room: it takes its place in
     // the budget whatever the bound (take gave the old store's room back).
-    if (im.budget != nullptr) im.budget->add(1);
+    if (im.budget != nullptr) detail::keyed_internals::add(*im.budget, 1);
     const tick at = im.horizon.load(std::memory_order_acquire);
     if (im.m == mode::general) {
       auto owned = std::make_unique<any_state>(st);

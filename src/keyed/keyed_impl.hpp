@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "internals.hpp"
 #include "keyed_table.hpp"
 #include "reclaim.hpp"
 #include "sluice/core/detail/hash.hpp"
@@ -151,7 +152,7 @@ struct keyed_limiter::impl {
       for (table* lt : s.limbo_tables) free_table(lt);
       for (void* c : s.chunks) ::operator delete (c, std::align_val_t{64});
     }
-    if (budget != nullptr) budget->give(held);
+    if (budget != nullptr) detail::keyed_internals::give(*budget, held);
   }
 
   /// Frees what a record owns and the record itself (big ones) at once.
@@ -313,7 +314,7 @@ struct keyed_limiter::impl {
   /// One state fewer in `s` (dropped or evicted). Requires the shard lock.
   void count_drop(shard& s) noexcept {
     s.size.fetch_sub(1, std::memory_order_relaxed);
-    if (budget != nullptr) budget->give(1);
+    if (budget != nullptr) detail::keyed_internals::give(*budget, 1);
   }
 
   /// Room in the budget for one new state in `s`; with `may_sweep`, a spent
@@ -321,13 +322,13 @@ struct keyed_limiter::impl {
   /// Counts a refusal. Requires the shard lock, and (with `may_sweep`) that
   /// the caller holds no record of `s` it will use afterwards.
   bool reserve(shard& s, tick now, bool may_sweep) {
-    if (budget == nullptr || budget->take()) return true;
+    if (budget == nullptr || detail::keyed_internals::take(*budget)) return true;
     if (may_sweep && s.tab.load(std::memory_order_relaxed) != nullptr) {
       (void)sweep(s, judge_at(now), 64, s.tab.load(std::memory_order_relaxed)->cap, false);
-      if (budget->take()) return true;
+      if (detail::keyed_internals::take(*budget)) return true;
     }
     s.refused.fetch_add(1, std::memory_order_relaxed);
-    budget->count_refused();
+    detail::keyed_internals::count_refused(*budget);
     return false;
   }
 
@@ -467,7 +468,7 @@ struct keyed_limiter::impl {
           try {
             insert(s, h21, key, nlo, nhi, judge_at(now));
           } catch (...) {
-            if (budget != nullptr) budget->give(1);
+            if (budget != nullptr) detail::keyed_internals::give(*budget, 1);
             throw;
           }
         }
@@ -492,7 +493,7 @@ struct keyed_limiter::impl {
       try {
         insert(s, h21, key, reinterpret_cast<u64>(owned.get()), 0, judge_at(now));
       } catch (...) {
-        if (budget != nullptr) budget->give(1);
+        if (budget != nullptr) detail::keyed_internals::give(*budget, 1);
         throw;
       }
       owned.release();  // NOLINT: the record owns it now
@@ -842,7 +843,7 @@ struct keyed_limiter::impl {
       t->slots[i].store(0, std::memory_order_release);
       retire(s, r);
     }
-    if (budget != nullptr) budget->give(s.size.load(std::memory_order_relaxed));
+    if (budget != nullptr) detail::keyed_internals::give(*budget, s.size.load(std::memory_order_relaxed));
     s.size.store(0, std::memory_order_relaxed);
   }
 

@@ -54,10 +54,10 @@ result<policy_id> memory_store::define_at(std::string_view name, const any_polic
 }
 
 namespace keyed_detail {
-bool knows(memory_store& m, policy_id id) noexcept { return m.internals().entry_of(id) != nullptr; }
+bool knows(memory_store& m, policy_id id) noexcept { return detail::keyed_internals::of(m).entry_of(id) != nullptr; }
 
 bool with_current(memory_store& m, policy_id id, std::string_view key, const std::function<void(keyed_limiter&)>& fn) {
-  memory_store::impl& im = m.internals();
+  memory_store::impl& im = detail::keyed_internals::of(m);
   policy_entry* e = im.entry_of(id);
   if (e == nullptr) return false;
   im.through_gates(std::span<policy_entry* const>(&e, 1),
@@ -67,7 +67,7 @@ bool with_current(memory_store& m, policy_id id, std::string_view key, const std
 
 bool with_overrides(memory_store& m, policy_id id, bool closed, std::optional<std::string_view> key,
                     const std::function<void(override_table&, keyed_limiter&)>& fn) {
-  memory_store::impl& im = m.internals();
+  memory_store::impl& im = detail::keyed_internals::of(m);
   policy_entry* e = im.entry_of(id);
   if (e == nullptr) return false;
   std::lock_guard r(e->redefine);
@@ -97,9 +97,9 @@ bool with_overrides(memory_store& m, policy_id id, bool closed, std::optional<st
   return true;
 }
 
-std::atomic<std::size_t>& override_total(memory_store& m) noexcept { return m.internals().overrides; }
+std::atomic<std::size_t>& override_total(memory_store& m) noexcept { return detail::keyed_internals::of(m).overrides; }
 
-const memory_store_options& options_of(memory_store& m) noexcept { return m.internals().opt; }
+const memory_store_options& options_of(memory_store& m) noexcept { return detail::keyed_internals::of(m).opt; }
 }  // namespace keyed_detail
 
 store_decision memory_store::decide_at(const store_request& r, std::span<decision> per_check,

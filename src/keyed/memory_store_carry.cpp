@@ -119,7 +119,7 @@ result<policy_id> memory_store::impl::redefine(policy_entry& e, policy_id id, co
   // Room for every state still to carry, so that carrying grows no table.
   std::size_t held = old.size();
   for (const keyed_limiter* k : chain->stores) held += k->size();
-  next->internals().reserve(held);
+  detail::keyed_internals::of(*next).reserve(held);
   chain->stores.push_back(e.owned.get());
   chain->until.push_back(now);
   e.closed.store(true, std::memory_order_seq_cst);

@@ -502,7 +502,8 @@ struct memory_store::impl {
         store_guard g;
         if (!e->closed.load(std::memory_order_seq_cst)) [[likely]] {
           keyed_limiter* k = resolve(*e, c.key);
-          decision d = commit ? k->internals().acquire(c.key, cost, now) : k->peek_at(c.key, now, cost);
+          decision d =
+              commit ? detail::keyed_internals::of(*k).acquire(c.key, cost, now) : k->peek_at(c.key, now, cost);
           if (d.part == keyed_refused) [[unlikely]] {
             const check one{c.policy, c.key, cost};
             return full(std::span<const check>(&one, 1), cost, now, per_check);
@@ -551,7 +552,7 @@ struct memory_store::impl {
             if (j + ahead < m) __builtin_prefetch(r[j + ahead].checks[0].key.data());
             const check& c = r[j].checks[0];
             if (keyed_limiter* ok = e->overrides.find_held(c.key); ok != nullptr) [[unlikely]] {
-              o[j] = {ok->internals().acquire(c.key, cost_of(r[j], c), r[j].now), source::store};
+              o[j] = {detail::keyed_internals::of(*ok).acquire(c.key, cost_of(r[j], c), r[j].now), source::store};
               o[j].d.part = 0;
             } else {
               plain_idx[np++] = static_cast<std::uint32_t>(j);
@@ -559,8 +560,7 @@ struct memory_store::impl {
           }
           if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
             for (std::size_t j = 0; j < np; ++j) (void)resolve(*e, r[plain_idx[j]].checks[0].key);
-          e->current.load(std::memory_order_acquire)
-              ->internals()
+          detail::keyed_internals::of(*e->current.load(std::memory_order_acquire))
               .acquire_many(
                   np,
                   [r, &plain_idx](std::size_t j) {
@@ -582,8 +582,7 @@ struct memory_store::impl {
         } else if (!e->closed.load(std::memory_order_seq_cst)) {
           if (const carry_chain* ch = e->pending.load(std::memory_order_acquire); ch != nullptr) [[unlikely]]
             for (std::size_t j = 0; j < m; ++j) (void)resolve(*e, r[j].checks[0].key);
-          e->current.load(std::memory_order_acquire)
-              ->internals()
+          detail::keyed_internals::of(*e->current.load(std::memory_order_acquire))
               .acquire_many(
                   m,
                   [r](std::size_t j) {

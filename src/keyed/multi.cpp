@@ -249,7 +249,7 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
       if (refused) {
         for (work& x : w)
           if (x.reserved) {
-            x.im->budget->give(1);
+            detail::keyed_internals::give(*x.im->budget, 1);
             x.reserved = false;
           }
         allowed = false;
@@ -297,7 +297,7 @@ decision decide_all(std::span<const keyed_check> checks, tick now, std::int64_t 
     for (work& x : w)
       if (x.r == nullptr && x.im->m != mode::general) x.im->maybe_reclaim(*x.s);
   for (work& x : w)  // room taken for an insert that threw
-    if (x.reserved) x.im->budget->give(1);
+    if (x.reserved) detail::keyed_internals::give(*x.im->budget, 1);
   decision out;
   if (reports && allowed) {
     std::vector<decision> each(n);

@@ -25,7 +25,7 @@ cluster_stats clusters(keyed_limiter& k) {
   std::size_t slots = 0;
   std::size_t used = 0;
   std::size_t sum_sq = 0;
-  auto& im = k.internals();
+  auto& im = detail::keyed_internals::of(k);
   for (std::size_t s = 0; s < im.nshards; ++s) {
     const keyed_detail::table* t = im.shards[s].tab.load();
     if (t == nullptr) continue;

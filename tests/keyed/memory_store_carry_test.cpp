@@ -257,7 +257,7 @@ TEST(MemoryStoreCarry, TakeSomePassesOverAShardATakeWaitsFor) {
   ko.auto_purge = false;
   keyed_limiter k(gcra::make({1, 1'000'000'000}, 5).value(), ko);
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(k.try_acquire_at("k" + std::to_string(i), 1).allowed);
-  auto& im = k.internals();
+  auto& im = detail::keyed_internals::of(k);
   shard& x = im.shards[0];
   std::string wanted;  // a key of shard 0
   for (int i = 0; i < 200 && wanted.empty(); ++i)

@@ -58,6 +58,10 @@ namespace sluice {
 /// over the keyed store answer it by their failure mode (memory.hpp).
 inline constexpr std::int32_t keyed_refused = -2;
 
+namespace detail {
+struct keyed_internals;  // src/keyed/internals.hpp: what keyed's own files reach, not API
+}  // namespace detail
+
 /// A bound on the states one or more keyed stores hold together (the memory
 /// store shares one over all its policies). A store with a budget never
 /// holds a state past it: a new key that would be admitted while the budget
@@ -80,21 +84,18 @@ class keyed_budget {
   /// New keys refused so far by every store on this budget.
   [[nodiscard]] std::uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
 
-  /// Takes room for one state; false (and nothing taken) when spent. The
-  /// stores' own calls; not for users.
+ private:
+  // The stores' own calls (src/keyed/internals.hpp), not the API.
+  friend struct detail::keyed_internals;
   bool take() noexcept {
     if (held_.fetch_add(1, std::memory_order_relaxed) < max_) return true;
     held_.fetch_sub(1, std::memory_order_relaxed);
     return false;
   }
-  /// Gives back room for `n` states (dropped, or a store destroyed).
   void give(std::size_t n) noexcept { held_.fetch_sub(n, std::memory_order_relaxed); }
-  /// Counts `n` states restored whatever the bound.
   void add(std::size_t n) noexcept { held_.fetch_add(n, std::memory_order_relaxed); }
-  /// Counts one refusal.
   void count_refused() noexcept { refused_.fetch_add(1, std::memory_order_relaxed); }
 
- private:
   std::size_t max_;
   std::atomic<std::size_t> held_{0};
   std::atomic<std::uint64_t> refused_{0};
@@ -414,11 +415,11 @@ class keyed_limiter {
 
   /// The implementation (src/keyed/keyed.cpp); not part of the API.
   struct impl;
-  /// The implementation, for the memory store's paths straight into it
-  /// (src/keyed/memory_store.cpp); not part of the API.
-  [[nodiscard]] impl& internals() noexcept { return *impl_; }
 
  private:
+  // The memory store's paths straight into the implementation
+  // (src/keyed/internals.hpp).
+  friend struct detail::keyed_internals;
   std::unique_ptr<impl> impl_;
 };
 

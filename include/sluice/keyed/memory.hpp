@@ -252,10 +252,10 @@ class memory_store final : public store, public store_refunds, public store_leas
 
   /// The implementation (src/keyed/memory_store.cpp); not part of the API.
   struct impl;
-  /// The implementation, for src/keyed/release.cpp; not part of the API.
-  [[nodiscard]] impl& internals() noexcept { return *impl_; }
 
  private:
+  // keyed's own files' way into the implementation (src/keyed/internals.hpp).
+  friend struct detail::keyed_internals;
   std::unique_ptr<impl> impl_;
 };
 
