@@ -1,6 +1,6 @@
 // A digest of every GCRA and token-bucket decision (and the state after it)
 // on a few million random requests (bench/random_requests.hpp), to check that
-// a change to a step function (include/sluice/gcra.hpp, token_bucket.hpp,
+// a change to a step function (include/sluice/core/gcra.hpp, token_bucket.hpp,
 // detail/arith.hpp) changes no decision: build it against the headers before
 // and after the change, run both, compare the digests (same seed, same count).
 //

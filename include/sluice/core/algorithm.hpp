@@ -1,8 +1,8 @@
 // What every single algorithm provides, named once: the concept
 // `algorithm_policy`, checked over every alternative of `any_policy` below.
 //
-// A single algorithm is one file pair, `include/sluice/<name>.hpp` and
-// `src/<name>.cpp` (docs/architecture.md, "Adding an algorithm"). The
+// A single algorithm is one file pair, `include/sluice/core/<name>.hpp`
+// and `src/core/<name>.cpp` (docs/architecture.md, "Adding an algorithm"). The
 // operations over `any_policy` (report, refund, reconfigure, freshness,
 // the worst case, the property queries, parsing and printing) are generic
 // dispatches that call the algorithm's own overload, found by argument-

@@ -1,4 +1,4 @@
-// The Redis store's decisions (include/sluice/redis.hpp): requests to FCALLs
+// The Redis store's decisions (include/sluice/redis/store.hpp): requests to FCALLs
 // of the Lua library and replies back to decisions with the core's code.
 // Every request — a decision, a peek, a report — is opened, built, sent,
 // judged, resolved and concluded by the one code below, whichever face sends

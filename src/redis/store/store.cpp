@@ -1,4 +1,4 @@
-// The Redis store (include/sluice/redis.hpp): definitions and
+// The Redis store (include/sluice/redis/store.hpp): definitions and
 // redefinitions, the failure modes, the deny cache and the counts. Requests
 // become FCALLs in decide.cpp; states carried over a redefinition are
 // decided in carry.cpp.

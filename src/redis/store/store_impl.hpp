@@ -1,4 +1,4 @@
-// The Redis store's implementation state (include/sluice/redis.hpp),
+// The Redis store's implementation state (include/sluice/redis/store.hpp),
 // shared by its source files: store.cpp (definitions, failure modes,
 // stats), decide.cpp (every request's call, for every face: requests to
 // FCALLs, replies to decisions), report.cpp (what a report has of its own),
