@@ -4,7 +4,9 @@
 # (breaker, deny cache) and, when it was built, sluice::redis (the Redis
 # store; `find_package(sluice COMPONENTS redis)` requires it). Each target's
 # own CMakeLists installs it into the export set sluiceTargets; every public
-# header is under include/sluice/.
+# header is under include/sluice/: each target's in its folder (core/, keyed/,
+# remote/, redis/), the umbrella sluice.hpp, and the forwarding headers at the
+# old flat paths (kept for one release), all installed by the one rule below.
 include(CMakePackageConfigHelpers)
 if(TARGET sluice_redis)
   set(SLUICE_HAS_REDIS ON)
