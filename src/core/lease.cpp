@@ -1,6 +1,6 @@
 // The walks over a policy that the stores use to find and release a lease
 // (semantics.md, "Leases"); the concurrency limit itself, and its part of
-// every operation over any policy, is src/concurrency.cpp.
+// every operation over any policy, is src/core/concurrency.cpp.
 #include "sluice/core/lease.hpp"
 
 #include <variant>

@@ -12,7 +12,7 @@
 // instead of falling into some chain's silent default.
 //
 // The constant answers (always_allow, always_deny) are algorithms like any
-// other (their header is quota.hpp, their code src/quota.cpp); the
+// other (their header is quota.hpp, their code src/core/quota.cpp); the
 // composites are not: they hold any policies.
 #pragma once
 

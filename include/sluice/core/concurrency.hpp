@@ -163,7 +163,7 @@ inline decision peek(const concurrency& p, const concurrency::state& s, tick now
   return p.peek(s, now, cost);
 }
 
-// ---- concurrency: its part of the operations over any policy (src/concurrency.cpp) ----
+// ---- concurrency: its part of the operations over any policy (src/core/concurrency.cpp) ----
 
 /// Charges nothing: a report's units are held by nobody (semantics.md,
 /// "Leases"); its figures are those of the unchanged state.

@@ -128,7 +128,7 @@ constexpr decision decide(const fixed_window& p, fixed_window::state& s, tick no
   return d;
 }
 
-// ---- fixed_window: its part of the operations over any policy (src/fixed_window.cpp) ----
+// ---- fixed_window: its part of the operations over any policy (src/core/fixed_window.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.

@@ -141,7 +141,7 @@ constexpr decision decide(const gcra& p, gcra::state& s, tick now, std::int64_t 
   return d;
 }
 
-// ---- gcra: its part of the operations over any policy (src/gcra.cpp) ----
+// ---- gcra: its part of the operations over any policy (src/core/gcra.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.

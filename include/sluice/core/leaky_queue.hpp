@@ -150,7 +150,7 @@ constexpr decision decide(const leaky_queue& p, leaky_queue::state& s, tick now,
   return d;
 }
 
-// ---- leaky_queue: its part of the operations over any policy (src/leaky_queue.cpp) ----
+// ---- leaky_queue: its part of the operations over any policy (src/core/leaky_queue.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.

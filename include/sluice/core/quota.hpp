@@ -107,7 +107,7 @@ constexpr decision decide(const always_deny&, always_deny::state&, tick, std::in
   return d;
 }
 
-// ---- quota: its part of the operations over any policy (src/quota.cpp) ----
+// ---- quota: its part of the operations over any policy (src/core/quota.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.
@@ -138,7 +138,7 @@ limit_figures limit_of(const quota& p) noexcept;
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const quota& from, const quota& to) noexcept;
 
-// ---- always_allow: its part of the operations over any policy (src/quota.cpp) ----
+// ---- always_allow: its part of the operations over any policy (src/core/quota.cpp) ----
 
 /// Charges nothing (a report answers remaining INT64_MAX, retry_after 0).
 constexpr void charge(const always_allow&, always_allow::state&, tick, std::int64_t) noexcept {}
@@ -166,7 +166,7 @@ limit_figures limit_of(const always_allow& p) noexcept;
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const always_allow& from, const always_allow& to) noexcept;
 
-// ---- always_deny: its part of the operations over any policy (src/quota.cpp) ----
+// ---- always_deny: its part of the operations over any policy (src/core/quota.cpp) ----
 
 /// Charges nothing (a report answers retry_after `never`).
 constexpr void charge(const always_deny&, always_deny::state&, tick, std::int64_t) noexcept {}

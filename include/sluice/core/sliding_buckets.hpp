@@ -131,7 +131,7 @@ inline decision peek(const sliding_buckets& p, const sliding_buckets::state& s, 
   return p.peek(s, now, cost);
 }
 
-// ---- sliding_buckets: its part of the operations over any policy (src/sliding_buckets.cpp) ----
+// ---- sliding_buckets: its part of the operations over any policy (src/core/sliding_buckets.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp); a cost
 /// < 1 or L = 0 changes nothing.

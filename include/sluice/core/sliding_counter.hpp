@@ -194,7 +194,7 @@ constexpr decision decide(const sliding_counter& p, sliding_counter::state& s, t
   return d;
 }
 
-// ---- sliding_counter: its part of the operations over any policy (src/sliding_counter.cpp) ----
+// ---- sliding_counter: its part of the operations over any policy (src/core/sliding_counter.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.

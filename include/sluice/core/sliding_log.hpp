@@ -128,7 +128,7 @@ inline decision peek(const sliding_log& p, const sliding_log::state& s, tick now
   return p.peek(s, now, cost);
 }
 
-// ---- sliding_log: its part of the operations over any policy (src/sliding_log.cpp) ----
+// ---- sliding_log: its part of the operations over any policy (src/core/sliding_log.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp); a cost
 /// < 1 or L = 0 changes nothing.

@@ -145,7 +145,7 @@ constexpr decision decide(const token_bucket& p, token_bucket::state& s, tick no
   return d;
 }
 
-// ---- token_bucket: its part of the operations over any policy (src/token_bucket.cpp) ----
+// ---- token_bucket: its part of the operations over any policy (src/core/token_bucket.cpp) ----
 
 /// Charges `cost` at `now` whatever the limit says (report.hpp), within
 /// the bounds semantics.md states ("Reports"); a cost < 1 changes nothing.

@@ -1,6 +1,6 @@
 // Private to sluice::core: a receipt's fields, for the algorithms' own
 // receipts and refunds (each in src/<name>.cpp) and the composites'
-// (src/refund.cpp). The rules are in refund.hpp; the reasoning for the
+// (src/core/refund.cpp). The rules are in refund.hpp; the reasoning for the
 // token bucket and GCRA is here, beside the rule they share.
 #pragma once
 
