@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -138,9 +139,6 @@ std::uint64_t draw_lease_nonce() {
 namespace {
 using detail::i128;
 using ra = detail::receipt_access;
-detail::receipt_stamp stamp_of(const concurrency& p) noexcept {
-  return {algorithm::concurrency, p.units(), p.lease_length(), 0};
-}
 }  // namespace
 
 result<concurrency> concurrency::from_spec(const spec& s) {
@@ -173,7 +171,7 @@ limit_figures limit_of(const concurrency& p) noexcept { return {.units = p.units
 bool may_leave_debt(const concurrency&, const concurrency&) noexcept { return false; }
 
 receipt receipt_before(const concurrency& p, const concurrency::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt& r, const concurrency&, const concurrency::state& s) noexcept {
   // The lease just issued carries the scope's nonce (semantics.md, "Leases").
@@ -190,5 +188,29 @@ std::int64_t refund(const concurrency& p, concurrency::state& s, receipt&& rc, t
 }
 
 concurrency::state reconfigure(const concurrency&, const concurrency::state& s, const concurrency&, tick) { return s; }
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+// Each call reads and writes the whole value, 40 bytes a lease
+// (semantics.md, "Leases in a Redis store").
+std::optional<error> portable::of<concurrency>::redis_plan(const concurrency& p, redis_constants&) {
+  if (p.units() > redis_most_units)
+    return error{"concurrency", "must be at most 65536 for the Redis store, whose value holds every lease (got " +
+                                    std::to_string(p.units()) + ")"};
+  return std::nullopt;
+}
+// mode N c lease_h lease_l nonce_h nonce_l: the nonce is the request's (its
+// lease_scope: semantics.md, "Leases"); a report charges nothing (mode 2:
+// fits or not).
+void portable::of<concurrency>::redis_args(const concurrency& p, const redis_constants&, const redis_call& c,
+                                           redis_numbers& out) noexcept {
+  const bool can = c.cost >= 1 && c.cost <= p.units();
+  out.number(detail::redis_leaf::mode(c.report, can));
+  out.number(p.units());
+  out.number(can ? c.cost : 0);
+  out.limbs(p.lease_length());
+  out.number(static_cast<std::int64_t>(c.nonce >> 32));
+  out.number(static_cast<std::int64_t>(c.nonce & 0xFFFFFFFFULL));
+}
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -26,10 +27,6 @@ namespace {
 using detail::i128;
 using ra = detail::receipt_access;
 using detail::overlaps;
-
-detail::receipt_stamp stamp_of(const fixed_window& p) noexcept {
-  return {algorithm::fixed_window, p.limit().limit, p.limit().window, p.origin()};
-}
 
 }  // namespace
 
@@ -68,13 +65,13 @@ void charge(const fixed_window& p, fixed_window::state& s, tick now, std::int64_
 }
 
 receipt receipt_before(const fixed_window& p, const fixed_window::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt& r, const fixed_window&, const fixed_window::state& s) noexcept { ra::key(r) = s.window; }
 
 std::int64_t refund(const fixed_window& p, fixed_window::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
-  if (!detail::matches(r, stamp_of(p)) || s.count <= 0 || s.window != ra::key(r)) return 0;
+  if (!detail::matches(r, detail::stamp_of(p)) || s.count <= 0 || s.window != ra::key(r)) return 0;
   const std::int64_t back = std::min(ra::cost(r), s.count);
   s.count -= back;
   return back;
@@ -94,6 +91,21 @@ fixed_window::state reconfigure(const fixed_window& from, const fixed_window::st
   const i128 b0 = to.start_of(k);
   if (!overlaps(a0, a1, b0, static_cast<i128>(e) + 1)) return {};
   return {k, s.count};
+}
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+template struct portable::window_leaf<fixed_window>;
+
+// mode kh kl o L c W: the window of `now` from the origin and its offset.
+void portable::of<fixed_window>::redis_args(const fixed_window& p, const redis_constants&, const redis_call& c,
+                                            redis_numbers& out) noexcept {
+  const rate r = p.limit();
+  const i128 cost = detail::redis_leaf::count_mode(r.limit, r.limit, c, out);
+  out.window(c.now, r.window, p.origin());
+  out.number(r.limit);
+  out.number(cost);
+  out.number(r.window);
 }
 
 }  // namespace sluice

@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "detail/burst.hpp"
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -29,10 +31,6 @@ using detail::new_tokens;
 using detail::refunded_tat;
 using detail::whole_units;
 
-detail::receipt_stamp stamp_of(const gcra& p) noexcept {
-  return {algorithm::gcra, p.limit().limit, p.limit().window, p.burst()};
-}
-
 }  // namespace
 
 // ---- gcra ----
@@ -48,15 +46,12 @@ result<gcra> gcra::from_spec(const spec& s) { return make(s.limit, detail::size_
 std::string policy_text(const gcra& p) { return detail::sized_text(gcra::name, p.limit(), "burst", p.burst()); }
 
 worst_case_traits worst_case_traits_of(const gcra& p, tick window2, tick granularity) {
-  const std::int64_t c = worst_case(p, window2, granularity);
-  return {.exact = c, .bound = c, .refills = p.limit().limit > 0};
+  return detail::burst_worst_case_traits(p, window2, granularity);
 }
 
-limit_figures limit_of(const gcra& p) noexcept { return {.per = p.limit(), .units = p.burst()}; }
+limit_figures limit_of(const gcra& p) noexcept { return detail::burst_limit_figures(p); }
 
-bool may_leave_debt(const gcra& from, const gcra& to) noexcept {
-  return to.burst() < from.burst() || from.limit().limit == 0 || to.limit().limit == 0;
-}
+bool may_leave_debt(const gcra& from, const gcra& to) noexcept { return detail::burst_may_leave_debt(from, to); }
 
 void charge(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept {
   const rate r = p.limit();
@@ -70,19 +65,16 @@ void charge(const gcra& p, gcra::state& s, tick now, std::int64_t cost) noexcept
 }
 
 receipt receipt_before(const gcra& p, const gcra::state& s, tick now, std::int64_t cost) noexcept {
-  receipt r = detail::new_receipt(stamp_of(p), detail::max64(now, s.last), cost);
-  ra::before(r) = s.u;
-  return r;
+  return detail::one_value_receipt(p, s, now, cost, s.u);
 }
 void receipt_after(receipt& r, const gcra&, const gcra::state& s) noexcept {
-  ra::after(r) = s.u;
-  ra::at(r) = s.last;
+  detail::one_value_receipt_after(r, s, s.u);
 }
 
 std::int64_t refund(const gcra& p, gcra::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
   const rate rt = p.limit();
-  if (!detail::matches(r, stamp_of(p)) || rt.limit == 0) return 0;
+  if (!detail::matches(r, detail::stamp_of(p)) || rt.limit == 0) return 0;
   const i128 next = refunded_tat(s.u, s.last, r, rt.limit, rt.window);
   if (next >= s.u) return 0;
   // Report as the token bucket does: below last·L the bucket is full anyway.
@@ -103,5 +95,8 @@ gcra::state reconfigure(const gcra& from, const gcra::state& s, const gcra& to, 
   out.last = e;
   return out;
 }
+
+// Its Redis leaf (portable.hpp), a rate with a burst's.
+template struct portable::burst_leaf<gcra>;
 
 }  // namespace sluice

@@ -10,6 +10,7 @@
 
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "detail/wide.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
@@ -25,10 +26,6 @@ namespace {
 
 using detail::i128;
 using ra = detail::receipt_access;
-
-detail::receipt_stamp stamp_of(const leaky_queue& p) noexcept {
-  return {algorithm::leaky_queue, p.limit().limit, p.limit().window, p.queue()};
-}
 
 }  // namespace
 
@@ -88,19 +85,16 @@ void charge(const leaky_queue& p, leaky_queue::state& s, tick now, std::int64_t 
 }
 
 receipt receipt_before(const leaky_queue& p, const leaky_queue::state& s, tick now, std::int64_t cost) noexcept {
-  receipt r = detail::new_receipt(stamp_of(p), detail::max64(now, s.last), cost);
-  ra::before(r) = s.release;
-  return r;
+  return detail::one_value_receipt(p, s, now, cost, s.release);
 }
 void receipt_after(receipt& r, const leaky_queue&, const leaky_queue::state& s) noexcept {
-  ra::after(r) = s.release;
-  ra::at(r) = s.last;
+  detail::one_value_receipt_after(r, s, s.release);
 }
 
 std::int64_t refund(const leaky_queue& p, leaky_queue::state& s, receipt&& rc, tick now) noexcept {
   receipt r(std::move(rc));
   const rate rt = p.limit();
-  if (!detail::matches(r, stamp_of(p)) || rt.limit == 0 || s.release != ra::after(r)) return 0;
+  if (!detail::matches(r, detail::stamp_of(p)) || rt.limit == 0 || s.release != ra::after(r)) return 0;
   const i128 el = static_cast<i128>(detail::max64(now, s.last)) * rt.limit;
   if (s.release <= el) return 0;  // every unit of it has left (or leaves now)
   // Units of this admit leave at R − i·W, i = 0 … c − 1; those after now can go.
@@ -138,6 +132,37 @@ leaky_queue::state reconfigure(const leaky_queue& from, const leaky_queue::state
     out.release = s.release;
   }
   return out;
+}
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+std::optional<error> portable::of<leaky_queue>::redis_plan(const leaky_queue& p, redis_constants& k) {
+  return detail::redis_leaf::capacity_plan(p.limit(), p.queue(), "queue",
+                                           static_cast<i128>(p.queue()) * p.limit().window - 1, k);
+}
+// mode L wq wr X/L X%L Y/L Y%L kq kr: X = (Q − c)·W, what the backlog must
+// be at most for the cost to fit; Y = (c − 1)·W, what it adds past one unit.
+void portable::of<leaky_queue>::redis_args(const leaky_queue& p, const redis_constants& k, const redis_call& c,
+                                           redis_numbers& out) noexcept {
+  using detail::redis_leaf::p52;
+  const std::int64_t l = p.limit().limit;
+  const bool charge = c.report && l > 0 && c.cost >= 1;
+  const bool fits = l > 0 && c.cost >= 1 && c.cost <= p.queue();
+  const bool can = charge || fits;
+  // A cost past Q never fits: X below every backlog the library reads.
+  const i128 x = fits ? static_cast<i128>(p.queue() - c.cost) * p.limit().window : -(p52 + 2) * l;
+  i128 y = can ? static_cast<i128>(c.cost - 1) * p.limit().window : 0;
+  if (charge) y = detail::redis_leaf::saturated(y, k.kq * l + k.kr);
+  out.number(detail::redis_leaf::mode(charge, can));
+  out.number(l > 0 ? l : 1);
+  out.number(k.wq);
+  out.number(k.wr);
+  out.number(can ? x / l : 0);
+  out.number(can ? x % l : 0);
+  out.number(can ? y / l : 0);
+  out.number(can ? y % l : 0);
+  out.number(k.kq);
+  out.number(k.kr);
 }
 
 }  // namespace sluice

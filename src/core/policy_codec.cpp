@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -22,20 +23,45 @@ namespace {
 using byte_writer = detail::byte_writer;
 using byte_reader = detail::byte_reader;
 
-// The policy's tag on disk: the variant's index, except that the tags of
-// the composites (10, 11) came before concurrency's (12), which was added
-// after them; so a file written before it reads the same.
-constexpr std::uint8_t concurrency_tag = 12;
-constexpr std::size_t concurrency_index = static_cast<std::size_t>(algorithm::concurrency);
-static_assert(concurrency_index == 10 && std::variant_size_v<any_policy> == 13);
+// The policy's tag on disk: an algorithm's is in its description
+// (portable.hpp), the composites' are these (they came before concurrency's
+// 12, which was added after them; so a file written before it reads the
+// same).
+constexpr std::uint8_t all_of_tag = 10;
+constexpr std::uint8_t any_of_tag = 11;
 
-std::uint8_t tag_of(std::size_t index) noexcept {
-  if (index == concurrency_index) return concurrency_tag;
-  return static_cast<std::uint8_t>(index > concurrency_index ? index - 1 : index);
+template <typename P>
+constexpr std::uint8_t tag_of_alternative() noexcept {
+  if constexpr (std::is_same_v<P, all_of>) {
+    return all_of_tag;
+  } else if constexpr (std::is_same_v<P, any_of>) {
+    return any_of_tag;
+  } else {
+    return portable::of<P>::tag;
+  }
 }
-std::size_t index_of_tag(std::uint8_t tag) noexcept {
-  if (tag == concurrency_tag) return concurrency_index;
-  return tag >= concurrency_index ? std::size_t{tag} + 1 : tag;
+
+/// Every alternative's tag, by its index in any_policy.
+template <std::size_t... I>
+constexpr std::array<std::uint8_t, sizeof...(I)> tags_of(std::index_sequence<I...>) noexcept {
+  return {tag_of_alternative<std::variant_alternative_t<I, any_policy>>()...};
+}
+constexpr auto tags = tags_of(std::make_index_sequence<std::variant_size_v<any_policy>>{});
+
+constexpr bool tags_distinct() noexcept {
+  for (std::size_t i = 0; i < tags.size(); ++i)
+    for (std::size_t j = i + 1; j < tags.size(); ++j)
+      if (tags[i] == tags[j]) return false;
+  return true;
+}
+static_assert(tags_distinct(), "two algorithms' descriptions declare the same tag on disk (portable::of<P>::tag)");
+
+std::uint8_t tag_of(std::size_t index) noexcept { return tags[index]; }
+/// The index in any_policy of the tag's alternative; none: not a tag.
+std::optional<std::size_t> index_of_tag(std::uint8_t tag) noexcept {
+  for (std::size_t i = 0; i < tags.size(); ++i)
+    if (tags[i] == tag) return i;
+  return std::nullopt;
 }
 
 void put_policy(byte_writer& w, const any_policy& p) {
@@ -87,9 +113,10 @@ result<any_policy> get_policy(byte_reader& r, int depth) {
   if (depth > 64) return error{"policy", "nested too deeply"};
   const std::uint8_t tag = r.u8();
   if (!r.ok()) return error{"policy", "ends early"};
-  // Bytes from a file: a tag past the last algorithm is checked here.
-  if (tag >= std::variant_size_v<any_policy>) return error{"policy", "unknown algorithm " + std::to_string(tag)};
-  const auto a = static_cast<algorithm>(index_of_tag(tag));
+  // Bytes from a file: a tag of no algorithm is checked here.
+  const auto index = index_of_tag(tag);
+  if (!index) return error{"policy", "unknown algorithm " + std::to_string(tag)};
+  const auto a = static_cast<algorithm>(*index);
   if (a == algorithm::all_of || a == algorithm::any_of) {
     const std::uint32_t n = r.u32();
     if (!r.ok() || n == 0 || n > r.left()) return error{"policy", "bad number of parts"};

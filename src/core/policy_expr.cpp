@@ -104,9 +104,10 @@ class parser {
  private:
   // ---- errors ----
 
-  /// "MESSAGE at column N[SUFFIX]".
+  /// "MESSAGE at column N[SUFFIX]", its column N.
   error fail(std::size_t at, const std::string& message, std::string_view suffix = "") const {
-    return error{"policy", message + " at column " + std::to_string(at + 1) + std::string(suffix)};
+    return error{"policy", message + " at column " + std::to_string(at + 1) + std::string(suffix),
+                 error_code::unspecified, at + 1};
   }
 
   /// The token that starts at `at`, for a message: a word, a number, or one

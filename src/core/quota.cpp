@@ -11,6 +11,7 @@
 
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -25,10 +26,6 @@ namespace {
 
 using detail::i128;
 using ra = detail::receipt_access;
-
-detail::receipt_stamp stamp_of(const quota& p) noexcept { return {algorithm::quota, p.units(), 0, 0}; }
-detail::receipt_stamp stamp_of(const always_allow&) noexcept { return {algorithm::always_allow, 0, 0, 0}; }
-detail::receipt_stamp stamp_of(const always_deny&) noexcept { return {algorithm::always_deny, 0, 0, 0}; }
 
 }  // namespace
 
@@ -65,13 +62,13 @@ limit_figures limit_of(const quota& p) noexcept { return {.units = p.units()}; }
 bool may_leave_debt(const quota&, const quota&) noexcept { return false; }
 
 receipt receipt_before(const quota& p, const quota::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt&, const quota&, const quota::state&) noexcept {}
 
 std::int64_t refund(const quota& p, quota::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
-  if (!detail::matches(r, stamp_of(p))) return 0;
+  if (!detail::matches(r, detail::stamp_of(p))) return 0;
   const std::int64_t back = std::min(ra::cost(r), s.used);
   s.used -= back;
   return back < 0 ? 0 : back;
@@ -89,28 +86,7 @@ std::int64_t worst_case(const always_allow&, tick window2, tick /*granularity*/)
   return window2 < 1 ? 0 : detail::i64_max;  // no bound: saturated
 }
 
-worst_case_traits worst_case_traits_of(const always_allow& p, tick window2, tick granularity) {
-  const std::int64_t c = worst_case(p, window2, granularity);
-  return {.exact = c, .bound = c};
-}
-
 limit_figures limit_of(const always_allow&) noexcept { return {.counted = false, .unbounded = true}; }
-
-bool may_leave_debt(const always_allow&, const always_allow&) noexcept { return false; }
-
-receipt receipt_before(const always_allow& p, const always_allow::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
-}
-void receipt_after(receipt&, const always_allow&, const always_allow::state&) noexcept {}
-
-std::int64_t refund(const always_allow&, always_allow::state&, receipt&& rc, tick) noexcept {
-  receipt r(std::move(rc));
-  return 0;
-}
-
-always_allow::state reconfigure(const always_allow&, const always_allow::state&, const always_allow&, tick) noexcept {
-  return {};
-}
 
 // ---- always_deny ----
 
@@ -120,27 +96,45 @@ std::string policy_text(const always_deny&) { return std::string(always_deny::na
 
 std::int64_t worst_case(const always_deny&, tick, tick) noexcept { return 0; }
 
-worst_case_traits worst_case_traits_of(const always_deny& p, tick window2, tick granularity) {
-  const std::int64_t c = worst_case(p, window2, granularity);
-  return {.exact = c, .bound = c};
-}
-
 limit_figures limit_of(const always_deny&) noexcept { return {.counted = false}; }
 
-bool may_leave_debt(const always_deny&, const always_deny&) noexcept { return false; }
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
 
-receipt receipt_before(const always_deny& p, const always_deny::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+std::optional<error> portable::of<quota>::redis_plan(const quota& p, redis_constants&) {
+  return detail::redis_leaf::below53("quota", p.units());
 }
-void receipt_after(receipt&, const always_deny&, const always_deny::state&) noexcept {}
+// mode N c.
+void portable::of<quota>::redis_args(const quota& p, const redis_constants&, const redis_call& c,
+                                     redis_numbers& out) noexcept {
+  const i128 cost = detail::redis_leaf::count_mode(p.units(), p.units(), c, out);
+  out.number(p.units());
+  out.number(cost);
+}
 
-std::int64_t refund(const always_deny&, always_deny::state&, receipt&& rc, tick) noexcept {
+// ---- the constant answers' shared operations (quota.hpp) ----
+
+template <constant_answer P>
+receipt receipt_before(const P& p, const typename P::state&, tick now, std::int64_t cost) noexcept {
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
+}
+
+template <constant_answer P>
+std::int64_t refund(const P&, typename P::state&, receipt&& rc, tick) noexcept {
   receipt r(std::move(rc));
   return 0;
 }
 
-always_deny::state reconfigure(const always_deny&, const always_deny::state&, const always_deny&, tick) noexcept {
-  return {};
+template <constant_answer P>
+worst_case_traits worst_case_traits_of(const P& p, tick window2, tick granularity) {
+  const std::int64_t c = worst_case(p, window2, granularity);
+  return {.exact = c, .bound = c};
 }
+
+template receipt receipt_before(const always_allow&, const always_allow::state&, tick, std::int64_t) noexcept;
+template receipt receipt_before(const always_deny&, const always_deny::state&, tick, std::int64_t) noexcept;
+template std::int64_t refund(const always_allow&, always_allow::state&, receipt&&, tick) noexcept;
+template std::int64_t refund(const always_deny&, always_deny::state&, receipt&&, tick) noexcept;
+template worst_case_traits worst_case_traits_of(const always_allow&, tick, tick);
+template worst_case_traits worst_case_traits_of(const always_deny&, tick, tick);
 
 }  // namespace sluice

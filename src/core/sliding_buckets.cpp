@@ -11,7 +11,9 @@
 
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
+#include "detail/count_answer.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -28,10 +30,6 @@ using detail::i128;
 using ra = detail::receipt_access;
 using detail::clamp_units;
 using detail::keep_decisive;
-
-detail::receipt_stamp stamp_of(const sliding_buckets& p) noexcept {
-  return {algorithm::sliding_buckets, p.limit().limit, p.limit().window, p.buckets()};
-}
 
 /// `s` with only the units that can change a decision of `to` (keep_decisive).
 sliding_buckets::state decisive(const sliding_buckets& to, const sliding_buckets::state& s) {
@@ -131,19 +129,7 @@ inline sliding_buckets::scan sliding_buckets::scan_of(const state& s, tick now) 
 inline decision sliding_buckets::answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept {
   using detail::i128;
   decision d;
-  d.remaining = detail::max64(0, r_.limit - sc.in_window);
-  d.reset_after = sc.in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
-  if (cost < 1 || cost > r_.limit) {
-    d.retry_after = never;
-    return d;
-  }
-  if (cost <= r_.limit - sc.in_window) {  // not in_window + cost: both may be 2^62
-    // After the admit the ring holds the units in the window plus these.
-    d.allowed = true;
-    d.remaining = r_.limit - sc.in_window - cost;
-    d.reset_after = detail::until((static_cast<i128>(sc.j) + n_) * width_, now);
-    return d;
-  }
+  if (count_answer(d, s, sc.j, sc.in_window, cost, now)) return d;
   // Walk forward sub-window by sub-window as the oldest ones leave: at
   // sub-window j + m, the slot of j + m (it held j + m − N) is out.
   std::int64_t held = sc.in_window;
@@ -155,6 +141,29 @@ inline decision sliding_buckets::answer(const state& s, const scan& sc, tick now
   }
   d.retry_after = detail::until((static_cast<i128>(sc.j) + m) * width_, now);
   return d;
+}
+
+inline bool sliding_buckets::count_answer(decision& d, const state& s, std::int64_t j, std::int64_t in_window,
+                                          std::int64_t cost, tick now) const noexcept {
+  using detail::i128;
+  // After an admit the ring holds the units in the window plus these.
+  return detail::count_answer(
+      d, r_.limit, in_window, cost, now, [&] { return (static_cast<i128>(s.newest_) + n_) * width_; },
+      [&] { return (static_cast<i128>(j) + n_) * width_; });
+}
+
+template <typename ClearGap>
+inline void sliding_buckets::add_admit(state& s, std::int64_t j, std::size_t slot, std::int64_t in_window,
+                                       std::int64_t cost, ClearGap clear_gap) const noexcept {
+  if (s.counts_.empty()) s.counts_.assign(static_cast<std::size_t>(n_), 0);
+  if (in_window == 0) {
+    std::fill(s.counts_.begin(), s.counts_.end(), 0);
+  } else {
+    clear_gap();
+  }
+  s.newest_ = j;
+  s.counts_[slot] += cost;
+  s.total_ = in_window + cost;
 }
 
 decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const noexcept {
@@ -184,25 +193,11 @@ decision sliding_buckets::decide(state& s, tick now, std::int64_t cost) const no
     for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) in_window -= s.counts_[k];
   }
   decision d;
-  d.remaining = detail::max64(0, r_.limit - in_window);
-  d.reset_after = in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
-  if (cost < 1 || cost > r_.limit) {
-    d.retry_after = never;
-    return d;
-  }
-  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
-    if (s.counts_.empty()) s.counts_.assign(n, 0);
-    if (in_window == 0) {
-      std::fill(s.counts_.begin(), s.counts_.end(), 0);
-    } else {
-      for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) s.counts_[k] = 0;
-    }
-    s.newest_ = j;
-    s.counts_[slot_at(j)] += cost;
-    s.total_ = in_window + cost;
-    d.allowed = true;
-    d.remaining = detail::max64(0, r_.limit - s.total_);
-    d.reset_after = detail::until((static_cast<i128>(j) + n_) * width_, now);
+  if (count_answer(d, s, j, in_window, cost, now)) {
+    if (d.allowed)
+      add_admit(s, j, slot_at(j), in_window, cost, [&] {
+        for (std::size_t k = after_newest, i = 0; i < gap; ++i, k = next_at(k)) s.counts_[k] = 0;
+      });
     return d;
   }
   // Walk forward sub-window by sub-window as the oldest ones leave: at
@@ -236,25 +231,11 @@ decision sliding_buckets::decide_wide(state& s, tick now, std::int64_t cost) con
       in_window -= s.counts_[slot(sub)];
   }
   decision d;
-  d.remaining = detail::max64(0, r_.limit - in_window);
-  d.reset_after = in_window > 0 ? detail::until((static_cast<i128>(s.newest_) + n_) * width_, now) : 0;
-  if (cost < 1 || cost > r_.limit) {
-    d.retry_after = never;
-    return d;
-  }
-  if (cost <= r_.limit - in_window) {  // not in_window + cost: both may be 2^62
-    if (s.counts_.empty()) s.counts_.assign(static_cast<std::size_t>(n_), 0);
-    if (in_window == 0) {
-      std::fill(s.counts_.begin(), s.counts_.end(), 0);
-    } else {
-      for (i128 sub = static_cast<i128>(s.newest_) + 1; sub <= j; ++sub) s.counts_[slot(sub)] = 0;
-    }
-    s.newest_ = j;
-    s.counts_[slot(j)] += cost;
-    s.total_ = in_window + cost;
-    d.allowed = true;
-    d.remaining = detail::max64(0, r_.limit - s.total_);
-    d.reset_after = detail::until((static_cast<i128>(j) + n_) * width_, now);
+  if (count_answer(d, s, j, in_window, cost, now)) {
+    if (d.allowed)
+      add_admit(s, j, slot(j), in_window, cost, [&] {
+        for (i128 sub = static_cast<i128>(s.newest_) + 1; sub <= j; ++sub) s.counts_[slot(sub)] = 0;
+      });
     return d;
   }
   // Walk forward sub-window by sub-window as the oldest ones leave.
@@ -308,7 +289,7 @@ void sliding_buckets::charge(state& s, tick now, std::int64_t cost) const noexce
 }
 
 receipt receipt_before(const sliding_buckets& p, const sliding_buckets::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt& r, const sliding_buckets&, const sliding_buckets::state& s) noexcept {
   ra::key(r) = s.newest();
@@ -316,7 +297,7 @@ void receipt_after(receipt& r, const sliding_buckets&, const sliding_buckets::st
 
 std::int64_t refund(const sliding_buckets& p, sliding_buckets::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
-  if (!detail::matches(r, stamp_of(p))) return 0;
+  if (!detail::matches(r, detail::stamp_of(p))) return 0;
   return p.give_back(s, ra::key(r), ra::cost(r));
 }
 
@@ -336,6 +317,22 @@ sliding_buckets::state reconfigure(const sliding_buckets& from, const sliding_bu
   sliding_buckets::state out;
   (void)decide(big, out, at, clamp_units(in_window));
   return decisive(to, out);
+}
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+template struct portable::window_leaf<sliding_buckets>;
+
+// mode kh kl o L c B W: the sub-window of `now` and its offset.
+void portable::of<sliding_buckets>::redis_args(const sliding_buckets& p, const redis_constants&, const redis_call& c,
+                                               redis_numbers& out) noexcept {
+  const rate r = p.limit();
+  const i128 cost = detail::redis_leaf::count_mode(r.limit, r.limit, c, out);
+  out.window(c.now, r.window / p.buckets(), 0);
+  out.number(r.limit);
+  out.number(cost);
+  out.number(p.buckets());
+  out.number(r.window);
 }
 
 }  // namespace sluice

@@ -11,6 +11,7 @@
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -27,10 +28,6 @@ using detail::i128;
 using ra = detail::receipt_access;
 using detail::clamp_units;
 using detail::overlaps;
-
-detail::receipt_stamp stamp_of(const sliding_counter& p) noexcept {
-  return {algorithm::sliding_counter, p.limit().limit, p.limit().window, 0};
-}
 
 }  // namespace
 
@@ -80,7 +77,7 @@ void charge(const sliding_counter& p, sliding_counter::state& s, tick now, std::
 }
 
 receipt receipt_before(const sliding_counter& p, const sliding_counter::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt& r, const sliding_counter&, const sliding_counter::state& s) noexcept {
   ra::key(r) = s.window;
@@ -89,7 +86,7 @@ void receipt_after(receipt& r, const sliding_counter&, const sliding_counter::st
 
 std::int64_t refund(const sliding_counter& p, sliding_counter::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
-  if (!detail::matches(r, stamp_of(p))) return 0;
+  if (!detail::matches(r, detail::stamp_of(p))) return 0;
   std::int64_t back = 0;
   if (s.window == ra::key(r)) {
     back = std::min(ra::cost(r), s.curr);
@@ -138,6 +135,22 @@ sliding_counter::state reconfigure(const sliding_counter& from, const sliding_co
   out.curr = clamp_units(curr);
   out.last = s.last;
   return out;
+}
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+template struct portable::window_leaf<sliding_counter>;
+
+// mode kh kl o L W c: the window of `now` and its offset; a report's cost
+// saturated at what a counter holds.
+void portable::of<sliding_counter>::redis_args(const sliding_counter& p, const redis_constants&, const redis_call& c,
+                                               redis_numbers& out) noexcept {
+  const rate r = p.limit();
+  const i128 cost = detail::redis_leaf::count_mode(r.limit, report_count_bound(r), c, out);
+  out.window(c.now, r.window, 0);
+  out.number(r.limit);
+  out.number(r.window);
+  out.number(cost);
 }
 
 }  // namespace sluice

@@ -10,7 +10,9 @@
 
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
+#include "detail/count_answer.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -27,10 +29,6 @@ namespace {
 using detail::i128;
 using ra = detail::receipt_access;
 using detail::keep_decisive;
-
-detail::receipt_stamp stamp_of(const sliding_log& p) noexcept {
-  return {algorithm::sliding_log, p.limit().limit, p.limit().window, 0};
-}
 
 }  // namespace
 
@@ -80,20 +78,12 @@ inline sliding_log::scan sliding_log::scan_of(const state& s, tick now) const no
 
 inline decision sliding_log::answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept {
   decision d;
-  d.remaining = detail::max64(0, r_.limit - sc.in_window);
-  d.reset_after =
-      sc.in_window > 0 ? detail::until(static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window, now) : 0;
-  if (cost < 1 || cost > r_.limit) {
-    d.retry_after = never;
+  // After an admit the log holds exactly the units in the window plus these.
+  if (detail::count_answer(
+          d, r_.limit, sc.in_window, cost, now,
+          [&] { return static_cast<detail::i128>(s.at(s.size_ - 1).at) + r_.window; },
+          [&] { return static_cast<detail::i128>(sc.e) + r_.window; }))
     return d;
-  }
-  if (cost <= r_.limit - sc.in_window) {  // not in_window + cost: both may be 2^62
-    // After the admit the log holds exactly the units in the window plus these.
-    d.allowed = true;
-    d.remaining = r_.limit - sc.in_window - cost;
-    d.reset_after = detail::until(static_cast<detail::i128>(sc.e) + r_.window, now);
-    return d;
-  }
   // The request fits once the oldest `need` units have left; the entry that
   // completes them leaves at its instant + W.
   const std::int64_t need = sc.in_window - (r_.limit - cost);
@@ -150,13 +140,13 @@ void sliding_log::charge(state& s, tick now, std::int64_t cost) const noexcept {
 }
 
 receipt receipt_before(const sliding_log& p, const sliding_log::state&, tick now, std::int64_t cost) noexcept {
-  return detail::new_receipt(stamp_of(p), now, cost);
+  return detail::new_receipt(detail::stamp_of(p), now, cost);
 }
 void receipt_after(receipt& r, const sliding_log&, const sliding_log::state& s) noexcept { ra::at(r) = s.last(); }
 
 std::int64_t refund(const sliding_log& p, sliding_log::state& s, receipt&& rc, tick /*now*/) {
   receipt r(std::move(rc));
-  if (!detail::matches(r, stamp_of(p))) return 0;
+  if (!detail::matches(r, detail::stamp_of(p))) return 0;
   std::vector<sliding_log::entry> entries;
   entries.reserve(s.size());
   std::int64_t back = 0;
@@ -189,6 +179,20 @@ sliding_log::state reconfigure(const sliding_log& from, const sliding_log::state
   keep_decisive(kept, to.limit().limit, [](sliding_log::entry& run) -> std::int64_t& { return run.units; });
   if (kept.empty()) return {};
   return detail::rebuild_log(to.limit().window, kept);
+}
+
+// ---- its Redis leaf (portable.hpp; src/redis/lua/) ----
+
+template struct portable::window_leaf<sliding_log>;
+
+// mode L c W.
+void portable::of<sliding_log>::redis_args(const sliding_log& p, const redis_constants&, const redis_call& c,
+                                           redis_numbers& out) noexcept {
+  const rate r = p.limit();
+  const i128 cost = detail::redis_leaf::count_mode(r.limit, r.limit, c, out);
+  out.number(r.limit);
+  out.number(cost);
+  out.number(r.window);
 }
 
 }  // namespace sluice

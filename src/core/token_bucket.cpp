@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "detail/burst.hpp"
 #include "detail/carry.hpp"
 #include "detail/checks.hpp"
 #include "detail/receipts.hpp"
+#include "detail/redis_leaf.hpp"
 #include "sluice/core/algorithm.hpp"
 #include "sluice/core/analysis.hpp"
 #include "sluice/core/any.hpp"
@@ -28,10 +30,6 @@ using ra = detail::receipt_access;
 using detail::new_tokens;
 using detail::refunded_tat;
 using detail::whole_units;
-
-detail::receipt_stamp stamp_of(const token_bucket& p) noexcept {
-  return {algorithm::token_bucket, p.limit().limit, p.limit().window, p.burst()};
-}
 
 /// The token bucket's state as a GCRA time, u = last·L + spent (in 1/L
 /// tick): the debt at t ≥ last is max(0, u − t·L) in 1/W token.
@@ -58,14 +56,13 @@ std::string policy_text(const token_bucket& p) {
 }
 
 worst_case_traits worst_case_traits_of(const token_bucket& p, tick window2, tick granularity) {
-  const std::int64_t c = worst_case(p, window2, granularity);
-  return {.exact = c, .bound = c, .refills = p.limit().limit > 0};
+  return detail::burst_worst_case_traits(p, window2, granularity);
 }
 
-limit_figures limit_of(const token_bucket& p) noexcept { return {.per = p.limit(), .units = p.burst()}; }
+limit_figures limit_of(const token_bucket& p) noexcept { return detail::burst_limit_figures(p); }
 
 bool may_leave_debt(const token_bucket& from, const token_bucket& to) noexcept {
-  return to.burst() < from.burst() || from.limit().limit == 0 || to.limit().limit == 0;
+  return detail::burst_may_leave_debt(from, to);
 }
 
 void charge(const token_bucket& p, token_bucket::state& s, tick now, std::int64_t cost) noexcept {
@@ -80,19 +77,16 @@ void charge(const token_bucket& p, token_bucket::state& s, tick now, std::int64_
 }
 
 receipt receipt_before(const token_bucket& p, const token_bucket::state& s, tick now, std::int64_t cost) noexcept {
-  receipt r = detail::new_receipt(stamp_of(p), detail::max64(now, s.last), cost);
-  ra::before(r) = tat_of(p, s);
-  return r;
+  return detail::one_value_receipt(p, s, now, cost, tat_of(p, s));
 }
 void receipt_after(receipt& r, const token_bucket& p, const token_bucket::state& s) noexcept {
-  ra::after(r) = tat_of(p, s);
-  ra::at(r) = s.last;
+  detail::one_value_receipt_after(r, s, tat_of(p, s));
 }
 
 std::int64_t refund(const token_bucket& p, token_bucket::state& s, receipt&& rc, tick /*now*/) noexcept {
   receipt r(std::move(rc));
   const rate rt = p.limit();
-  if (!detail::matches(r, stamp_of(p)) || rt.limit == 0) return 0;
+  if (!detail::matches(r, detail::stamp_of(p)) || rt.limit == 0) return 0;
   const i128 lastl = static_cast<i128>(s.last) * rt.limit;
   const i128 u = tat_of(p, s);
   const i128 next = std::max(refunded_tat(u, s.last, r, rt.limit, rt.window), lastl);  // spent ≥ 0
@@ -111,5 +105,8 @@ token_bucket::state reconfigure(const token_bucket& from, const token_bucket::st
   out.last = e;
   return out;
 }
+
+// Its Redis leaf (portable.hpp), a rate with a burst's.
+template struct portable::burst_leaf<token_bucket>;
 
 }  // namespace sluice

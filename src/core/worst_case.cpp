@@ -33,18 +33,9 @@ constexpr i128 max_span = static_cast<i128>(1) << 62;
 
 std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept { return a > i64_max - b ? i64_max : a + b; }
 
-i128 gcd128(i128 a, i128 b) noexcept {
-  while (b != 0) {
-    const i128 r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
-
 /// lcm(a, b) for a, b ≥ 1, or a value above `max_span` when it exceeds it.
 i128 lcm_capped(i128 a, i128 b) noexcept {
-  const i128 q = a / gcd128(a, b);
+  const i128 q = a / detail::gcd(a, b);
   if (q > max_span / b + 1) return max_span + 1;
   const i128 l = q * b;
   return l > max_span ? max_span + 1 : l;
@@ -332,7 +323,7 @@ i128 grid_from(i128 b, tick g) noexcept { return detail::ceil_div(b, g) * g; }
 /// windows, this is the best start for a fixed window or bucketed window
 /// alone.) Returns the start and its boundary, or nothing if unrepresentable.
 std::optional<std::pair<i128, i128>> closest_start(const boundaries& w, tick g) {
-  const i128 big_g = gcd128(w.period, g);
+  const i128 big_g = detail::gcd<i128>(w.period, g);
   const i128 delta = detail::floor_mod(w.origin - 1, big_g) + 1;
   const i128 g1 = g / big_g;
   const i128 p1 = w.period / big_g;

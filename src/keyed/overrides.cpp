@@ -50,6 +50,22 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
   result<override_change> out = error{"policy", "no policy with this id"};
   const memory_store_options& opt = keyed_detail::options_of(*this);
   std::atomic<std::size_t>& total = keyed_detail::override_total(*this);
+  // Unchanged (the key's override is `limit` already), or refused (a new
+  // override past max_overrides): `out` says which. Checked with the gate
+  // open first, and again once it is closed.
+  const auto settled = [&](const override_table& t) {
+    const auto it = t.map.find(key);
+    if (it != t.map.end() && encode_policy(it->second->policy()) == encode_policy(limit)) {
+      out = override_change::unchanged;
+      return true;
+    }
+    if (it == t.map.end() && total.load() >= opt.max_overrides) {
+      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
+                  error_code::store_full};
+      return true;
+    }
+    return false;
+  };
   // Checked with the gate open first: a refusal closes nothing.
   bool go = false;
   (void)keyed_detail::with_overrides(*this, policy, false, key, [&](override_table& t, keyed_limiter& configured) {
@@ -57,16 +73,7 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
       out = f.err();
       return;
     }
-    const auto it = t.map.find(key);
-    if (it != t.map.end() && encode_policy(it->second->policy()) == encode_policy(limit)) {
-      out = override_change::unchanged;
-      return;
-    }
-    if (it == t.map.end() && total.load() >= opt.max_overrides) {
-      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
-                  error_code::store_full};
-      return;
-    }
+    if (settled(t)) return;
     go = true;
   });
   if (!go) return out;
@@ -74,16 +81,8 @@ result<override_change> memory_store::set_override_at(policy_id policy, std::str
   std::unique_ptr<keyed_limiter> next = limiter_for(opt, limit);
   (void)keyed_detail::with_overrides(*this, policy, true, key, [&](override_table& t, keyed_limiter& configured) {
     // Checked again: another change may have come between the two locks.
+    if (settled(t)) return;
     auto it = t.map.find(key);
-    if (it != t.map.end() && encode_policy(it->second->policy()) == encode_policy(limit)) {
-      out = override_change::unchanged;
-      return;
-    }
-    if (it == t.map.end() && total.load() >= opt.max_overrides) {
-      out = error{"overrides", "the store holds at most " + std::to_string(opt.max_overrides) + " overrides",
-                  error_code::store_full};
-      return;
-    }
     keyed_limiter& from = it != t.map.end() ? *it->second : configured;
     if (const std::optional<any_state> s = take_state(from, key)) {
       auto carried = reconfigure(from.policy(), *s, limit, now);

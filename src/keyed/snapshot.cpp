@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "codec.hpp"
+#include "sluice/core/portable.hpp"
 #include "sluice/keyed/atomic_file.hpp"
 
 namespace sluice {
@@ -137,25 +138,17 @@ bool stream_snapshot(const keyed_limiter& store, std::span<const override_state>
 std::int64_t wall_now_ns() { return unix_clock::now(); }
 
 /// Whether `p` holds an algorithm whose windows are aligned to the clock's
-/// origin (fixed window, sliding-window counter, bucketed sliding window):
-/// its states cannot be moved to another clock's origin exactly.
+/// origin (its description's `aligned_windows`: fixed window, sliding-window
+/// counter, bucketed sliding window): its states cannot be moved to another
+/// clock's origin exactly.
 bool has_aligned_windows(const any_policy& p) {
   return std::visit(
       [](const auto& pol) {
         using P = std::decay_t<decltype(pol)>;
         if constexpr (std::is_same_v<P, all_of> || std::is_same_v<P, any_of>) {
           return std::any_of(pol.parts().begin(), pol.parts().end(), has_aligned_windows);
-        } else if constexpr (std::is_same_v<P, fixed_window> || std::is_same_v<P, sliding_counter> ||
-                             std::is_same_v<P, sliding_buckets>) {
-          return true;
-        } else if constexpr (std::is_same_v<P, sliding_log> || std::is_same_v<P, token_bucket> ||
-                             std::is_same_v<P, gcra> || std::is_same_v<P, leaky_queue> || std::is_same_v<P, quota> ||
-                             std::is_same_v<P, always_allow> || std::is_same_v<P, always_deny> ||
-                             std::is_same_v<P, concurrency>) {
-          return false;
         } else {
-          static_assert(unhandled_algorithm<P>,
-                        "a new algorithm: handle it here (docs/architecture.md, \"Adding an algorithm\")");
+          return portable::of<P>::aligned_windows;
         }
       },
       p);

@@ -1,6 +1,7 @@
 # Build step: concatenates the Lua files of the FUNCTION library (in the
 # order given) into one C++ string, so the library ships inside
-# libsluice_redis. Called with -DDIR=<lua dir> -DFILES=<a;b;c> -DOUT=<file.cpp>.
+# libsluice_redis. Called with -DDIR=<lua dir> -DFILES=<a;b;c>
+# -DFRAME=<the files that are not an algorithm's leaf> -DOUT=<file.cpp>.
 #
 # The library is named after its code: sluice_v2_<first 8 hex digits of the
 # SHA-1 of the Lua>, and every `@LIB@` in the Lua (its function names)
@@ -12,6 +13,8 @@
 # `--! leaf <letter> <function> <bytes>` (the letter of its values' tags, the
 # Lua function, the bytes of its arguments after the tag); the tables that
 # dispatch on the letter (`@LEAVES@` in main.lua) are generated from them.
+# Every file not in FRAME is a leaf's and must declare one.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 set(body "")
 set(leaves "")
 set(arg_bytes "")
@@ -19,6 +22,9 @@ foreach(f IN LISTS FILES)
   file(READ ${DIR}/${f}.lua part)
   string(APPEND body "${part}")
   string(REGEX MATCHALL "--! leaf [a-z] [a-z_]+ [0-9]+" declared "${part}")
+  if(NOT f IN_LIST FRAME AND NOT declared)
+    message(FATAL_ERROR "embed_lua: ${f}.lua declares no leaf: write its '--! leaf <letter> <function> <bytes>' line")
+  endif()
   foreach(d IN LISTS declared)
     string(REGEX REPLACE "--! leaf ([a-z]) ([a-z_]+) ([0-9]+)" "\\1;\\2;\\3" d "${d}")
     list(GET d 0 letter)

@@ -415,18 +415,13 @@ void read_store(const std::string& file, const toml::table& t, store_config& s, 
   }
 }
 
-// The column of a policy expression's error inside the file: the string's
-// opening quote is at `p`; parse_policy's message says "at column N".
-toml::source_position error_column(const toml::node& n, std::string_view message) {
+// The place of a policy expression's error inside the file: the string's
+// opening quote is at `n`'s place, the error's column (parse_policy's
+// "at column N") is in the string.
+toml::source_position error_column(const toml::node& n, const error& e) {
   toml::source_position p = n.source().begin;
-  const auto k = message.rfind("at column ");
-  if (k == std::string_view::npos) return p;
-  std::int64_t col = 0;
-  std::string_view rest = message.substr(k + 10);
-  std::size_t len = 0;
-  while (len < rest.size() && std::isdigit(static_cast<unsigned char>(rest[len])) != 0) ++len;
-  if (!parse_int(rest.substr(0, len), col) || col < 1) return p;
-  p.column = static_cast<toml::source_index>(p.column + static_cast<toml::source_index>(col));  // +1 quote, -1 base
+  if (e.column < 1) return p;
+  p.column = static_cast<toml::source_index>(p.column + e.column);  // +1 quote, -1 base
   return p;
 }
 
@@ -449,7 +444,7 @@ void read_policies(const std::string& file, const toml::table& t, config& c, std
     }
     auto p = parse_policy(s->get());
     if (!p) {
-      errs.push_back(at_place(file, error_column(v, p.err().message), "policies." + name + ": " + p.err().message));
+      errs.push_back(at_place(file, error_column(v, p.err()), "policies." + name + ": " + p.err().message));
       c.policies.push_back(named_policy{name, s->get(), always_allow{}});
       continue;
     }

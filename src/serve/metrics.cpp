@@ -84,6 +84,12 @@ void sample(std::string& out, std::string_view name, std::uint64_t v) {
   out += '\n';
 }
 
+/// A family of one sample: its HELP and TYPE lines, then its value.
+void metric(std::string& out, std::string_view name, std::string_view type, std::string_view help, std::uint64_t v) {
+  family(out, name, type, help);
+  sample(out, name, v);
+}
+
 }  // namespace
 
 namespace {
@@ -125,16 +131,15 @@ void render_figures(std::string& out, const store_figures& f) {
            "1 while the deny cache hears every process's changes and may answer (never over TLS); 0 while it is "
            "emptied and bypassed.");
     out += "sluice_deny_cache_subscribed " + std::string(c->subscribed ? "1" : "0") + "\n";
-    family(out, "sluice_deny_cache_invalidations_total", "counter",
-           "Invalidations heard: changes (an override, a refund) made through any process.");
-    sample(out, "sluice_deny_cache_invalidations_total", c->invalidations);
-    family(out, "sluice_deny_cache_subscriptions_total", "counter",
-           "Subscriptions to the invalidation channel confirmed (the first, and each after one was lost).");
-    sample(out, "sluice_deny_cache_subscriptions_total", c->subscriptions);
-    family(out, "sluice_deny_cache_bypassed_total", "counter",
+    metric(out, "sluice_deny_cache_invalidations_total", "counter",
+           "Invalidations heard: changes (an override, a refund) made through any process.", c->invalidations);
+    metric(out, "sluice_deny_cache_subscriptions_total", "counter",
+           "Subscriptions to the invalidation channel confirmed (the first, and each after one was lost).",
+           c->subscriptions);
+    metric(out, "sluice_deny_cache_bypassed_total", "counter",
            "Requests that went to the store because the deny cache could not answer: not subscribed, a message "
-           "unread or being read, or a TLS subscription.");
-    sample(out, "sluice_deny_cache_bypassed_total", c->bypassed);
+           "unread or being read, or a TLS subscription.",
+           c->bypassed);
   }
 }
 
@@ -187,19 +192,18 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
          "Keys the store holds (the memory store: states; Redis: its database's keys); absent when it cannot tell.");
   if (keys) sample(out, "sluice_keys", *keys);
   if (memory) {
-    family(out, "sluice_store_bytes", "gauge",
-           "Bytes the memory store's states take: slot tables and record arenas (keys included).");
-    sample(out, "sluice_store_bytes", memory->bytes);
-    family(out, "sluice_store_bytes_per_key", "gauge",
-           "sluice_store_bytes over sluice_keys (0 with no key), rounded down.");
-    sample(out, "sluice_store_bytes_per_key", keys && *keys != 0 ? memory->bytes / *keys : 0);
-    family(out, "sluice_store_max_keys", "gauge", "The memory store's bound on states (store.max_keys; 0: none).");
-    sample(out, "sluice_store_max_keys", memory->max_keys);
-    family(out, "sluice_store_purged_total", "counter", "Fresh states the memory store dropped (lossless).");
-    sample(out, "sluice_store_purged_total", memory->purged);
-    family(out, "sluice_store_refused_total", "counter",
-           "New keys refused at store.max_keys, answered by store.on_failure (also in sluice_store_fallbacks_total).");
-    sample(out, "sluice_store_refused_total", memory->refused);
+    metric(out, "sluice_store_bytes", "gauge",
+           "Bytes the memory store's states take: slot tables and record arenas (keys included).", memory->bytes);
+    metric(out, "sluice_store_bytes_per_key", "gauge",
+           "sluice_store_bytes over sluice_keys (0 with no key), rounded down.",
+           keys && *keys != 0 ? memory->bytes / *keys : 0);
+    metric(out, "sluice_store_max_keys", "gauge", "The memory store's bound on states (store.max_keys; 0: none).",
+           memory->max_keys);
+    metric(out, "sluice_store_purged_total", "counter", "Fresh states the memory store dropped (lossless).",
+           memory->purged);
+    metric(out, "sluice_store_refused_total", "counter",
+           "New keys refused at store.max_keys, answered by store.on_failure (also in sluice_store_fallbacks_total).",
+           memory->refused);
   }
   family(out, "sluice_store_decisions_total", "counter",
          "Store requests this service made, by where the answer came from (the store, its deny cache, a replayed "
@@ -213,14 +217,14 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   out += "sluice_store_errors_total{kind=\"call\"} " + std::to_string(store.store_failures) + "\n";
   out += "sluice_store_errors_total{kind=\"state\"} " + std::to_string(store.errors) + "\n";
   if (figures != nullptr) render_figures(out, *figures);
-  family(out, "sluice_store_fallbacks_total", "counter", "Requests decided by the failure mode instead of the store.");
-  sample(out, "sluice_store_fallbacks_total", store.fallbacks);
-  family(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.");
-  sample(out, "sluice_deny_cache_hits_total", store.deny_cache_hits);
-  family(out, "sluice_clock_skew_total", "counter",
+  metric(out, "sluice_store_fallbacks_total", "counter", "Requests decided by the failure mode instead of the store.",
+         store.fallbacks);
+  metric(out, "sluice_deny_cache_hits_total", "counter", "Denials answered by the exact local deny cache.",
+         store.deny_cache_hits);
+  metric(out, "sluice_clock_skew_total", "counter",
          "Requests behind a key's latest admit by more than the tolerance, or stamped ahead of the store's clock "
-         "by more than it (clocks that disagree).");
-  sample(out, "sluice_clock_skew_total", store.clock_skew);
+         "by more than it (clocks that disagree).",
+         store.clock_skew);
   if (figures != nullptr && figures->clock_offset_ns) {
     // Signed: positive when this process's clock is behind the store's.
     const std::int64_t o = *figures->clock_offset_ns;
@@ -237,14 +241,14 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   }
   family(out, "sluice_connections", "gauge", "Client connections open now.");
   out += "sluice_connections " + std::to_string(connections.load(std::memory_order_relaxed)) + "\n";
-  family(out, "sluice_connections_refused_total", "counter", "Connections closed at accept: max_connections reached.");
-  sample(out, "sluice_connections_refused_total", r(connections_refused));
-  family(out, "sluice_connection_timeouts_total", "counter", "Connections closed by the idle or request timeout.");
-  sample(out, "sluice_connection_timeouts_total", r(timeouts));
-  family(out, "sluice_bad_requests_total", "counter",
+  metric(out, "sluice_connections_refused_total", "counter", "Connections closed at accept: max_connections reached.",
+         r(connections_refused));
+  metric(out, "sluice_connection_timeouts_total", "counter", "Connections closed by the idle or request timeout.",
+         r(timeouts));
+  metric(out, "sluice_bad_requests_total", "counter",
          "Requests refused for their content or a missing token (400, 401, 404, 405, 413, 431, an invalid "
-         "auth_request's 403, a gRPC call's UNAUTHENTICATED); never a denial.");
-  sample(out, "sluice_bad_requests_total", r(bad_requests));
+         "auth_request's 403, a gRPC call's UNAUTHENTICATED); never a denial.",
+         r(bad_requests));
   family(out, "sluice_refunds_total", "counter", "POST /v1/refund answers, by outcome (semantics.md, \"Refunds\").");
   for (std::size_t i = 0; i < refund_status_count; ++i)
     out += "sluice_refunds_total{outcome=\"" + std::string(name_of(static_cast<refund_status>(i))) + "\"} " +
@@ -258,8 +262,8 @@ std::string metrics::render(const store_stats& store, std::optional<std::uint64_
   out += "sluice_lease_releases_total{result=\"not_held\"} " + std::to_string(r(leases_not_held)) + "\n";
   out += "sluice_lease_releases_total{result=\"failed\"} " + std::to_string(r(release_failures)) + "\n";
   if (overrides) {
-    family(out, "sluice_overrides", "gauge", "Keys with a limit of their own (semantics.md, \"Overrides\").");
-    sample(out, "sluice_overrides", *overrides);
+    metric(out, "sluice_overrides", "gauge", "Keys with a limit of their own (semantics.md, \"Overrides\").",
+           *overrides);
   }
   family(out, "sluice_override_changes_total", "counter", "Overrides changed through the admin API, by operation.");
   out += "sluice_override_changes_total{op=\"create\"} " + std::to_string(r(overrides_created)) + "\n";

@@ -36,15 +36,6 @@ using detail::u128;
 constexpr u128 ns_per_second = 1'000'000'000;
 constexpr auto sf_max = static_cast<u128>(sf_integer_max);
 
-u128 gcd(u128 a, u128 b) noexcept {
-  while (b != 0) {
-    const u128 r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
-
 std::int64_t capped(u128 v) noexcept { return static_cast<std::int64_t>(v < sf_max ? v : sf_max); }
 
 // The item of a limiter of rate L per W ns and capacity C (semantics.md):
@@ -57,7 +48,7 @@ advertised rate_item(rate r, std::int64_t capacity) noexcept {
   if (r.limit <= 0) return {0, capped(std::max<u128>(1, (w_ns + ns_per_second - 1) / ns_per_second))};
   const u128 l_ns = static_cast<u128>(r.limit) * ns_per_second;
   const auto c = static_cast<u128>(std::max<std::int64_t>(capacity, 1));
-  const u128 g = gcd(l_ns, w_ns);
+  const u128 g = sluice::detail::gcd(l_ns, w_ns);
   const u128 a = l_ns / g;
   const u128 b = w_ns / g;
   const u128 k = (c + a - 1) / a;

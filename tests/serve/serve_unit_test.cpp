@@ -299,6 +299,13 @@ TEST(Config, ErrorsNameLineAndColumn) {
   EXPECT_EQ(c.err().field, "f.toml:3:23");
   EXPECT_NE(c.err().message.find("unknown algorithm 'quot'"), std::string::npos);
   EXPECT_EQ(parse_config("", "e.toml").err().field, "e.toml:1:1");
+  // The place is the expression's column (the option, 19: 5 + 19), not the
+  // column inside the option's value that its own message also names.
+  auto o = parse_config("[policies]\np = \"fixed-window 1/1s origin=1x\"\n", "o.toml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.err().field, "o.toml:2:24");
+  EXPECT_EQ(o.err().message,
+            "policies.p: origin='1x' at column 19: unknown unit 'x' at column 2 (use ns, us, ms, s, m or min, h, d)");
   EXPECT_EQ(parse_listen("127.0.0.1:99999").ok(), false);
   EXPECT_EQ(parse_listen("[::1]:80")->host, "::1");
 }

@@ -29,6 +29,7 @@
 #include "sluice/core/any.hpp"
 #include "sluice/core/decision.hpp"
 #include "sluice/core/fresh.hpp"
+#include "sluice/core/portable.hpp"
 #include "sluice/core/rate.hpp"
 #include "sluice/core/reconfigure.hpp"
 #include "sluice/core/refund.hpp"
@@ -131,7 +132,10 @@ constexpr bool check_algorithm() noexcept {
   static_assert(algorithm_policy<P>,
                 "an alternative of any_policy is not an algorithm_policy: the notes below name the requirement it "
                 "does not meet (docs/architecture.md, \"Adding an algorithm\")");
-  return algorithm_policy<P>;
+  static_assert(portable::described<P>,
+                "an algorithm's encodings' description, portable::of<P> in its header, declares its policy's tag on "
+                "disk `tag`, `aligned_windows` and `params` (include/sluice/portable.hpp)");
+  return algorithm_policy<P> && portable::described<P>;
 }
 template <std::size_t... I>
 constexpr bool check_algorithms(std::index_sequence<I...>) noexcept {

@@ -201,7 +201,16 @@ bool may_leave_debt(const concurrency& from, const concurrency& to) noexcept;
 /// size (its leases), encoded by each codec's `variable_state` hook.
 template <>
 struct portable::of<concurrency> {
+  static constexpr std::uint8_t tag = 12;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 'l';
+  /// Its Redis leaf (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static std::optional<error> redis_plan(const concurrency& p, redis_constants& k);
+  static void redis_args(const concurrency& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
+  /// The most units a concurrency part may hold in the Redis store (its
+  /// value holds every lease: semantics.md, "Leases in a Redis store").
+  static constexpr std::int64_t redis_most_units = 65536;
   static constexpr std::array params{
       param<concurrency>{"units", [](const concurrency& p) { return p.units(); }},
       param<concurrency>{"lease", [](const concurrency& p) { return static_cast<std::int64_t>(p.lease_length()); }}};

@@ -165,8 +165,13 @@ bool may_leave_debt(const fixed_window& from, const fixed_window& to) noexcept;
 /// The fixed window's encodings (portable.hpp): its state is the window of
 /// the latest admit and its count.
 template <>
-struct portable::of<fixed_window> {
+struct portable::of<fixed_window> : portable::window_leaf<fixed_window> {
+  static constexpr std::uint8_t tag = 0;
+  static constexpr bool aligned_windows = true;
   static constexpr char letter = 'f';
+  /// Its Redis leaf's arguments (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static void redis_args(const fixed_window& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
   static constexpr std::array params{limit_param<fixed_window>, window_param<fixed_window>,
                                      param<fixed_window>{"origin", [](const fixed_window& p) { return p.origin(); }}};
   static result<fixed_window> make(const std::array<std::int64_t, 3>& v) {

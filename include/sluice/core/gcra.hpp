@@ -179,7 +179,9 @@ bool may_leave_debt(const gcra& from, const gcra& to) noexcept;
 /// debt u − last·L, in 1/L tick (the same Redis letter as the token bucket:
 /// one state for both in the library).
 template <>
-struct portable::of<gcra> {
+struct portable::of<gcra> : portable::burst_leaf<gcra> {
+  static constexpr std::uint8_t tag = 5;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 'g';
   static constexpr std::array params{limit_param<gcra>, window_param<gcra>,
                                      param<gcra>{"burst", [](const gcra& p) { return p.burst(); }}};

@@ -193,7 +193,13 @@ bool may_leave_debt(const leaky_queue& from, const leaky_queue& to) noexcept;
 /// release instant's distance after `last`, where a snapshot holds R itself.
 template <>
 struct portable::of<leaky_queue> {
+  static constexpr std::uint8_t tag = 6;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 'q';
+  /// Its Redis leaf (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static std::optional<error> redis_plan(const leaky_queue& p, redis_constants& k);
+  static void redis_args(const leaky_queue& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
   static constexpr std::array params{limit_param<leaky_queue>, window_param<leaky_queue>,
                                      param<leaky_queue>{"queue", [](const leaky_queue& p) { return p.queue(); }}};
   static result<leaky_queue> make(const std::array<std::int64_t, 3>& v) {

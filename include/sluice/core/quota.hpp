@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -138,66 +139,60 @@ limit_figures limit_of(const quota& p) noexcept;
 /// empty (a debt), which only a non-compact keyed store can hold.
 bool may_leave_debt(const quota& from, const quota& to) noexcept;
 
-// ---- always_allow: its part of the operations over any policy (src/core/quota.cpp) ----
+// ---- always_allow and always_deny: their part of the operations over any policy (src/core/quota.cpp) ----
 
-/// Charges nothing (a report answers remaining INT64_MAX, retry_after 0).
+/// The constant answers, which keep no state: their operations are alike
+/// but for the figures of their limit and their text.
+template <typename P>
+concept constant_answer = std::same_as<P, always_allow> || std::same_as<P, always_deny>;
+
+/// Charges nothing (a report answers as the decision would: always-allow
+/// remaining INT64_MAX and retry_after 0, always-deny retry_after `never`).
 constexpr void charge(const always_allow&, always_allow::state&, tick, std::int64_t) noexcept {}
-/// The receipt of an admit of `cost` at `now`, read on the state before
-/// the step (refund.hpp: `admit`).
-receipt receipt_before(const always_allow& p, const always_allow::state& s, tick now, std::int64_t cost) noexcept;
-/// Completes an admit's receipt from the state the step left.
-void receipt_after(receipt& r, const always_allow& p, const always_allow::state& s) noexcept;
-/// Always 0.
-std::int64_t refund(const always_allow& p, always_allow::state& s, receipt&& r, tick now) noexcept;
-/// Stateless: the fresh state.
-[[nodiscard]] always_allow::state reconfigure(const always_allow& from, const always_allow::state& s,
-                                              const always_allow& to, tick now) noexcept;
-/// Always true: the always-allow limiter has no state.
-constexpr bool is_fresh(const always_allow&, const always_allow::state&, tick) noexcept { return true; }
-/// Its policy as a policy expression writes it (policy_expr.hpp).
-std::string policy_text(const always_allow& p);
-/// What its worst case needs of it for `window2` and `granularity` ≥ 1
-/// (worst_case.hpp).
-worst_case_traits worst_case_traits_of(const always_allow& p, tick window2, tick granularity);
-/// The figures of its limit that the wire advertises, and what the command
-/// asks of it (algorithm.hpp).
-limit_figures limit_of(const always_allow& p) noexcept;
-/// Whether carrying a state of `from` over to `to` may leave it below
-/// empty (a debt), which only a non-compact keyed store can hold.
-bool may_leave_debt(const always_allow& from, const always_allow& to) noexcept;
-
-// ---- always_deny: its part of the operations over any policy (src/core/quota.cpp) ----
-
-/// Charges nothing (a report answers retry_after `never`).
 constexpr void charge(const always_deny&, always_deny::state&, tick, std::int64_t) noexcept {}
-/// The receipt of an admit of `cost` at `now`, read on the state before
-/// the step (refund.hpp: `admit`).
-receipt receipt_before(const always_deny& p, const always_deny::state& s, tick now, std::int64_t cost) noexcept;
-/// Completes an admit's receipt from the state the step left.
-void receipt_after(receipt& r, const always_deny& p, const always_deny::state& s) noexcept;
-/// Always 0.
-std::int64_t refund(const always_deny& p, always_deny::state& s, receipt&& r, tick now) noexcept;
-/// Stateless: the fresh state.
-[[nodiscard]] always_deny::state reconfigure(const always_deny& from, const always_deny::state& s,
-                                             const always_deny& to, tick now) noexcept;
-/// Always true: the always-deny limiter has no state.
+/// Always true: no state.
+constexpr bool is_fresh(const always_allow&, const always_allow::state&, tick) noexcept { return true; }
 constexpr bool is_fresh(const always_deny&, const always_deny::state&, tick) noexcept { return true; }
 /// Its policy as a policy expression writes it (policy_expr.hpp).
+std::string policy_text(const always_allow& p);
 std::string policy_text(const always_deny& p);
-/// What its worst case needs of it for `window2` and `granularity` ≥ 1
-/// (worst_case.hpp).
-worst_case_traits worst_case_traits_of(const always_deny& p, tick window2, tick granularity);
 /// The figures of its limit that the wire advertises, and what the command
-/// asks of it (algorithm.hpp).
+/// asks of it (algorithm.hpp): always-allow admits without bound.
+limit_figures limit_of(const always_allow& p) noexcept;
 limit_figures limit_of(const always_deny& p) noexcept;
-/// Whether carrying a state of `from` over to `to` may leave it below
-/// empty (a debt), which only a non-compact keyed store can hold.
-bool may_leave_debt(const always_deny& from, const always_deny& to) noexcept;
+
+/// The receipt of an admit of `cost` at `now` (refund.hpp: `admit`).
+template <constant_answer P>
+receipt receipt_before(const P& p, const typename P::state& s, tick now, std::int64_t cost) noexcept;
+/// Completes an admit's receipt: nothing to add.
+template <constant_answer P>
+constexpr void receipt_after(receipt&, const P&, const typename P::state&) noexcept {}
+/// Always 0.
+template <constant_answer P>
+std::int64_t refund(const P& p, typename P::state& s, receipt&& r, tick now) noexcept;
+/// Stateless: the fresh state.
+template <constant_answer P>
+[[nodiscard]] constexpr typename P::state reconfigure(const P&, const typename P::state&, const P&, tick) noexcept {
+  return {};
+}
+/// Its closed form for `window2` and `granularity` ≥ 1 (worst_case.hpp).
+template <constant_answer P>
+worst_case_traits worst_case_traits_of(const P& p, tick window2, tick granularity);
+/// Never: it has no state to carry.
+template <constant_answer P>
+constexpr bool may_leave_debt(const P&, const P&) noexcept {
+  return false;
+}
 
 /// The quota's encodings (portable.hpp): its state is the units used.
 template <>
 struct portable::of<quota> {
+  static constexpr std::uint8_t tag = 7;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 'u';
+  /// Its Redis leaf (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static std::optional<error> redis_plan(const quota& p, redis_constants& k);
+  static void redis_args(const quota& p, const redis_constants& k, const redis_call& c, redis_numbers& out) noexcept;
   static constexpr std::array params{param<quota>{"units", [](const quota& p) { return p.units(); }}};
   static result<quota> make(const std::array<std::int64_t, 1>& v) { return quota::make(v[0]); }
 
@@ -220,11 +215,15 @@ struct portable::of<quota> {
 /// Always-allow's and always-deny's encodings: no parameters, no state.
 template <>
 struct portable::of<always_allow> {
+  static constexpr std::uint8_t tag = 8;
+  static constexpr bool aligned_windows = false;
   static constexpr std::array<param<always_allow>, 0> params{};
   static result<always_allow> make(const std::array<std::int64_t, 0>&) { return always_allow{}; }
 };
 template <>
 struct portable::of<always_deny> {
+  static constexpr std::uint8_t tag = 9;
+  static constexpr bool aligned_windows = false;
   static constexpr std::array<param<always_deny>, 0> params{};
   static result<always_deny> make(const std::array<std::int64_t, 0>&) { return always_deny{}; }
 };

@@ -3,6 +3,7 @@
 // small subset sluice needs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,6 +37,10 @@ struct error {
   std::string message;
   /// The kind, for code to branch on (the words are for people).
   error_code code = error_code::unspecified;
+  /// Where in the parsed text the fault is, 1-based, as the message says
+  /// ("at column N"), for a caller that points into a larger file; 0 when
+  /// the error names no column.
+  std::size_t column = 0;
   /// "field: message", ready to print.
   [[nodiscard]] std::string what() const { return field.empty() ? message : field + ": " + message; }
 };

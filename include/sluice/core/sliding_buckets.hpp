@@ -101,6 +101,17 @@ class sliding_buckets {
   };
   scan scan_of(const state& s, tick now) const noexcept;
   decision answer(const state& s, const scan& sc, tick now, std::int64_t cost) const noexcept;
+  /// detail::count_answer (src/detail/count_answer.hpp) for `cost` in
+  /// sub-window `j`, the window holding `in_window` units.
+  bool count_answer(decision& d, const state& s, std::int64_t j, std::int64_t in_window, std::int64_t cost,
+                    tick now) const noexcept;
+  /// Adds an admit of `cost` in sub-window `j` (its slot `slot`) to the
+  /// `in_window` units the window holds: the ring emptied when it holds
+  /// none, else the slots of the sub-windows after the newest up to j
+  /// cleared by `clear_gap()`.
+  template <typename ClearGap>
+  void add_admit(state& s, std::int64_t j, std::size_t slot, std::int64_t in_window, std::int64_t cost,
+                 ClearGap clear_gap) const noexcept;
   std::size_t slot_of(std::int64_t sub) const noexcept {
     const std::int64_t r = sub % n_;
     return static_cast<std::size_t>(r < 0 ? r + n_ : r);
@@ -174,8 +185,13 @@ bool may_leave_debt(const sliding_buckets& from, const sliding_buckets& to) noex
 /// The sliding buckets' encodings (portable.hpp): a state of variable size
 /// (a count per sub-window), encoded by each codec's `variable_state` hook.
 template <>
-struct portable::of<sliding_buckets> {
+struct portable::of<sliding_buckets> : portable::window_leaf<sliding_buckets> {
+  static constexpr std::uint8_t tag = 3;
+  static constexpr bool aligned_windows = true;
   static constexpr char letter = 'b';
+  /// Its Redis leaf's arguments (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static void redis_args(const sliding_buckets& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
   static constexpr std::array params{
       limit_param<sliding_buckets>, window_param<sliding_buckets>,
       param<sliding_buckets>{"buckets", [](const sliding_buckets& p) { return p.buckets(); }}};

@@ -235,8 +235,13 @@ bool may_leave_debt(const sliding_counter& from, const sliding_counter& to) noex
 /// most report_count_bound (a Redis value's `prev` may hold a larger
 /// limit's units, carried over).
 template <>
-struct portable::of<sliding_counter> {
+struct portable::of<sliding_counter> : portable::window_leaf<sliding_counter> {
+  static constexpr std::uint8_t tag = 2;
+  static constexpr bool aligned_windows = true;
   static constexpr char letter = 'c';
+  /// Its Redis leaf's arguments (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static void redis_args(const sliding_counter& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
   static constexpr std::array params{limit_param<sliding_counter>, window_param<sliding_counter>};
   static result<sliding_counter> make(const std::array<std::int64_t, 2>& v) {
     return sliding_counter::make(rate{v[0], v[1]});

@@ -168,8 +168,13 @@ bool may_leave_debt(const sliding_log& from, const sliding_log& to) noexcept;
 /// The sliding log's encodings (portable.hpp): a state of variable size (its
 /// runs), encoded by each codec's `variable_state` hook.
 template <>
-struct portable::of<sliding_log> {
+struct portable::of<sliding_log> : portable::window_leaf<sliding_log> {
+  static constexpr std::uint8_t tag = 1;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 's';
+  /// Its Redis leaf's arguments (portable.hpp; src/redis/lua/, its `--! leaf` line).
+  static void redis_args(const sliding_log& p, const redis_constants& k, const redis_call& c,
+                         redis_numbers& out) noexcept;
   static constexpr std::array params{limit_param<sliding_log>, window_param<sliding_log>};
   static result<sliding_log> make(const std::array<std::int64_t, 2>& v) { return sliding_log::make(rate{v[0], v[1]}); }
 };

@@ -183,7 +183,9 @@ bool may_leave_debt(const token_bucket& from, const token_bucket& to) noexcept;
 /// admit and the units spent, in 1/W token (the same Redis letter as GCRA:
 /// one state for both in the library).
 template <>
-struct portable::of<token_bucket> {
+struct portable::of<token_bucket> : portable::burst_leaf<token_bucket> {
+  static constexpr std::uint8_t tag = 4;
+  static constexpr bool aligned_windows = false;
   static constexpr char letter = 'g';
   static constexpr std::array params{limit_param<token_bucket>, window_param<token_bucket>,
                                      param<token_bucket>{"burst", [](const token_bucket& p) { return p.burst(); }}};

@@ -4,12 +4,17 @@
 // token bucket and GCRA is here, beside the rule they share.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "sluice/core/any.hpp"
 #include "sluice/core/detail/arith.hpp"
 #include "sluice/core/detail/receipt_fields.hpp"
+#include "sluice/core/portable.hpp"
 #include "sluice/core/refund.hpp"
 
 namespace sluice::detail {
@@ -48,6 +53,27 @@ struct receipt_stamp {
   std::int64_t p3 = 0;
 };
 
+/// The index of alternative P in any_policy.
+template <typename P, std::size_t I = 0>
+constexpr std::size_t alternative_index() noexcept {
+  if constexpr (std::is_same_v<std::variant_alternative_t<I, any_policy>, P>) {
+    return I;
+  } else {
+    return alternative_index<P, I + 1>();
+  }
+}
+
+/// The stamp of policy `p` of algorithm P: its algorithm and its
+/// parameters in its description's order (portable.hpp), 0 past them.
+template <typename P>
+receipt_stamp stamp_of(const P& p) noexcept {
+  static_assert(portable::of<P>::params.size() <= 3, "a receipt holds three parameters");
+  std::int64_t v[3] = {};
+  std::size_t i = 0;
+  for (const auto& param : portable::of<P>::params) v[i++] = param.get(p);
+  return {static_cast<algorithm>(alternative_index<P>()), v[0], v[1], v[2]};
+}
+
 /// A receipt stamped with `st`, for an admit of `cost` at `at`.
 inline receipt new_receipt(const receipt_stamp& st, tick at, std::int64_t cost) noexcept {
   using ra = receipt_access;
@@ -59,6 +85,24 @@ inline receipt new_receipt(const receipt_stamp& st, tick at, std::int64_t cost) 
   ra::at(r) = at;
   ra::cost(r) = cost;
   return r;
+}
+
+/// The receipt of a state of one quantity that a refund moves back (a
+/// GCRA's u, a token bucket's TAT, a leaky queue's release R) and its
+/// `last`: the quantity before the step, `before`, read on the state before
+/// it...
+template <typename P>
+receipt one_value_receipt(const P& p, const typename P::state& s, tick now, std::int64_t cost, i128 before) noexcept {
+  receipt r = new_receipt(stamp_of(p), max64(now, s.last), cost);
+  receipt_access::before(r) = before;
+  return r;
+}
+/// ...and completed with the quantity after it, `after`, and the state's
+/// `last`.
+template <typename State>
+void one_value_receipt_after(receipt& r, const State& s, i128 after) noexcept {
+  receipt_access::after(r) = after;
+  receipt_access::at(r) = s.last;
 }
 
 /// Whether `r` is not empty and was stamped with `st`.

@@ -286,6 +286,37 @@ redis.register_function{
   flags = {'no-writes'},
 }
 
+-- The compare-and-set of keys[from..]: each key's triple of argv from `ai`
+-- is (want, new, px): want '=' .. its value, or '-' for absent; new '-'
+-- (delete it), '' (leave it) or its value, px that value's TTL ('0': none).
+-- Writes only when every key is as wanted, then publishes the message after
+-- the triples if there is one (the deny caches' invalidation, redis.md);
+-- false when some key moved.
+local function cas_keys(keys, argv, from, ai)
+  local first = ai
+  for k = from, #keys do
+    local v, want = get(keys[k]), argv[ai]
+    if v then
+      if string.sub(want, 1, 1) ~= '=' or string.sub(want, 2) ~= v then return false end
+    elseif want ~= '-' then
+      return false
+    end
+    ai = ai + 3
+  end
+  ai = first
+  for k = from, #keys do
+    local new, px = argv[ai + 1], argv[ai + 2]
+    if new == '-' then
+      redis.call('DEL', keys[k])
+    elseif new ~= '' then
+      if px ~= '0' then redis.call('SET', keys[k], new, 'PX', px) else redis.call('SET', keys[k], new) end
+    end
+    ai = ai + 3
+  end
+  if argv[ai] then redis.call('PUBLISH', argv[ai], argv[ai + 1]) end
+  return true
+end
+
 redis.register_function('@LIB@_cas', function(KEYS, ARGV)
   local ki = 1
   if ARGV[1] == '1' then
@@ -294,27 +325,7 @@ redis.register_function('@LIB@_cas', function(KEYS, ARGV)
     if rec then return {2, rec} end
     ki = 2
   end
-  local ai = 5
-  for k = ki, #KEYS do
-    local v, want = get(KEYS[k]), ARGV[ai]
-    if v then
-      if string.sub(want, 1, 1) ~= '=' or string.sub(want, 2) ~= v then return {0} end
-    elseif want ~= '-' then
-      return {0}
-    end
-    ai = ai + 3
-  end
-  ai = 5
-  for k = ki, #KEYS do
-    local new, px = ARGV[ai + 1], ARGV[ai + 2]
-    if new == '-' then
-      redis.call('DEL', KEYS[k])
-    elseif new ~= '' then
-      if px ~= '0' then redis.call('SET', KEYS[k], new, 'PX', px) else redis.call('SET', KEYS[k], new) end
-    end
-    ai = ai + 3
-  end
-  if ARGV[ai] then redis.call('PUBLISH', ARGV[ai], ARGV[ai + 1]) end  -- the deny caches' invalidation (redis.md)
+  if not cas_keys(KEYS, ARGV, ki, 5) then return {0} end
   if ARGV[1] == '1' then redis.call('SET', KEYS[1], item(ARGV[4]) .. ARGV[3], 'PX', ARGV[2]) end
   return {1}
 end)

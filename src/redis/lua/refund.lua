@@ -36,27 +36,7 @@ redis.register_function{
 redis.register_function('@LIB@_refund', function(KEYS, ARGV)
   if get(KEYS[2]) then return {6} end
   if get(KEYS[1]) ~= ARGV[1] then return {0} end
-  local ai = 2
-  for k = 3, #KEYS do
-    local v, want = get(KEYS[k]), ARGV[ai]
-    if v then
-      if string.sub(want, 1, 1) ~= '=' or string.sub(want, 2) ~= v then return {0} end
-    elseif want ~= '-' then
-      return {0}
-    end
-    ai = ai + 3
-  end
-  ai = 2
-  for k = 3, #KEYS do
-    local new, px = ARGV[ai + 1], ARGV[ai + 2]
-    if new == '-' then
-      redis.call('DEL', KEYS[k])
-    elseif new ~= '' then
-      if px ~= '0' then redis.call('SET', KEYS[k], new, 'PX', px) else redis.call('SET', KEYS[k], new) end
-    end
-    ai = ai + 3
-  end
-  if ARGV[ai] then redis.call('PUBLISH', ARGV[ai], ARGV[ai + 1]) end  -- the deny caches' invalidation (redis.md)
+  if not cas_keys(KEYS, ARGV, 3, 2) then return {0} end
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl > 0 then
     redis.call('SET', KEYS[2], '1', 'PX', string.format('%d', ttl))

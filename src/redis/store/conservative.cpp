@@ -29,8 +29,13 @@ std::int64_t whole(const T& pol) {
     return std::max<std::int64_t>(pol.queue(), 1);
   } else if constexpr (std::is_same_v<T, quota>) {
     return std::max<std::int64_t>(pol.units(), 1);
-  } else {
+  } else if constexpr (std::is_same_v<T, fixed_window> || std::is_same_v<T, sliding_counter> ||
+                       std::is_same_v<T, sliding_log> || std::is_same_v<T, sliding_buckets>) {
     return std::max<std::int64_t>(pol.limit().limit, 1);
+  } else {
+    static_assert(unhandled_algorithm<T>,
+                  "a new algorithm: say what fully uses it here, or that it has no count to cap in "
+                  "conservative_leaf (docs/architecture.md, \"Adding an algorithm\")");
   }
 }
 
@@ -96,6 +101,13 @@ std::optional<any_state> redis::conservative_leaf(const any_policy& leaf, const 
               s.curr = std::min<std::int64_t>(s.curr, report_count_bound(pol.limit()));
               s.prev = std::min<std::int64_t>(s.prev, p53 - 1);
               out = any_state(s);
+            } else if constexpr (std::is_same_v<T, sliding_log> || std::is_same_v<T, sliding_buckets> ||
+                                 std::is_same_v<T, quota>) {
+              // No capped form: its fallback is the whole limit used (below).
+            } else {
+              static_assert(unhandled_algorithm<T>,
+                            "a new algorithm: write its capped state here, or say that it has none "
+                            "(docs/architecture.md, \"Adding an algorithm\")");
             }
             return;
           }

@@ -85,4 +85,13 @@ std::optional<any_state> read_check(std::span<const epoch> epochs,
   return carry(epochs, key_epoch, std::move(whole));
 }
 
+check_read read_check_at(std::span<const epoch> epochs, std::span<const std::optional<std::string_view>> values,
+                         std::size_t at) {
+  const std::size_t k = epochs.back().p->leaves().size();
+  check_read r;
+  r.stale.reset(new bool[k]());
+  r.state = read_check(epochs, values.subspan(at, k), r.latest, r.how, std::span<bool>(r.stale.get(), k));
+  return r;
+}
+
 }  // namespace sluice::redis

@@ -58,4 +58,17 @@ std::optional<any_state> read_check(std::span<const epoch> epochs,
                                     std::span<const std::optional<std::string_view>> values, tick& latest,
                                     read_outcome& how, std::span<bool> stale = {});
 
+/// A check's state read for a write back (a refund, a release): read_check
+/// over its current configuration's leaves, whose values are
+/// `values[at .. at + leaves)`, with the latest admit they hold, how they
+/// were read and which of them were written for an earlier configuration.
+struct check_read {
+  std::optional<any_state> state;
+  tick latest = detail::i64_min;
+  read_outcome how = read_outcome::current;
+  std::unique_ptr<bool[]> stale;
+};
+check_read read_check_at(std::span<const epoch> epochs, std::span<const std::optional<std::string_view>> values,
+                         std::size_t at);
+
 }  // namespace sluice::redis

@@ -33,16 +33,12 @@
 
 namespace sluice::redis {
 
-/// The most units a concurrency part may hold in the Redis store (its value
-/// holds every lease: semantics.md, "Leases in a Redis store").
-inline constexpr std::int64_t max_redis_concurrency = 65536;
-
 /// The length of a tag: a type letter and 8 hex digits.
 inline constexpr std::size_t tag_size = 9;
 
 /// One stateful leaf of a policy tree (a plain algorithm, not always-*), with
 /// the constants its arguments are computed from.
-struct leaf_plan {
+struct leaf_plan : portable::redis_constants {
   const any_policy* policy = nullptr;  ///< the leaf, inside plan::policy
   char letter = 'g';                   ///< the state's type letter (g, q, f, c, u, s, b, l)
   char tag[tag_size] = {};             ///< letter + 8 hex digits: CRC-32C of the whole policy and the leaf's index
@@ -51,13 +47,10 @@ struct leaf_plan {
   /// capacity; semantics.md, "Answers that need no state"): every larger
   /// cost is denied `never` whatever the state. INT64_MAX when unknown.
   std::int64_t most = detail::i64_max;
-  // GCRA, token bucket: S·W = sq·L + sr; leaky queue: Q·W = sq·L + sr and
-  // W = wq·L + wr (L ≥ 1).
-  detail::i128 sq = 0, sr = 0;
-  detail::i128 wq = 0, wr = 0;
-  // GCRA, token bucket, leaky queue: the most debt (backlog) a report may
-  // leave, K = kq·L + kr (report.hpp: report_debt_bound); 0 when L = 0.
-  detail::i128 kq = 0, kr = 0;
+  // Its constants (portable::redis_constants, from its description's
+  // redis_plan): GCRA, token bucket: S·W = sq·L + sr; leaky queue:
+  // Q·W = sq·L + sr and W = wq·L + wr (L ≥ 1); the three: the most debt
+  // (backlog) a report may leave, K = kq·L + kr; 0 when L = 0.
 
   [[nodiscard]] std::string_view tag_view() const noexcept { return {tag, tag_size}; }
 };

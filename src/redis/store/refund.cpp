@@ -409,12 +409,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     for (std::size_t i = 0; i < n; ++i) {
       const redis::plan& p = *es[i]->p;
       const std::size_t k = p.leaves().size();
-      tick latest = detail::i64_min;
-      redis::read_outcome how = redis::read_outcome::current;
-      std::unique_ptr<bool[]> stale(new bool[k]());
-      auto st =
-          redis::read_check(es[i]->epochs, std::span<const std::optional<std::string_view>>(now_values).subspan(ki, k),
-                            latest, how, std::span<bool>(stale.get(), k));
+      auto [st, latest, how, stale] = redis::read_check_at(es[i]->epochs, now_values, ki);
       if (!st) {
         corrupt.fetch_add(1, std::memory_order_relaxed);
         return failed(false);

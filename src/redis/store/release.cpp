@@ -165,12 +165,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
     for (std::size_t i = 0; i < n; ++i) {
       const redis::plan& p = *es[i]->p;
       const std::size_t k = p.leaves().size();
-      tick latest = detail::i64_min;
-      redis::read_outcome how = redis::read_outcome::current;
-      std::unique_ptr<bool[]> stale(new bool[k]());
-      auto st =
-          redis::read_check(es[i]->epochs, std::span<const std::optional<std::string_view>>(before).subspan(at, k),
-                            latest, how, std::span<bool>(stale.get(), k));
+      auto [st, latest, how, stale] = redis::read_check_at(es[i]->epochs, before, at);
       if (!st && how == redis::read_outcome::unknown && attempt + 1 < release_attempts && follow_overrides()) {
         again = true;  // written under the override stored now: released under it
         break;

@@ -60,6 +60,18 @@ constexpr std::int64_t until(i128 at, std::int64_t now) noexcept {
 
 constexpr std::int64_t max64(std::int64_t a, std::int64_t b) noexcept { return a < b ? b : a; }
 
+/// The greatest common divisor of a, b ≥ 0, in any integer type (128-bit
+/// ones too, which std::gcd does not take).
+template <typename T>
+constexpr T gcd(T a, T b) noexcept {
+  while (b != 0) {
+    const T r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
 /// Division by a divisor fixed when a policy is built (W, or L), with no
 /// division instruction: a multiply by a precomputed reciprocal and two
 /// shifts (Granlund & Montgomery, "Division by invariant integers using
