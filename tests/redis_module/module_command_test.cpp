@@ -101,12 +101,24 @@ TEST(RedisModule, BadRequestsAreClearErrorsAndWriteNothing) {
   pl.append_tree(1000, 1, tree);
   EXPECT_TRUE(has(module_call(c, "decide", {"e:k"}, {tree}), "fewer keys than the request's checks"));
   EXPECT_TRUE(has(module_call(c, "decide", {"e:k", "e:k2"}, {tree.substr(0, tree.size() - 3)}), "sluice: bad request"));
-  // A leaf of an algorithm the module does not decide: a clear error.
+  // A windowed leaf whose window and offset split another instant than
+  // the call's: a clear error.
   const redis::plan fixed = redis::plan::make(parse_policy("fixed-window 10/1s").value()).value();
   std::string fb = one_header(1000, 1, 3);
-  fixed.append_leaf(0, 1000, 1, fb);
-  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {fb}), "use the Lua library's FCALL"))
+  fixed.append_leaf(0, 5'000'000'000, 1, fb);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {fb}), "not the call's instant"))
       << module_call(c, "one", {"e:f"}, {fb});
+  // A leaky queue leaf whose K is not its queue's report bound.
+  const redis::plan leaky = redis::plan::make(parse_policy("leaky-queue 10/1s queue=5").value()).value();
+  std::string qb = one_header(1000, 1, 3);
+  leaky.append_leaf(0, 1000, 1, qb);
+  std::int64_t kq = 0;  // the leaf's last two numbers: kq kr
+  ASSERT_TRUE(redis::get_number(qb.data() + qb.size() - 16, kq));
+  std::string bumped;
+  redis::put_number(bumped, kq + 1);
+  qb.replace(qb.size() - 16, 8, bumped);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {qb}), "not its queue's report bound"))
+      << module_call(c, "one", {"e:f"}, {qb});
   // A key of another type, a corrupt value.
   ASSERT_EQ(run(c, {"LPUSH", "e:list", "x"}), "1");
   EXPECT_EQ(module_call(c, "one", {"e:list"}, {blob}), "ERR<sluice: corrupt state (not a string key)>");

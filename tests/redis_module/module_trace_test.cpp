@@ -1,7 +1,7 @@
 // The module decides as the Lua library, on the same keys: the conformance
-// suite's GCRA and token bucket traces (tests/conformance/traces.hpp) with
-// their calls alternating between FCALL and the module's command decide as
-// the model; and the same requests sent to both on twin keys give the same
+// suite's traces of every algorithm (tests/conformance/traces.hpp), with
+// requests of several checks, with their calls alternating between FCALL
+// and the module's command, decide as the model; and the same requests sent to both on twin keys give the same
 // replies, the same stored values and the same TTLs (requests of one check
 // and trees of several, request ids, override keys, reports, peeks).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "conformance/traces.hpp"
 #include "redis_module/module_support.hpp"
+#include "sluice/concurrency.hpp"
 #include "sluice/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_trace_test {
@@ -33,7 +34,6 @@ int status_of(const std::string& shown) {
 conformance::trace_options trace_options() {
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;  // what the Redis store holds exactly
-  o.extra_policies = 0;                    // the module decides GCRA and token bucket leaves
   o.length = 24;
   return o;
 }
@@ -75,25 +75,31 @@ std::string alternate(redis::test_client& c, const conformance::trace& t, const 
 
 TEST(RedisModule, TracesAlternatingWithTheLuaLibraryDecideAsTheModel) {
   auto c = module_support::client_of(module_support::shared_server());
-  std::size_t traces = 0, decided = 0, admitted_somewhere = 0;
-  for (const algorithm a : {algorithm::gcra, algorithm::token_bucket}) {
-    for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+  std::size_t traces = 0, decided = 0;
+  for (const algorithm a : conformance::all_algorithms) {
+    std::size_t mine = 0, admitted_somewhere = 0;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
       const auto t = conformance::make_trace(a, seed, trace_options());
-      if (!redis::plan::make(t.policies[0].policy).ok()) continue;
+      bool planned = true;
+      for (const auto& p : t.policies) planned = planned && redis::plan::make(p.policy).ok();
+      if (!planned) continue;
       const std::string prefix = "alt:" + std::string(name_of(a)) + ":" + std::to_string(seed) + ":";
       const std::string diff = alternate(c, t, prefix, decided);
       ASSERT_EQ(diff, "") << t.describe();
-      ++traces;
+      ++mine;
       for (const auto& w : conformance::expected_answers(t))
         if (w.d.d.allowed) {
           ++admitted_somewhere;
           break;
         }
     }
+    // Every algorithm's traces ran, and admit, not only deny.
+    EXPECT_GE(mine, 20u) << name_of(a);
+    EXPECT_GE(admitted_somewhere, 10u) << name_of(a);
+    traces += mine;
   }
-  EXPECT_GE(traces, 200u);
-  EXPECT_GE(decided, 2000u);
-  EXPECT_GE(admitted_somewhere, 100u);  // the traces admit, not only deny
+  EXPECT_GE(traces, 300u);
+  EXPECT_GE(decided, 3000u);
 }
 
 /// A request sent to both: the Lua library on `lua:` keys, the module on
@@ -147,6 +153,20 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
       "token-bucket 7/13ms burst=1000000",
       "all(gcra 10/1s burst=5, token-bucket 100/1m burst=50)",
       "any(gcra 2/1s burst=2, all(gcra 5/1s burst=1, token-bucket 1/1s burst=3))",
+      // Every other algorithm's leaf (their values, TTL formulas and
+      // report saturations differ): alone and in trees.
+      "fixed-window 10/1s",
+      "fixed-window 4/700ms origin=123ms",
+      "sliding-counter 6/1s",
+      "sliding-log 5/1s",
+      "sliding-buckets 8/1s buckets=4",
+      "leaky-queue 10/1s queue=4",
+      "leaky-queue 3/7ms queue=1000",
+      "quota 40",
+      "concurrency 3 lease=700ms",
+      "all(fixed-window 10/1s, sliding-log 20/1m, quota 100)",
+      "any(sliding-counter 2/1s, all(leaky-queue 5/1s queue=3, sliding-buckets 10/2s buckets=5))",
+      "all(concurrency 4 lease=2s, gcra 10/1s burst=5)",
   };
   std::mt19937_64 g(42);
   for (std::size_t pi = 0; pi < std::size(exprs); ++pi) {
@@ -165,6 +185,7 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
       const std::int64_t tns = g() % 3 == 0 ? 1 : (g() % 2 == 0 ? 1000 : 1000000);
       const std::int64_t base = 5000 + static_cast<std::int64_t>(g() % 5);
       const int kind = static_cast<int>(g() % 6);
+      const lease_scope lease(g());  // a concurrency leaf's lease takes this nonce
       std::string diff;
       if (pl.single() && kind < 2) {
         std::string blob = one_header(now, tns, base);
@@ -226,8 +247,9 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
     ASSERT_EQ(tw.send("one", {"cfg"}, {other}), "");
     ASSERT_EQ(tw.send("one", {"cfg"}, {other}), "");  // batch 77 stopped: {4}
   }
-  EXPECT_GE(tw.calls, 400u);
-  EXPECT_GE(tw.with_ttl, 100u);  // TTLs were compared, not only their absence
+  EXPECT_GE(tw.calls, 1000u);
+  EXPECT_EQ(tw.errors, 0u);      // every call decided, none refused by both alike
+  EXPECT_GE(tw.with_ttl, 300u);  // TTLs were compared, not only their absence
 }
 
 // The store's clock: th sent with 2^32 added makes both read the server's
