@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "redis_module/module_support.hpp"
+#include "sluice/concurrency.hpp"
 #include "sluice/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_command_test {
@@ -192,8 +193,25 @@ TEST(RedisModule, AReplicaWithoutTheModuleHoldsTheSameValuesAndExpiries) {
   std::string nottl = one_header(now, 0, 0);  // tns 0, base 0: no expiry
   one.append_leaf(0, now, 1, nottl);
   ASSERT_EQ(module_call(p, "one", {"rp:forever"}, {nottl}).substr(0, 3), "[1 ");
+  // A lease released (its key keeps its expiry), a value deleted by a
+  // compare-and-set, a refund's mark (expiring with the record): their
+  // effects reach the replica too.
+  const redis::plan lease = redis::plan::make(parse_policy("concurrency 2 lease=10s").value()).value();
+  for (const std::uint64_t nonce : {5, 6}) {
+    const lease_scope scope(nonce);
+    std::string b = tree_header(now, 1, 3);
+    lease.append_tree(now, 1, b);
+    ASSERT_EQ(module_call(p, "decide", {"rp:lease"}, {b}).substr(0, 3), "[1 ");
+  }
+  const std::string released = module_call(p, "release", {"rp:lease"}, {module_support::release_blob(now, 5, lease)});
+  ASSERT_TRUE(released.starts_with("[1 s") && !released.ends_with(" nil]")) << released;
+  ASSERT_EQ(run(p, {"SET", "rp:gone", "x"}), "+OK");
+  ASSERT_EQ(module_call(p, "cas", {"rp:gone"}, {"0", "0", "", "", "=x", "-", "0"}), "[1]");
+  ASSERT_EQ(run(p, {"SET", "rp:rid", "rec", "PX", "60000"}), "+OK");
+  ASSERT_EQ(module_call(p, "refund", {"rp:rid", "rp:mark"}, {"rec"}), "[1]");
   ASSERT_EQ(run(p, {"WAIT", "1", "5000"}), "1");
-  for (const std::string k : {"rp:id", "rp:a", "rp:b", "rp:one", "rp:cell", "rp:forever"}) {
+  EXPECT_EQ(run(r, {"EXISTS", "rp:gone"}), "0");
+  for (const std::string k : {"rp:id", "rp:a", "rp:b", "rp:one", "rp:cell", "rp:forever", "rp:lease", "rp:mark"}) {
     EXPECT_EQ(run(r, {"GET", k}), run(p, {"GET", k})) << k;
     EXPECT_NE(run(r, {"GET", k}), "nil") << k;
     EXPECT_EQ(run(r, {"PEXPIRETIME", k}), run(p, {"PEXPIRETIME", k})) << k;
