@@ -240,5 +240,52 @@ TEST(RedisModule, TheStoresClockIsTheServers) {
   EXPECT_LT(std::llabs(used - wall), 60'000'000) << got;
 }
 
+// The windowed leaves at the store's clock: the client splits its estimate
+// into a window and an offset, the library moves the split by the
+// estimate's error, and the module decides at the server's instant alike,
+// whether the estimate is early or late (by less than a window, or by
+// several); the written window is the server's.
+TEST(RedisModule, WindowedLeavesAtTheStoresClockAreDecidedAtTheServersInstant) {
+  auto c = module_support::client_of(module_support::shared_server());
+  int n = 0;
+  for (const char* expr :
+       {"fixed-window 5/10s origin=3s", "sliding-counter 5/10s", "sliding-buckets 5/10s buckets=5"}) {
+    const redis::plan pl = redis::plan::make(parse_policy(expr).value()).value();
+    for (const std::int64_t off : {std::int64_t{-25'000'000}, std::int64_t{-700'000}, std::int64_t{0},
+                                   std::int64_t{900'000}, std::int64_t{31'000'000}}) {
+      const auto wall =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      const tick estimate = wall + off;  // ticks of 1 µs
+      std::string blob;
+      std::int64_t h = 0, l = 0;
+      redis::split_limbs(estimate, h, l);
+      redis::put_number(blob, h + (std::int64_t{1} << 32));
+      redis::put_number(blob, l);
+      redis::put_number(blob, 1000);
+      redis::put_number(blob, 3);
+      redis::put_number(blob, 0);
+      pl.append_leaf(0, estimate, 1, blob);
+      const std::string key = "wclock:" + std::to_string(n++);
+      for (const bool module : {false, true}) {
+        const std::string got =
+            module ? module_call(c, "one", {"m" + key}, {blob}) : fcall(c, "one", {"l" + key}, {blob});
+        ASSERT_EQ(status_of(got), 1) << expr << " off " << off << (module ? " module: " : " library: ") << got;
+      }
+      // Both wrote the same window (the server's): the value's numbers
+      // after the tag up to the offset (its limbs), unless a window
+      // boundary fell between the two calls.
+      const redis::reply lv = module_support::answer(c.call(std::vector<std::string_view>{"GET", "l" + key}));
+      const redis::reply mv = module_support::answer(c.call(std::vector<std::string_view>{"GET", "m" + key}));
+      ASSERT_GE(mv.str.size(), 9u + 16u);
+      std::int64_t lk = 0, mk = 0, ll = 0, ml = 0;
+      ASSERT_TRUE(redis::get_number(lv.str.data() + 9, lk) && redis::get_number(mv.str.data() + 9, mk));
+      ASSERT_TRUE(redis::get_number(lv.str.data() + 17, ll) && redis::get_number(mv.str.data() + 17, ml));
+      EXPECT_LE(std::llabs((mk * (std::int64_t{1} << 32) + ml) - (lk * (std::int64_t{1} << 32) + ll)), 1)
+          << expr << " off " << off;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::redis_module_test::module_trace_test
