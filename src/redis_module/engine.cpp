@@ -175,6 +175,9 @@ reply one(keyspace& ks, std::size_t keys, std::span<const std::string_view> args
   leaf_step s = step_leaf(tag, leaf_args, v, at.now, at.shift);
   if (s.error) throw stop{std::move(*s.error)};
   if (!s.ok) return stamped(reply::list(reply::of(0), reply::maybe(std::move(v))), at);
+  // A concurrency leaf's report (mode 2) fits and writes nothing: the
+  // library's _one fails on it (SET of nothing), as this does.
+  if (!s.after) throw stop{bad("a report that writes nothing: reports go through SLUICE.REPORT")};
   ks.put(0, *s.after, expiry_ms(s.ttl, tns, base));
   return stamped(reply::list(reply::of(1), reply::maybe(std::move(v)), reply::maybe(std::move(s.after))), at);
 }

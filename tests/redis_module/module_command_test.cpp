@@ -16,6 +16,7 @@
 namespace sluice::redis_module_test::module_command_test {
 namespace {
 
+using module_support::fcall;
 using module_support::module_call;
 using module_support::one_header;
 using module_support::run;
@@ -120,6 +121,14 @@ TEST(RedisModule, BadRequestsAreClearErrorsAndWriteNothing) {
   qb.replace(qb.size() - 16, 8, bumped);
   EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {qb}), "not its queue's report bound"))
       << module_call(c, "one", {"e:f"}, {qb});
+  // A concurrency leaf's report through SLUICE.ONE (it fits and writes
+  // nothing): an error, as the library's _one fails on it.
+  const redis::plan lease = redis::plan::make(parse_policy("concurrency 2 lease=1s").value()).value();
+  std::string lb = one_header(1000, 1, 3);
+  lease.append_leaf(0, 1000, 1, lb, true);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {lb}), "reports go through SLUICE.REPORT"))
+      << module_call(c, "one", {"e:f"}, {lb});
+  EXPECT_TRUE(has(fcall(c, "one", {"e:f"}, {lb}), "ERR<")) << fcall(c, "one", {"e:f"}, {lb});
   // A key of another type, a corrupt value.
   ASSERT_EQ(run(c, {"LPUSH", "e:list", "x"}), "1");
   EXPECT_EQ(module_call(c, "one", {"e:list"}, {blob}), "ERR<sluice: corrupt state (not a string key)>");

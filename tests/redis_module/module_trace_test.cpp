@@ -212,22 +212,33 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
   EXPECT_GE(tw.with_ttl, 300u);  // TTLs were compared, not only their absence
 }
 
-// The store's clock: th sent with 2^32 added makes both read the server's
-// time and end their reply with the instant used.
-TEST(RedisModule, TheStoresClockIsTheServers) {
-  auto c = module_support::client_of(module_support::shared_server());
-  const redis::plan pl = redis::plan::make(parse_policy("gcra 1000/1s burst=1000").value()).value();
-  const auto wall =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
+/// The wall clock in µs.
+tick wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The header of `_one` at the store's clock, in ticks of 1 µs (tns 1000),
+/// `estimate` the client's estimate of it: th sent with 2^32 added.
+std::string at_the_stores_clock(tick estimate) {
   std::string blob;
   std::int64_t h = 0, l = 0;
-  redis::split_limbs(wall, h, l);  // ticks of 1000 ns: the estimate is the wall clock in µs
+  redis::split_limbs(estimate, h, l);
   redis::put_number(blob, h + (std::int64_t{1} << 32));
   redis::put_number(blob, l);
   redis::put_number(blob, 1000);
   redis::put_number(blob, 3);
   redis::put_number(blob, 0);
+  return blob;
+}
+
+// The store's clock: th sent with 2^32 added makes both read the server's
+// time and end their reply with the instant used.
+TEST(RedisModule, TheStoresClockIsTheServers) {
+  auto c = module_support::client_of(module_support::shared_server());
+  const redis::plan pl = redis::plan::make(parse_policy("gcra 1000/1s burst=1000").value()).value();
+  const tick wall = wall_us();
+  std::string blob = at_the_stores_clock(wall);  // the estimate is the wall clock in µs
   pl.append_leaf(0, wall, 1, blob);
   const std::string got = module_call(c, "one", {"clock:k"}, {blob});
   ASSERT_EQ(status_of(got), 1) << got;
@@ -253,18 +264,8 @@ TEST(RedisModule, WindowedLeavesAtTheStoresClockAreDecidedAtTheServersInstant) {
     const redis::plan pl = redis::plan::make(parse_policy(expr).value()).value();
     for (const std::int64_t off : {std::int64_t{-25'000'000}, std::int64_t{-700'000}, std::int64_t{0},
                                    std::int64_t{900'000}, std::int64_t{31'000'000}}) {
-      const auto wall =
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
-      const tick estimate = wall + off;  // ticks of 1 µs
-      std::string blob;
-      std::int64_t h = 0, l = 0;
-      redis::split_limbs(estimate, h, l);
-      redis::put_number(blob, h + (std::int64_t{1} << 32));
-      redis::put_number(blob, l);
-      redis::put_number(blob, 1000);
-      redis::put_number(blob, 3);
-      redis::put_number(blob, 0);
+      const tick estimate = wall_us() + off;
+      std::string blob = at_the_stores_clock(estimate);
       pl.append_leaf(0, estimate, 1, blob);
       const std::string key = "wclock:" + std::to_string(n++);
       for (const bool module : {false, true}) {
