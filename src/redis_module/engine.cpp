@@ -2,7 +2,9 @@
 // same arguments, the same checks in the same order, the same replies and
 // writes. Each leaf is decided by the core (leaves.cpp); this file is the
 // protocol around it: the instant, the batch that stopped, override keys,
-// the request tree in prefix form, request ids' records, TTLs.
+// the request tree in prefix form, request ids' records, TTLs; and the
+// library's writes of what the client computed (refunds, carried states:
+// compare-and-set) and its lease release (the core's `release`).
 #include "redis_module/engine.hpp"
 
 #include <cstdio>

@@ -1,8 +1,9 @@
 // The Redis module's commands without Redis: the FCALL argument layout of
 // the Lua library (src/redis/lua/main.lua) parsed, every leaf decided by
 // the core's own step functions on the values the library reads and writes
-// (redis/store/value_codec.hpp), and the reply the library would give, as a
-// value. module.cpp binds these to the Redis module API (keys, replies,
+// (redis/store/value_codec.hpp), leases released by the core's `release`,
+// refunds and carried states compared and set, and the reply the library
+// would give, as a value. module.cpp binds these to the Redis module API (keys, replies,
 // replication); the fuzz target (tests/fuzz/fuzz_redis_module.cpp) and the
 // unit tests drive them over an in-memory keyspace.
 //
