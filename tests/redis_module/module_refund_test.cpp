@@ -2,7 +2,13 @@
 // library's functions on the same keys (twin keys: the same replies, values
 // and TTLs), and SLUICE.INFO says what the loaded module decides.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <arpa/inet.h>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -117,6 +123,59 @@ TEST(RedisModule, RefundAndCasWriteAsTheLuaLibrarys) {
   EXPECT_EQ(module_support::module_call(c, "cas", {"cs:z"}, {"0", "0", "", "", "-", "n1"}).substr(0, 25),
             "ERR<sluice: bad request (");
   EXPECT_EQ(run(c, {"EXISTS", "cs:z"}), "0");
+}
+
+/// A subscriber of one channel on 127.0.0.1:`port`, on a plain socket:
+/// the RESP it reads, until a deadline.
+class subscriber {
+ public:
+  subscriber(int port, const std::string& channel) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+    const std::string cmd = "*2\r\n$9\r\nSUBSCRIBE\r\n$" + std::to_string(channel.size()) + "\r\n" + channel + "\r\n";
+    connected_ = connected_ && ::write(fd_, cmd.data(), cmd.size()) == static_cast<ssize_t>(cmd.size());
+  }
+  ~subscriber() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  subscriber(const subscriber&) = delete;
+  subscriber& operator=(const subscriber&) = delete;
+
+  /// Whether what it has read contains `want` within 10 s.
+  bool reads(const std::string& want) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (connected_ && got_.find(want) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      char buf[4096];
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return false;
+      got_.append(buf, static_cast<std::size_t>(n));
+    }
+    return connected_;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  std::string got_;
+};
+
+TEST(RedisModule, CasAndRefundPublishTheDenyCachesInvalidation) {
+  auto c = module_support::client_of(module_support::shared_server());
+  subscriber sub(module_support::shared_server().port(), "pub:chan");
+  ASSERT_TRUE(sub.reads("pub:chan\r\n:1\r\n"));  // subscribed
+  ASSERT_EQ(module_support::module_call(c, "cas", {"pub:k"}, {"0", "0", "", "", "-", "v", "0", "pub:chan", "one"}),
+            "[1]");
+  EXPECT_TRUE(sub.reads("$3\r\none\r\n"));
+  ASSERT_EQ(run(c, {"SET", "pub:id", "rec"}), "+OK");
+  ASSERT_EQ(module_support::module_call(c, "refund", {"pub:id", "pub:mark"}, {"rec", "pub:chan", "two"}), "[1]");
+  EXPECT_TRUE(sub.reads("$3\r\ntwo\r\n"));
 }
 
 TEST(RedisModule, InfoSaysWhatTheLoadedModuleDecides) {
