@@ -89,5 +89,6 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_rate fuzz_trace fuzz_explore fuzz_decide fuzz_serve_config fuzz_serve_request \
 	  fuzz_redis_module
 	for t in rate trace explore decide serve_config serve_request redis_module; do \
-	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 tests/fuzz/corpus/$$t || exit 1; \
+	  dict=$$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict ); \
+	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $$dict tests/fuzz/corpus/$$t || exit 1; \
 	done

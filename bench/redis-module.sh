@@ -11,7 +11,9 @@
 #   bench/redis-module.sh              build sluice_module (Release, build-bench/) and run
 #   bench/redis-module.sh --no-build   use build-bench/sluice_module.so as it is
 #
-# Env: RUNS (rounds, default 3), CALLS (per row and round, default 200000),
+# Env: LEAF (gcra, log or fixed: the leaf the FCALL and the module decide,
+# default gcra; the exact script's rows are GCRA's, so only with gcra),
+# RUNS (rounds, default 3), CALLS (per row and round, default 200000),
 # CONNS (connections, default 10), BUILD_DIR, EXACT_SCRIPT (gcra.lua elsewhere, e.g.
 # from a git worktree, where ../shared is not beside the checkout). The server is pinned to CPU 1,
 # the clients to CPU 0, and stopped by its PID on exit. INCR and EVALSHA run
@@ -27,12 +29,14 @@ script=${EXACT_SCRIPT:-$root/../shared/research/redis-lab/gcra.lua}
 RUNS=${RUNS:-3}
 CALLS=${CALLS:-200000}
 CONNS=${CONNS:-10}
+LEAF=${LEAF:-gcra}
 KEYS=10000
+case $LEAF in gcra) sfx= ;; log | fixed) sfx=-$LEAF ;; *) echo "LEAF must be gcra, log or fixed" >&2; exit 2 ;; esac
 # shellcheck source=bench/redis_common.sh
 . "$here/redis_common.sh"
 parse_flags "$@"
 need redis-server redis-benchmark redis-cli python3 taskset
-[ -f "$script" ] || { say "ERROR: $script missing (the research's exact GCRA script)"; exit 1; }
+[ "$LEAF" != gcra ] || [ -f "$script" ] || { say "ERROR: $script missing (the research's exact GCRA script)"; exit 1; }
 if [ "$do_build" = 1 ]; then
   say "configure + build sluice_module (Release) in $build"
   mkdir -p "$build"
@@ -47,13 +51,22 @@ module=$build/sluice_module.so
 redis_args=(--loadmodule "$module")
 start_redis taskset -c 1
 # The Lua library as the store loads it (embed_lua.cmake: the parts in
-# src/redis/CMakeLists.txt's order, @LIB@ its name).
+# src/redis/CMakeLists.txt's order, @LIB@ its name, @LEAVES@ the dispatch
+# tables from each leaf file's `--! leaf <letter> <function> <bytes>` line).
 lib=sluice_v2_bench
 parts=$(sed -n 's/^set(SLUICE_LUA_PARTS \(.*\))$/\1/p' "$root/src/redis/CMakeLists.txt")
-code=$( { echo "#!lua name=$lib"; for p in $parts; do cat "$root/src/redis/lua/$p.lua"; done; } | sed "s/@LIB@/$lib/g")
-cli function load replace "$code" >/dev/null
-SHA=$(cli script load "$(cat "$script")")
-say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port (pid $pid, CPU 1) with $(basename "$module"); clients on CPU 0; runs=$RUNS calls=$CALLS conns=$CONNS keys=$KEYS"
+body=$(for p in $parts; do cat "$root/src/redis/lua/$p.lua"; done)
+leaves=$(printf '%s\n' "$body" | awk '
+  /^--! leaf [a-z] [a-z_]+ [0-9]+$/ {
+    n++; b = index("abcdefghijklmnopqrstuvwxyz", $3) + 96
+    l = l sprintf("  [%d] = %s, -- \x27%s\x27\n", b, $4, $3); a = a sprintf("  [%d] = %s, -- \x27%s\x27\n", b, $5, $3)
+  }
+  END { printf "local leaves = {\n%s}\nlocal arg_bytes = {\n%s}", l, a }')
+code=$(printf '#!lua name=%s\n%s\n' "$lib" "$body" | awk -v leaves="$leaves" '$0 == "@LEAVES@" { print leaves; next } { print }' |
+  sed "s/@LIB@/$lib/g")
+cli function load replace "$code" >/dev/null || { say "ERROR: the Lua library did not load"; exit 1; }
+[ "$LEAF" != gcra ] || SHA=$(cli script load "$(cat "$script")")
+say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port (pid $pid, CPU 1) with $(basename "$module"); clients on CPU 0; leaf=$LEAF runs=$RUNS calls=$CALLS conns=$CONNS keys=$KEYS"
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 raw=$(mktemp)
@@ -73,7 +86,7 @@ benchmark() {
 }
 load() {  # load NAME FN P
   cli flushall >/dev/null
-  taskset -c 0 python3 "$here/redis_module_load.py" --port "$port" --pid "$pid" --fn "$2" --pipeline "$3" \
+  taskset -c 0 python3 "$here/redis_module_load.py" --port "$port" --pid "$pid" --fn "$2" --pipeline "$3" --leaf "$LEAF" \
     --calls "$CALLS" --conns "$CONNS" --keys "$KEYS" --name "$1" >>"$raw"
 }
 # gcra.lua's ARGV (bench/redis.sh): allowed, its TTL set (PX 60000).
@@ -82,13 +95,14 @@ for round in $(seq 1 "$RUNS"); do
   say "round $round of $RUNS ($(cut -d' ' -f1 /proc/loadavg) load)"
   for p in 1 16; do
     benchmark "redis-incr-10kkeys-P$p" incr "$p" -- -t incr
-    benchmark "redis-gcra-exact-px-10kkeys-P$p" evalsha "$p" -- evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW_PX[@]}"
-    load "redis-lua-one-10kkeys-P$p" "${lib}_one" "$p"
-    load "redis-module-one-10kkeys-P$p" SLUICE.ONE "$p"
+    [ "$LEAF" != gcra ] ||
+      benchmark "redis-gcra-exact-px-10kkeys-P$p" evalsha "$p" -- evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW_PX[@]}"
+    load "redis-lua-one$sfx-10kkeys-P$p" "${lib}_one" "$p"
+    load "redis-module-one$sfx-10kkeys-P$p" SLUICE.ONE "$p"
   done
 done
 # Medians per row.
-awk -F'\t' '$1 == "RESULT" {
+awk -F'\t' -v sfx="$sfx" '$1 == "RESULT" {
     k = $2; if (!(k in n)) order[++rows] = k
     split($3, u, "="); split($4, w, "="); us[k, ++n[k]] = u[2] + 0; cp[k, n[k]] = w[2] + 0
   }
@@ -107,7 +121,7 @@ awk -F'\t' '$1 == "RESULT" {
     print "ratios, same server, same run (target: module / FCALL usec_per_call <= 0.3):"
     split("1 16", ps, " ")
     for (i = 1; i <= 2; i++) {
-      m = "redis-module-one-10kkeys-P" ps[i]; f = "redis-lua-one-10kkeys-P" ps[i]; e = "redis-gcra-exact-px-10kkeys-P" ps[i]; c = "redis-incr-10kkeys-P" ps[i]
+      m = "redis-module-one" sfx "-10kkeys-P" ps[i]; f = "redis-lua-one" sfx "-10kkeys-P" ps[i]; e = "redis-gcra-exact-px-10kkeys-P" ps[i]; c = "redis-incr-10kkeys-P" ps[i]
       if (mu[f] > 0) printf "  -P %-2s module / FCALL: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[f], mc[m] / mc[f]
       if (mu[e] > 0) printf "  -P %-2s module / exact script: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[e], mc[m] / mc[e]
       if (mu[c] > 0) printf "  -P %-2s module / INCR: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[c], mc[m] / mc[c]

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Load for bench/redis-module.sh: one GCRA decision per call, on a random key
+"""Load for bench/redis-module.sh: one decision per call (GCRA, or with --leaf a
+sliding log or a fixed window), on a random key
 of KEYS, sent as FCALL of the Lua library's _one or as SLUICE.ONE (the same
 argument, built here as the store builds it: src/redis/lua/main.lua), over C
 connections with P calls in flight on each; prints Redis's own figures for
@@ -20,14 +21,25 @@ import sys
 import time
 
 
-def blob(now_ns, base_ms):
+def blob(now_ns, base_ms, leaf="gcra"):
     d = lambda *xs: b"".join(struct.pack("<d", float(x)) for x in xs)
     th, tl = now_ns >> 32, now_ns & 0xFFFFFFFF
+    head = d(th, tl, 1, base_ms, 0)
+    if leaf == "log":
+        # mode L c W: sliding-log 10^9/1s at cost 1 (every call admitted;
+        # a key's log holds its admits of the last second).
+        return head + b"s0badcafe" + d(1, 10**9, 1, 10**9)
+    if leaf == "fixed":
+        # mode kh kl o L c W: fixed-window 10^9/1s from origin 0, the
+        # instant's window k (limbs) and offset o, at cost 1.
+        w = 10**9
+        k, o = now_ns // w, now_ns % w
+        return head + b"f0badcafe" + d(1, k >> 32, k & 0xFFFFFFFF, o, 10**9, 1, w)
     # th tl tns base batch, the tag, then mode L cq cr sq sr kq kr: gcra 1/1ms
     # burst=10^9 at cost 1 (c·W = 10^6, S·W = 10^15, K = 2^52 - 1). Every
     # write expires base_ms after it (the debt is a few ns): keys live
     # through the run, as the research's lab wrote them (PX 100000).
-    return d(th, tl, 1, base_ms, 0) + b"g0badcafe" + d(1, 1, 10**6, 0, 10**15, 0, 2**52 - 1, 0)
+    return head + b"g0badcafe" + d(1, 1, 10**6, 0, 10**15, 0, 2**52 - 1, 0)
 
 
 def resp(args):
@@ -115,6 +127,7 @@ def main():
     ap.add_argument("--keys", type=int, default=10000)
     ap.add_argument("--name", required=True)
     ap.add_argument("--base-ms", type=int, default=60000, help="each write's TTL in ms")
+    ap.add_argument("--leaf", choices=("gcra", "log", "fixed"), default="gcra", help="the leaf decided")
     a = ap.parse_args()
     rng = random.Random(7)
     admin = conn(a.port)
@@ -124,7 +137,7 @@ def main():
 
     def command(i):
         key = b"mb:%d" % rng.randrange(a.keys)
-        b = blob(now + i, a.base_ms)
+        b = blob(now + i, a.base_ms, a.leaf)
         return resp([b"SLUICE.ONE", b"1", key, b]) if module else resp([b"FCALL", a.fn.encode(), b"1", key, b])
 
     # Warm-up: every key written once, then the figures reset.

@@ -2,15 +2,20 @@
 // same arguments, the same checks in the same order, the same replies and
 // writes. Each leaf is decided by the core (leaves.cpp); this file is the
 // protocol around it: the instant, the batch that stopped, override keys,
-// the request tree in prefix form, request ids' records, TTLs.
+// the request tree in prefix form, request ids' records, TTLs; and the
+// library's writes of what the client computed (refunds, carried states:
+// compare-and-set) and its lease release (the core's `release`).
 #include "redis_module/engine.hpp"
 
 #include <cstdio>
 #include <utility>
 
 #include "redis/client/binary.hpp"
+#include "redis/store/value_codec.hpp"
 #include "redis_module/leaves.hpp"
+#include "sluice/core/concurrency.hpp"
 #include "sluice/core/detail/arith.hpp"
+#include "sluice/core/lease.hpp"
 
 namespace sluice::redis_module {
 namespace {
@@ -172,6 +177,9 @@ reply one(keyspace& ks, std::size_t keys, std::span<const std::string_view> args
   leaf_step s = step_leaf(tag, leaf_args, v, at.now, at.shift);
   if (s.error) throw stop{std::move(*s.error)};
   if (!s.ok) return stamped(reply::list(reply::of(0), reply::maybe(std::move(v))), at);
+  // A concurrency leaf's report (mode 2) fits and writes nothing: the
+  // library's _one fails on it (SET of nothing), as this does.
+  if (!s.after) throw stop{bad("a report that writes nothing: reports go through SLUICE.REPORT")};
   ks.put(0, *s.after, expiry_ms(s.ttl, tns, base));
   return stamped(reply::list(reply::of(1), reply::maybe(std::move(v)), reply::maybe(std::move(s.after))), at);
 }
@@ -355,7 +363,173 @@ reply run_tree(keyspace& ks, std::size_t keys, std::span<const std::string_view>
   return stamped(std::move(out), at);
 }
 
+/// A state key's expected value ('-': none, '=' and the bytes) against
+/// what it holds (refund.lua, main.lua's `_cas`).
+bool holds(const std::optional<std::string>& v, std::string_view want) {
+  if (v) return want.size() == v->size() + 1 && want[0] == '=' && want.substr(1) == *v;
+  return want == "-";
+}
+
+/// A PX argument of `_cas` / `_refund`: '0' for no expiry, else a positive
+/// integer of ms (SET … PX refuses anything else).
+std::int64_t px_of(std::string_view px) {
+  std::int64_t v = 0;
+  if (px.empty() || px.size() > 15) throw stop{bad("an expiry is not a number of ms")};
+  for (const char ch : px) {
+    if (ch < '0' || ch > '9') throw stop{bad("an expiry is not a number of ms")};
+    v = v * 10 + (ch - '0');
+  }
+  return v;
+}
+
+/// The compare-and-set of `_cas` and `_refund` over state keys `first`..:
+/// per key its expected value, its new value ('' no write, '-' delete) and
+/// PX, from args[a] on; then an optional channel and message. False when a
+/// key holds another value than expected (nothing written). Every argument
+/// is checked before anything is written.
+bool compare_and_set(keyspace& ks, std::size_t keys, std::size_t first, std::span<const std::string_view> args,
+                     std::size_t a) {
+  const std::size_t n = keys - first;
+  if (args.size() < a + 3 * n || (args.size() != a + 3 * n && args.size() != a + 3 * n + 2))
+    throw stop{
+        bad("each state key takes its expected value, its new value and its expiry, then an optional "
+            "channel and message")};
+  std::vector<std::int64_t> px(n);
+  for (std::size_t k = 0; k < n; ++k) px[k] = px_of(args[a + 3 * k + 2]);
+  for (std::size_t k = 0; k < n; ++k)
+    if (!holds(get(ks, first + k, keys), args[a + 3 * k])) return false;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::string_view nv = args[a + 3 * k + 1];
+    if (nv == "-") {
+      ks.del(first + k);
+    } else if (!nv.empty()) {
+      ks.put(first + k, nv, px[k]);
+    }
+  }
+  if (args.size() == a + 3 * n + 2) ks.publish(args[a + 3 * n], args[a + 3 * n + 1]);  // the deny caches' invalidation
+  return true;
+}
+
+/// `_cas` (main.lua): has_id id_ttl_ms record identity, then per state key
+/// expected new px; [channel message].
+reply cas_call(keyspace& ks, std::size_t keys, std::span<const std::string_view> args) {
+  if (args.size() < 4) throw stop{bad("SLUICE.CAS takes has_id, id_ttl_ms, the record and the identity first")};
+  const bool has_id = args[0] == "1";
+  std::size_t first = 0;
+  std::int64_t id_ttl = 0;
+  if (has_id) {
+    id_ttl = px_of(args[1]);
+    if (id_ttl < 1 || keys < 1) throw stop{bad("a request id needs its key and a TTL of 1 ms or more")};
+    bool conflict = false;
+    const auto rec = recorded(ks, keys, args[3], conflict);
+    if (conflict) return reply::array({reply::of(5)});
+    if (rec) return reply::array({reply::of(2), reply::bulk(*rec)});
+    first = 1;
+  }
+  if (!compare_and_set(ks, keys, first, args, 4)) return reply::array({reply::of(0)});
+  if (has_id) ks.put(0, item(args[3]) + std::string(args[2]), id_ttl);
+  return reply::array({reply::of(1)});
+}
+
+/// `_refund` (refund.lua): id-key mark-key state-keys... record, then per
+/// state key expected new px; [channel message].
+reply refund_call(keyspace& ks, std::size_t keys, std::span<const std::string_view> args) {
+  if (keys < 2 || args.empty()) throw stop{bad("SLUICE.REFUND takes the id's key, its mark's key and the record")};
+  if (get(ks, 1, keys)) return reply::array({reply::of(6)});
+  const auto rec = get(ks, 0, keys);
+  if (!rec || *rec != args[0]) return reply::array({reply::of(0)});
+  if (!compare_and_set(ks, keys, 2, args, 1)) return reply::array({reply::of(0)});
+  const std::int64_t ttl = ks.pttl(0);
+  ks.put(1, "1", ttl > 0 ? ttl : 0);  // the mark expires with the record
+  return reply::array({reply::of(1)});
+}
+
+/// `_refund_read` (refund.lua): the values at the keys, then with tns the
+/// store's clock in ticks of tns ns, as limbs.
+reply refund_read_call(keyspace& ks, std::size_t keys, std::span<const std::string_view> args) {
+  if (args.size() > 1) throw stop{bad("SLUICE.REFUND_READ takes at most the store clock's tick")};
+  reply out = reply::array({});
+  for (std::size_t i = 0; i < keys; ++i) out.items.push_back(reply::maybe(get(ks, i, keys)));
+  if (!args.empty()) {
+    std::int64_t tns = 0;
+    const std::string_view t = args[0];
+    bool digits = !t.empty() && t.size() <= 4;
+    for (const char ch : t) digits = digits && ch >= '0' && ch <= '9';
+    if (digits)
+      for (const char ch : t) tns = tns * 10 + (ch - '0');
+    if (!digits || !(tns >= 1 && tns <= 1000 && 1000 % tns == 0))
+      throw stop{reply::error("sluice: bad request (the store clock needs a tick dividing 1000 ns)")};
+    const i128 now = static_cast<i128>(ks.now_us()) * (1000 / tns);
+    out.items.push_back(reply::of(static_cast<std::int64_t>(now >> 32)));
+    out.items.push_back(reply::of(static_cast<std::int64_t>(now & 0xFFFFFFFF)));
+  }
+  return out;
+}
+
+/// `_release` (release.lua): th tl tns nh nl, then per key its leaf's tag;
+/// in each concurrency leaf the lease of the nonce, held at the call's
+/// instant, is released by the core (`release`, lease.hpp), its key keeping
+/// its expiry.
+reply release_call(keyspace& ks, std::size_t keys, std::span<const std::string_view> args) {
+  if (args.size() != 1) throw stop{bad("SLUICE.RELEASE takes the request argument alone")};
+  cursor c(args[0]);
+  const std::int64_t th = c.number("th"), tl = c.number("tl"), tns = c.number("tns");
+  const std::int64_t nh = c.number("the nonce's high half"), nl = c.number("the nonce's low half");
+  const instant at = instant_of(th, tl, tns, ks);
+  std::vector<std::optional<std::string>> before(keys);
+  std::vector<std::string_view> tags(keys);
+  for (std::size_t i = 0; i < keys; ++i) {
+    tags[i] = c.bytes(leaf_tag_size, "a key's tag");
+    before[i] = get(ks, i, keys);
+    if (before[i] && std::string_view(*before[i]).substr(0, leaf_tag_size) != tags[i]) {
+      reply out = reply::array({reply::of(3)});
+      for (std::size_t j = 0; j < keys; ++j) out.items.push_back(reply::maybe(get(ks, j, keys)));
+      return stamped(std::move(out), at);
+    }
+  }
+  const bool nonce_ok = nh >= 0 && nh < p32 && nl >= 0 && nl < p32;  // else no lease holds it
+  const std::uint64_t nonce = static_cast<std::uint64_t>(nh) << 32 | static_cast<std::uint64_t>(nl);
+  const any_policy any_lease{concurrency::make(1, 1).value()};  // a lease's value is read alike for any N and D
+  std::vector<std::optional<std::string>> after(keys);
+  for (std::size_t i = 0; i < keys; ++i) {
+    if (!before[i] || tags[i][0] != portable::of<concurrency>::letter) continue;
+    redis::leaf_plan lp;
+    lp.policy = &any_lease;
+    lp.letter = tags[i][0];
+    std::copy(tags[i].begin(), tags[i].end(), lp.tag);
+    tick latest = detail::i64_min;
+    auto st = redis::decode_value(lp, std::string_view(*before[i]), latest);
+    if (!st) throw stop{reply::error("sluice: corrupt state (concurrency: " + st.err().message + ")")};
+    if (!nonce_ok || sluice::release(any_lease, st.value(), at.now, nonce) == 0) continue;
+    std::string v;
+    if (!redis::encode_value(lp, st.value(), at.now, v))
+      throw stop{bad("the state after this release is outside what the library holds")};
+    after[i] = std::move(v);
+  }
+  reply out = reply::array({reply::of(1)});
+  for (std::size_t i = 0; i < keys; ++i) {
+    if (after[i]) ks.put_keep_ttl(i, *after[i]);
+    out.items.push_back(reply::maybe(before[i]));
+    out.items.push_back(reply::maybe(after[i]));
+  }
+  return stamped(std::move(out), at);
+}
+
 }  // namespace
+
+reply info() {
+  reply commands = reply::array({});
+  for (const entry e : entries) {
+    std::string name(command_name(e));
+    for (char& ch : name) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+    commands.items.push_back(reply::bulk(name));
+  }
+  commands.items.push_back(reply::bulk("cl.throttle"));
+  commands.items.push_back(reply::bulk("sluice.info"));
+  return reply::list(reply::bulk("version"), reply::of(module_version), reply::bulk("protocol"),
+                     reply::bulk("sluice_v2"), reply::bulk("letters"), reply::bulk(decided_letters()),
+                     reply::bulk("commands"), std::move(commands));
+}
 
 std::string_view command_name(entry e) {
   switch (e) {
@@ -367,6 +541,14 @@ std::string_view command_name(entry e) {
       return "SLUICE.PEEK";
     case entry::report:
       return "SLUICE.REPORT";
+    case entry::release:
+      return "SLUICE.RELEASE";
+    case entry::refund:
+      return "SLUICE.REFUND";
+    case entry::refund_read:
+      return "SLUICE.REFUND_READ";
+    case entry::cas:
+      return "SLUICE.CAS";
   }
   return "SLUICE.?";
 }
@@ -382,6 +564,14 @@ reply run(entry e, keyspace& ks, std::size_t keys, std::span<const std::string_v
         return run_tree(ks, keys, args, true, false);
       case entry::report:
         return run_tree(ks, keys, args, false, true);
+      case entry::release:
+        return release_call(ks, keys, args);
+      case entry::refund:
+        return refund_call(ks, keys, args);
+      case entry::refund_read:
+        return refund_read_call(ks, keys, args);
+      case entry::cas:
+        return cas_call(ks, keys, args);
     }
     return bad("unknown entry");
   } catch (stop& s) {

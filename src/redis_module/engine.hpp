@@ -1,8 +1,9 @@
 // The Redis module's commands without Redis: the FCALL argument layout of
 // the Lua library (src/redis/lua/main.lua) parsed, every leaf decided by
 // the core's own step functions on the values the library reads and writes
-// (redis/store/value_codec.hpp), and the reply the library would give, as a
-// value. module.cpp binds these to the Redis module API (keys, replies,
+// (redis/store/value_codec.hpp), leases released by the core's `release`,
+// refunds and carried states compared and set, and the reply the library
+// would give, as a value. module.cpp binds these to the Redis module API (keys, replies,
 // replication); the fuzz target (tests/fuzz/fuzz_redis_module.cpp) and the
 // unit tests drive them over an in-memory keyspace.
 //
@@ -62,12 +63,29 @@ class keyspace {
   virtual void put(std::size_t i, std::string_view value, std::int64_t px) = 0;
   /// The wall clock in microseconds since the epoch (the store's clock).
   virtual std::int64_t now_us() = 0;
+  /// Deletes key `i` (DEL).
+  virtual void del(std::size_t i) = 0;
+  /// Sets key `i` to `value`, keeping its expiry (SET … KEEPTTL).
+  virtual void put_keep_ttl(std::size_t i, std::string_view value) = 0;
+  /// Key `i`'s time to live in ms, as PTTL answers it (-1: no expiry, -2:
+  /// no key).
+  virtual std::int64_t pttl(std::size_t i) = 0;
+  /// Publishes `message` on `channel` (PUBLISH).
+  virtual void publish(std::string_view channel, std::string_view message) = 0;
 };
 
-/// Which of the library's entry points a call is.
-enum class entry { one, decide, peek, report };
+/// Which of the library's entry points a call is: `_one`, `_decide`,
+/// `_peek`, `_report`, `_release`, `_refund`, `_refund_read`, `_cas`.
+enum class entry { one, decide, peek, report, release, refund, refund_read, cas };
 
-/// The command's name for `e` ("SLUICE.ONE", ...).
+/// Every entry, in order (the module registers a command for each).
+inline constexpr entry entries[] = {entry::one,     entry::decide, entry::peek,        entry::report,
+                                    entry::release, entry::refund, entry::refund_read, entry::cas};
+
+/// Whether a call of `e` only reads (PEEK, REFUND_READ).
+constexpr bool read_only(entry e) noexcept { return e == entry::peek || e == entry::refund_read; }
+
+/// The command's name for `e` ("SLUICE.ONE", ..., "SLUICE.REFUND_READ").
 std::string_view command_name(entry e);
 
 /// Runs one call: `keys` and `args` as FCALL's (after numkeys), the state
@@ -77,5 +95,12 @@ reply run(entry e, keyspace& ks, std::size_t keys, std::span<const std::string_v
 
 /// Forgets which pipeline stopped at a status 3 (the library's `halted`).
 void reset_halted() noexcept;
+
+/// The module's version (its MODULE LIST `ver`).
+inline constexpr int module_version = 2;
+
+/// SLUICE.INFO's reply (docs/redis.md, "What the loaded module decides"):
+/// field names and values, in pairs.
+reply info();
 
 }  // namespace sluice::redis_module

@@ -21,6 +21,8 @@ inline constexpr std::size_t leaf_tag_size = 9;
 
 /// Whether `c` is the type letter of a leaf of the library (g q f c u s b l).
 bool is_leaf_letter(char c) noexcept;
+/// Every type letter the module decides, in one string (SLUICE.INFO).
+std::string decided_letters();
 /// The bytes of the arguments after a leaf's tag (main.lua, `arg_bytes`).
 std::size_t leaf_arg_bytes(char letter) noexcept;
 

@@ -5,6 +5,9 @@
 //
 //   SLUICE.ONE numkeys state-key [override-key] blob [expected]   (FCALL L_one)
 //   SLUICE.DECIDE / SLUICE.PEEK / SLUICE.REPORT numkeys keys... blob [identity]
+//   SLUICE.RELEASE / REFUND / REFUND_READ / CAS numkeys keys... args...
+//                                            (FCALL L_release, _refund, _refund_read, _cas)
+//   SLUICE.INFO                             (what it decides: docs/redis.md)
 //   CL.THROTTLE key max_burst count period [quantity]             (redis-cell's)
 //
 // This file binds engine.hpp and throttle.hpp to the module API: the keys
@@ -58,11 +61,12 @@ bool read_key(RedisModuleKey* k, std::optional<std::string>& value) {
 }
 
 /// Sets the key `k` (named `name`, opened for writing) to `value`,
-/// expiring `px` ms from now (0: never), and replicates the effect as
-/// SET … PXAT (the absolute instant written). A string of the same length
-/// is overwritten in place (research/redis-module.md: no new object).
-void write_key(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, std::string_view value,
-               std::int64_t px) {
+/// expiring at `at` ms since the epoch (REDISMODULE_NO_EXPIRE: never), and
+/// replicates the effect as SET … PXAT (the absolute instant written). A
+/// string of the same length is overwritten in place
+/// (research/redis-module.md: no new object).
+void write_key_at(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, std::string_view value,
+                  long long at) {
   std::size_t n = 0;
   char* p = nullptr;
   if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_STRING && RedisModule_ValueLength(k) == value.size())
@@ -74,14 +78,19 @@ void write_key(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, 
     RedisModule_StringSet(k, v);  // drops any expiry, as SET does
     RedisModule_FreeString(ctx, v);
   }
-  if (px > 0) {
-    const long long at = RedisModule_Milliseconds() + px;
+  if (at != REDISMODULE_NO_EXPIRE) {
     RedisModule_SetAbsExpire(k, at);
     RedisModule_Replicate(ctx, "SET", "sbcl", name, value.data(), value.size(), "PXAT", at);
   } else {
     RedisModule_SetExpire(k, REDISMODULE_NO_EXPIRE);
     RedisModule_Replicate(ctx, "SET", "sb", name, value.data(), value.size());
   }
+}
+
+/// write_key_at, expiring `px` ms from now (0: never).
+void write_key(RedisModuleCtx* ctx, RedisModuleKey* k, RedisModuleString* name, std::string_view value,
+               std::int64_t px) {
+  write_key_at(ctx, k, name, value, px > 0 ? RedisModule_Milliseconds() + px : REDISMODULE_NO_EXPIRE);
 }
 
 /// The keys of one call: argv[first .. first + n), each opened once, on
@@ -107,6 +116,30 @@ class module_keyspace final : public keyspace {
     write_key(ctx_, key(i), keys_[i], value, px);
   }
   std::int64_t now_us() override { return wall_us(); }
+  void del(std::size_t i) override {
+    if (RedisModule_KeyType(key(i)) == REDISMODULE_KEYTYPE_EMPTY) return;  // DEL of no key: no effect
+    RedisModule_DeleteKey(key(i));
+    RedisModule_Replicate(ctx_, "DEL", "s", keys_[i]);
+  }
+  void put_keep_ttl(std::size_t i, std::string_view value) override {
+    const long long at = RedisModule_KeyType(key(i)) == REDISMODULE_KEYTYPE_EMPTY ? REDISMODULE_NO_EXPIRE
+                                                                                  : RedisModule_GetAbsExpire(key(i));
+    write_key_at(ctx_, key(i), keys_[i], value, at);
+  }
+  std::int64_t pttl(std::size_t i) override {
+    if (RedisModule_KeyType(key(i)) == REDISMODULE_KEYTYPE_EMPTY) return -2;
+    const long long t = RedisModule_GetExpire(key(i));
+    return t == REDISMODULE_NO_EXPIRE ? -1 : t;
+  }
+  void publish(std::string_view channel, std::string_view message) override {
+    RedisModuleString* ch = RedisModule_CreateString(ctx_, channel.data(), channel.size());
+    RedisModuleString* msg = RedisModule_CreateString(ctx_, message.data(), message.size());
+    RedisModule_PublishMessage(ctx_, ch, msg);  // a Cluster's nodes hear it over the bus
+    if ((RedisModule_GetContextFlags(ctx_) & REDISMODULE_CTX_FLAGS_CLUSTER) == 0)
+      RedisModule_Replicate(ctx_, "PUBLISH", "ss", ch, msg);  // as a function's PUBLISH reaches replicas
+    RedisModule_FreeString(ctx_, ch);
+    RedisModule_FreeString(ctx_, msg);
+  }
 
  private:
   RedisModuleKey* key(std::size_t i) {
@@ -147,7 +180,7 @@ void send(RedisModuleCtx* ctx, const reply& r) {
 template <entry E>
 int sluice_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) noexcept {
   try {
-    if (argc < 3) return RedisModule_WrongArity(ctx);
+    if (argc < 2) return RedisModule_WrongArity(ctx);
     long long n = 0;
     if (RedisModule_StringToLongLong(argv[1], &n) != REDISMODULE_OK || n < 0 || n > argc - 2)
       return RedisModule_ReplyWithError(ctx,
@@ -161,13 +194,19 @@ int sluice_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) noex
     const std::span<std::string_view> args =
         count > few.size() ? std::span<std::string_view>(many) : std::span<std::string_view>(few.data(), count);
     for (std::size_t i = 0; i < count; ++i) args[i] = view(argv[static_cast<std::size_t>(2 + n) + i]);
-    module_keyspace ks(ctx, argv + 2, static_cast<std::size_t>(n), E == entry::peek);
+    module_keyspace ks(ctx, argv + 2, static_cast<std::size_t>(n), read_only(E));
     send(ctx, run(E, ks, static_cast<std::size_t>(n), args));
   } catch (const std::exception& e) {
     RedisModule_ReplyWithError(ctx, (std::string("ERR sluice: ") + e.what()).c_str());
   } catch (...) {
     RedisModule_ReplyWithError(ctx, "ERR sluice: internal error");
   }
+  return REDISMODULE_OK;
+}
+
+int info_command(RedisModuleCtx* ctx, RedisModuleString**, int argc) noexcept {
+  if (argc != 1) return RedisModule_WrongArity(ctx);
+  send(ctx, info());
   return REDISMODULE_OK;
 }
 
@@ -202,6 +241,13 @@ int throttle_command(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) no
 int describe(RedisModuleCtx* ctx, const char* name, const char* summary, int arity, bool keynum, bool writes) {
   RedisModuleCommand* cmd = RedisModule_GetCommand(ctx, name);
   if (cmd == nullptr) return REDISMODULE_ERR;
+  RedisModuleCommandInfo info;
+  std::memset(&info, 0, sizeof info);
+  info.version = REDISMODULE_COMMAND_INFO_VERSION;
+  info.summary = summary;
+  info.since = "1.0.0";
+  info.arity = arity;
+  if (keynum && arity == 1) return RedisModule_SetCommandInfo(cmd, &info);  // no keys (SLUICE.INFO)
   RedisModuleCommandKeySpec specs[2];
   std::memset(specs, 0, sizeof specs);
   specs[0].flags = writes ? (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS | REDISMODULE_CMD_KEY_UPDATE)
@@ -219,12 +265,6 @@ int describe(RedisModuleCtx* ctx, const char* name, const char* summary, int ari
     specs[0].fk.range.keystep = 1;
     specs[0].fk.range.limit = 0;
   }
-  RedisModuleCommandInfo info;
-  std::memset(&info, 0, sizeof info);
-  info.version = REDISMODULE_COMMAND_INFO_VERSION;
-  info.summary = summary;
-  info.since = "1.0.0";
-  info.arity = arity;
   info.key_specs = specs;
   return RedisModule_SetCommandInfo(cmd, &info);
 }
@@ -245,8 +285,9 @@ struct command_def {
 extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx* ctx, RedisModuleString**,
                                                                          int) {
   using namespace sluice::redis_module;
-  if (RedisModule_Init(ctx, "sluice", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
-  if (RedisModule_SetCommandInfo == nullptr || RedisModule_SetAbsExpire == nullptr) {
+  if (RedisModule_Init(ctx, "sluice", module_version, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  if (RedisModule_SetCommandInfo == nullptr || RedisModule_SetAbsExpire == nullptr ||
+      RedisModule_GetAbsExpire == nullptr) {
     RedisModule_Log(ctx, "warning", "sluice: needs Redis 7.0 or later (SetCommandInfo, SetAbsExpire)");
     return REDISMODULE_ERR;
   }
@@ -259,11 +300,21 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
        "Answers a request without consuming, as the Lua library's _peek function", -3, true, false},
       {"sluice.report", sluice_command<entry::report>, "write deny-oom",
        "Charges a request as the Lua library's _report function", -3, true, true},
+      {"sluice.release", sluice_command<entry::release>, "write deny-oom",
+       "Releases a lease as the Lua library's _release function", -3, true, true},
+      {"sluice.refund", sluice_command<entry::refund>, "write deny-oom",
+       "Writes a refund once as the Lua library's _refund function", -3, true, true},
+      {"sluice.refund_read", sluice_command<entry::refund_read>, "readonly",
+       "Reads a refund's keys as the Lua library's _refund_read function", -2, true, false},
+      {"sluice.cas", sluice_command<entry::cas>, "write deny-oom",
+       "Compares and sets as the Lua library's _cas function", -6, true, true},
+      {"sluice.info", info_command, "readonly fast", "What the loaded module decides (its version and leaf letters)", 1,
+       true, false},
       {"cl.throttle", throttle_command, "write deny-oom fast", "redis-cell's CL.THROTTLE, decided by sluice's GCRA", -5,
        false, true},
   };
   for (const command_def& d : defs) {
-    const int first = d.keynum ? 0 : 1;
+    const int first = d.keynum ? 0 : 1;  // keynum: declared by key specs only
     if (RedisModule_CreateCommand(ctx, d.name, d.fn, d.flags, first, first, first) == REDISMODULE_ERR)
       return REDISMODULE_ERR;
     if (describe(ctx, d.name, d.summary, d.arity, d.keynum, d.writes) == REDISMODULE_ERR) return REDISMODULE_ERR;

@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "redis_module/module_support.hpp"
+#include "sluice/core/concurrency.hpp"
 #include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_command_test {
 namespace {
 
+using module_support::fcall;
 using module_support::module_call;
 using module_support::one_header;
 using module_support::run;
@@ -101,12 +103,32 @@ TEST(RedisModule, BadRequestsAreClearErrorsAndWriteNothing) {
   pl.append_tree(1000, 1, tree);
   EXPECT_TRUE(has(module_call(c, "decide", {"e:k"}, {tree}), "fewer keys than the request's checks"));
   EXPECT_TRUE(has(module_call(c, "decide", {"e:k", "e:k2"}, {tree.substr(0, tree.size() - 3)}), "sluice: bad request"));
-  // A leaf of an algorithm the module does not decide: a clear error.
+  // A windowed leaf whose window and offset split another instant than
+  // the call's: a clear error.
   const redis::plan fixed = redis::plan::make(parse_policy("fixed-window 10/1s").value()).value();
   std::string fb = one_header(1000, 1, 3);
-  fixed.append_leaf(0, 1000, 1, fb);
-  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {fb}), "use the Lua library's FCALL"))
+  fixed.append_leaf(0, 5'000'000'000, 1, fb);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {fb}), "not the call's instant"))
       << module_call(c, "one", {"e:f"}, {fb});
+  // A leaky queue leaf whose K is not its queue's report bound.
+  const redis::plan leaky = redis::plan::make(parse_policy("leaky-queue 10/1s queue=5").value()).value();
+  std::string qb = one_header(1000, 1, 3);
+  leaky.append_leaf(0, 1000, 1, qb);
+  std::int64_t kq = 0;  // the leaf's last two numbers: kq kr
+  ASSERT_TRUE(redis::get_number(qb.data() + qb.size() - 16, kq));
+  std::string bumped;
+  redis::put_number(bumped, kq + 1);
+  qb.replace(qb.size() - 16, 8, bumped);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {qb}), "not its queue's report bound"))
+      << module_call(c, "one", {"e:f"}, {qb});
+  // A concurrency leaf's report through SLUICE.ONE (it fits and writes
+  // nothing): an error, as the library's _one fails on it.
+  const redis::plan lease = redis::plan::make(parse_policy("concurrency 2 lease=1s").value()).value();
+  std::string lb = one_header(1000, 1, 3);
+  lease.append_leaf(0, 1000, 1, lb, true);
+  EXPECT_TRUE(has(module_call(c, "one", {"e:f"}, {lb}), "reports go through SLUICE.REPORT"))
+      << module_call(c, "one", {"e:f"}, {lb});
+  EXPECT_TRUE(has(fcall(c, "one", {"e:f"}, {lb}), "ERR<")) << fcall(c, "one", {"e:f"}, {lb});
   // A key of another type, a corrupt value.
   ASSERT_EQ(run(c, {"LPUSH", "e:list", "x"}), "1");
   EXPECT_EQ(module_call(c, "one", {"e:list"}, {blob}), "ERR<sluice: corrupt state (not a string key)>");
@@ -180,8 +202,25 @@ TEST(RedisModule, AReplicaWithoutTheModuleHoldsTheSameValuesAndExpiries) {
   std::string nottl = one_header(now, 0, 0);  // tns 0, base 0: no expiry
   one.append_leaf(0, now, 1, nottl);
   ASSERT_EQ(module_call(p, "one", {"rp:forever"}, {nottl}).substr(0, 3), "[1 ");
+  // A lease released (its key keeps its expiry), a value deleted by a
+  // compare-and-set, a refund's mark (expiring with the record): their
+  // effects reach the replica too.
+  const redis::plan lease = redis::plan::make(parse_policy("concurrency 2 lease=10s").value()).value();
+  for (const std::uint64_t nonce : {5, 6}) {
+    const lease_scope scope(nonce);
+    std::string b = tree_header(now, 1, 3);
+    lease.append_tree(now, 1, b);
+    ASSERT_EQ(module_call(p, "decide", {"rp:lease"}, {b}).substr(0, 3), "[1 ");
+  }
+  const std::string released = module_call(p, "release", {"rp:lease"}, {module_support::release_blob(now, 5, lease)});
+  ASSERT_TRUE(released.starts_with("[1 s") && !released.ends_with(" nil]")) << released;
+  ASSERT_EQ(run(p, {"SET", "rp:gone", "x"}), "+OK");
+  ASSERT_EQ(module_call(p, "cas", {"rp:gone"}, {"0", "0", "", "", "=x", "-", "0"}), "[1]");
+  ASSERT_EQ(run(p, {"SET", "rp:rid", "rec", "PX", "60000"}), "+OK");
+  ASSERT_EQ(module_call(p, "refund", {"rp:rid", "rp:mark"}, {"rec"}), "[1]");
   ASSERT_EQ(run(p, {"WAIT", "1", "5000"}), "1");
-  for (const std::string k : {"rp:id", "rp:a", "rp:b", "rp:one", "rp:cell", "rp:forever"}) {
+  EXPECT_EQ(run(r, {"EXISTS", "rp:gone"}), "0");
+  for (const std::string k : {"rp:id", "rp:a", "rp:b", "rp:one", "rp:cell", "rp:forever", "rp:lease", "rp:mark"}) {
     EXPECT_EQ(run(r, {"GET", k}), run(p, {"GET", k})) << k;
     EXPECT_NE(run(r, {"GET", k}), "nil") << k;
     EXPECT_EQ(run(r, {"PEXPIRETIME", k}), run(p, {"PEXPIRETIME", k})) << k;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -145,5 +146,56 @@ inline std::string module_call(redis::test_client& c, std::string_view suffix, c
   argv.insert(argv.end(), args.begin(), args.end());
   return run(c, argv);
 }
+
+/// The blob of _release: th tl tns nh nl, then each key's tag.
+inline std::string release_blob(tick now, std::uint64_t nonce, const redis::plan& pl) {
+  std::string b;
+  redis::put_limbs(b, now);
+  redis::put_number(b, 1);
+  redis::put_number(b, static_cast<std::int64_t>(nonce >> 32));
+  redis::put_number(b, static_cast<std::int64_t>(nonce & 0xFFFFFFFFULL));
+  for (const auto& leaf : pl.leaves()) b.append(leaf.tag_view());
+  return b;
+}
+
+/// A request sent to both: the Lua library on `lua:` keys, the module on
+/// `mod:` keys; replies, values and TTLs compared.
+class twin {
+ public:
+  explicit twin(redis::test_client& c) : c_(c) {}
+
+  /// Sends `suffix` over `keys` (without prefix) with `args`; "" when both
+  /// answer alike and leave the same values and TTLs.
+  std::string send(const std::string& suffix, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& args) {
+    std::vector<std::string> lk, mk;
+    for (const auto& k : keys) {
+      lk.push_back("lua:" + k);
+      mk.push_back("mod:" + k);
+    }
+    const std::string a = fcall(c_, suffix, lk, args);
+    const std::string b = module_call(c_, suffix, mk, args);
+    ++calls;
+    if (a != b) return suffix + ": the library answered " + a + ", the module " + b;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string va = run(c_, {"GET", lk[i]});
+      const std::string vb = run(c_, {"GET", mk[i]});
+      if (va != vb) return suffix + ": key " + keys[i] + " holds " + va + " (library), " + vb + " (module)";
+      const std::string ta = run(c_, {"PTTL", lk[i]});
+      const std::string tb = run(c_, {"PTTL", mk[i]});
+      const long long da = std::atoll(ta.c_str()), db = std::atoll(tb.c_str());
+      if ((da < 0) != (db < 0) || std::llabs(da - db) > 50)
+        return suffix + ": key " + keys[i] + " expires in " + ta + " ms (library), " + tb + " ms (module)";
+      if (da > 0) ++with_ttl;
+    }
+    if (a.find("ERR<") != std::string::npos) ++errors;
+    return "";
+  }
+
+  std::size_t calls = 0, with_ttl = 0, errors = 0;
+
+ private:
+  redis::test_client& c_;
+};
 
 }  // namespace sluice::module_support

@@ -1,7 +1,7 @@
 // The module decides as the Lua library, on the same keys: the conformance
-// suite's GCRA and token bucket traces (tests/conformance/traces.hpp) with
-// their calls alternating between FCALL and the module's command decide as
-// the model; and the same requests sent to both on twin keys give the same
+// suite's traces of every algorithm (tests/conformance/traces.hpp), with
+// requests of several checks, with their calls alternating between FCALL
+// and the module's command, decide as the model; and the same requests sent to both on twin keys give the same
 // replies, the same stored values and the same TTLs (requests of one check
 // and trees of several, request ids, override keys, reports, peeks).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 
 #include "conformance/traces.hpp"
 #include "redis_module/module_support.hpp"
+#include "sluice/core/concurrency.hpp"
 #include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_trace_test {
@@ -33,7 +34,6 @@ int status_of(const std::string& shown) {
 conformance::trace_options trace_options() {
   conformance::trace_options o;
   o.max_quantity = std::int64_t{1} << 52;  // what the Redis store holds exactly
-  o.extra_policies = 0;                    // the module decides GCRA and token bucket leaves
   o.length = 24;
   return o;
 }
@@ -75,70 +75,36 @@ std::string alternate(redis::test_client& c, const conformance::trace& t, const 
 
 TEST(RedisModule, TracesAlternatingWithTheLuaLibraryDecideAsTheModel) {
   auto c = module_support::client_of(module_support::shared_server());
-  std::size_t traces = 0, decided = 0, admitted_somewhere = 0;
-  for (const algorithm a : {algorithm::gcra, algorithm::token_bucket}) {
-    for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+  std::size_t traces = 0, decided = 0;
+  for (const algorithm a : conformance::all_algorithms) {
+    std::size_t mine = 0, admitted_somewhere = 0;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
       const auto t = conformance::make_trace(a, seed, trace_options());
-      if (!redis::plan::make(t.policies[0].policy).ok()) continue;
+      bool planned = true;
+      for (const auto& p : t.policies) planned = planned && redis::plan::make(p.policy).ok();
+      if (!planned) continue;
       const std::string prefix = "alt:" + std::string(name_of(a)) + ":" + std::to_string(seed) + ":";
       const std::string diff = alternate(c, t, prefix, decided);
       ASSERT_EQ(diff, "") << t.describe();
-      ++traces;
+      ++mine;
       for (const auto& w : conformance::expected_answers(t))
         if (w.d.d.allowed) {
           ++admitted_somewhere;
           break;
         }
     }
+    // Every algorithm's traces ran, and admit, not only deny.
+    EXPECT_GE(mine, 20u) << name_of(a);
+    EXPECT_GE(admitted_somewhere, 10u) << name_of(a);
+    traces += mine;
   }
-  EXPECT_GE(traces, 200u);
-  EXPECT_GE(decided, 2000u);
-  EXPECT_GE(admitted_somewhere, 100u);  // the traces admit, not only deny
+  EXPECT_GE(traces, 300u);
+  EXPECT_GE(decided, 3000u);
 }
-
-/// A request sent to both: the Lua library on `lua:` keys, the module on
-/// `mod:` keys; replies, values and TTLs compared.
-class twin {
- public:
-  explicit twin(redis::test_client& c) : c_(c) {}
-
-  /// Sends `suffix` over `keys` (without prefix) with `args`; "" when both
-  /// answer alike and leave the same values and TTLs.
-  std::string send(const std::string& suffix, const std::vector<std::string>& keys,
-                   const std::vector<std::string>& args) {
-    std::vector<std::string> lk, mk;
-    for (const auto& k : keys) {
-      lk.push_back("lua:" + k);
-      mk.push_back("mod:" + k);
-    }
-    const std::string a = fcall(c_, suffix, lk, args);
-    const std::string b = module_call(c_, suffix, mk, args);
-    ++calls;
-    if (a != b) return suffix + ": the library answered " + a + ", the module " + b;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const std::string va = run(c_, {"GET", lk[i]});
-      const std::string vb = run(c_, {"GET", mk[i]});
-      if (va != vb) return suffix + ": key " + keys[i] + " holds " + va + " (library), " + vb + " (module)";
-      const std::string ta = run(c_, {"PTTL", lk[i]});
-      const std::string tb = run(c_, {"PTTL", mk[i]});
-      const long long da = std::atoll(ta.c_str()), db = std::atoll(tb.c_str());
-      if ((da < 0) != (db < 0) || std::llabs(da - db) > 50)
-        return suffix + ": key " + keys[i] + " expires in " + ta + " ms (library), " + tb + " ms (module)";
-      if (da > 0) ++with_ttl;
-    }
-    if (a.find("ERR<") != std::string::npos) ++errors;
-    return "";
-  }
-
-  std::size_t calls = 0, with_ttl = 0, errors = 0;
-
- private:
-  redis::test_client& c_;
-};
 
 TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
   auto c = module_support::client_of(module_support::shared_server());
-  twin tw(c);
+  module_support::twin tw(c);
   const char* exprs[] = {
       "gcra 10/1s burst=5",
       "token-bucket 3/1m burst=7",
@@ -147,6 +113,20 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
       "token-bucket 7/13ms burst=1000000",
       "all(gcra 10/1s burst=5, token-bucket 100/1m burst=50)",
       "any(gcra 2/1s burst=2, all(gcra 5/1s burst=1, token-bucket 1/1s burst=3))",
+      // Every other algorithm's leaf (their values, TTL formulas and
+      // report saturations differ): alone and in trees.
+      "fixed-window 10/1s",
+      "fixed-window 4/700ms origin=123ms",
+      "sliding-counter 6/1s",
+      "sliding-log 5/1s",
+      "sliding-buckets 8/1s buckets=4",
+      "leaky-queue 10/1s queue=4",
+      "leaky-queue 3/7ms queue=1000",
+      "quota 40",
+      "concurrency 3 lease=700ms",
+      "all(fixed-window 10/1s, sliding-log 20/1m, quota 100)",
+      "any(sliding-counter 2/1s, all(leaky-queue 5/1s queue=3, sliding-buckets 10/2s buckets=5))",
+      "all(concurrency 4 lease=2s, gcra 10/1s burst=5)",
   };
   std::mt19937_64 g(42);
   for (std::size_t pi = 0; pi < std::size(exprs); ++pi) {
@@ -165,6 +145,7 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
       const std::int64_t tns = g() % 3 == 0 ? 1 : (g() % 2 == 0 ? 1000 : 1000000);
       const std::int64_t base = 5000 + static_cast<std::int64_t>(g() % 5);
       const int kind = static_cast<int>(g() % 6);
+      const lease_scope lease(g());  // a concurrency leaf's lease takes this nonce
       std::string diff;
       if (pl.single() && kind < 2) {
         std::string blob = one_header(now, tns, base);
@@ -226,8 +207,29 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
     ASSERT_EQ(tw.send("one", {"cfg"}, {other}), "");
     ASSERT_EQ(tw.send("one", {"cfg"}, {other}), "");  // batch 77 stopped: {4}
   }
-  EXPECT_GE(tw.calls, 400u);
-  EXPECT_GE(tw.with_ttl, 100u);  // TTLs were compared, not only their absence
+  EXPECT_GE(tw.calls, 1000u);
+  EXPECT_EQ(tw.errors, 0u);      // every call decided, none refused by both alike
+  EXPECT_GE(tw.with_ttl, 300u);  // TTLs were compared, not only their absence
+}
+
+/// The wall clock in µs.
+tick wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The header of `_one` at the store's clock, in ticks of 1 µs (tns 1000),
+/// `estimate` the client's estimate of it: th sent with 2^32 added.
+std::string at_the_stores_clock(tick estimate) {
+  std::string blob;
+  std::int64_t h = 0, l = 0;
+  redis::split_limbs(estimate, h, l);
+  redis::put_number(blob, h + (std::int64_t{1} << 32));
+  redis::put_number(blob, l);
+  redis::put_number(blob, 1000);
+  redis::put_number(blob, 3);
+  redis::put_number(blob, 0);
+  return blob;
 }
 
 // The store's clock: th sent with 2^32 added makes both read the server's
@@ -235,17 +237,8 @@ TEST(RedisModule, RepliesValuesAndTtlsEqualTheLuaLibrarys) {
 TEST(RedisModule, TheStoresClockIsTheServers) {
   auto c = module_support::client_of(module_support::shared_server());
   const redis::plan pl = redis::plan::make(parse_policy("gcra 1000/1s burst=1000").value()).value();
-  const auto wall =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  std::string blob;
-  std::int64_t h = 0, l = 0;
-  redis::split_limbs(wall, h, l);  // ticks of 1000 ns: the estimate is the wall clock in µs
-  redis::put_number(blob, h + (std::int64_t{1} << 32));
-  redis::put_number(blob, l);
-  redis::put_number(blob, 1000);
-  redis::put_number(blob, 3);
-  redis::put_number(blob, 0);
+  const tick wall = wall_us();
+  std::string blob = at_the_stores_clock(wall);  // the estimate is the wall clock in µs
   pl.append_leaf(0, wall, 1, blob);
   const std::string got = module_call(c, "one", {"clock:k"}, {blob});
   ASSERT_EQ(status_of(got), 1) << got;
@@ -256,6 +249,43 @@ TEST(RedisModule, TheStoresClockIsTheServers) {
   const std::int64_t gl = std::atoll(got.c_str() + last_space + 1);
   const std::int64_t used = gh * (std::int64_t{1} << 32) + gl;
   EXPECT_LT(std::llabs(used - wall), 60'000'000) << got;
+}
+
+// The windowed leaves at the store's clock: the client splits its estimate
+// into a window and an offset, the library moves the split by the
+// estimate's error, and the module decides at the server's instant alike,
+// whether the estimate is early or late (by less than a window, or by
+// several); the written window is the server's.
+TEST(RedisModule, WindowedLeavesAtTheStoresClockAreDecidedAtTheServersInstant) {
+  auto c = module_support::client_of(module_support::shared_server());
+  int n = 0;
+  for (const char* expr :
+       {"fixed-window 5/10s origin=3s", "sliding-counter 5/10s", "sliding-buckets 5/10s buckets=5"}) {
+    const redis::plan pl = redis::plan::make(parse_policy(expr).value()).value();
+    for (const std::int64_t off : {std::int64_t{-25'000'000}, std::int64_t{-700'000}, std::int64_t{0},
+                                   std::int64_t{900'000}, std::int64_t{31'000'000}}) {
+      const tick estimate = wall_us() + off;
+      std::string blob = at_the_stores_clock(estimate);
+      pl.append_leaf(0, estimate, 1, blob);
+      const std::string key = "wclock:" + std::to_string(n++);
+      for (const bool module : {false, true}) {
+        const std::string got =
+            module ? module_call(c, "one", {"m" + key}, {blob}) : fcall(c, "one", {"l" + key}, {blob});
+        ASSERT_EQ(status_of(got), 1) << expr << " off " << off << (module ? " module: " : " library: ") << got;
+      }
+      // Both wrote the same window (the server's): the value's numbers
+      // after the tag up to the offset (its limbs), unless a window
+      // boundary fell between the two calls.
+      const redis::reply lv = module_support::answer(c.call(std::vector<std::string_view>{"GET", "l" + key}));
+      const redis::reply mv = module_support::answer(c.call(std::vector<std::string_view>{"GET", "m" + key}));
+      ASSERT_GE(mv.str.size(), 9u + 16u);
+      std::int64_t lk = 0, mk = 0, ll = 0, ml = 0;
+      ASSERT_TRUE(redis::get_number(lv.str.data() + 9, lk) && redis::get_number(mv.str.data() + 9, mk));
+      ASSERT_TRUE(redis::get_number(lv.str.data() + 17, ll) && redis::get_number(mv.str.data() + 17, ml));
+      EXPECT_LE(std::llabs((mk * (std::int64_t{1} << 32) + ml) - (lk * (std::int64_t{1} << 32) + ll)), 1)
+          << expr << " off " << off;
+    }
+  }
 }
 
 }  // namespace
