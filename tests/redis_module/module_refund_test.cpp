@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "redis_module/module_support.hpp"
-#include "sluice/concurrency.hpp"
-#include "sluice/policy_expr.hpp"
+#include "sluice/core/concurrency.hpp"
+#include "sluice/core/policy_expr.hpp"
 
 namespace sluice::redis_module_test::module_refund_test {
 namespace {
