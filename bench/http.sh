@@ -36,6 +36,8 @@
 #
 # usage: bench/http.sh [BUILD_DIR]
 #   env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000
+#        CLIENT_CPU=0: wrk pinned to that CPU (as ../shared/peers/http-redis pins it, with the
+#        service on CPU 0); unset: wrk unpinned
 #        ROWS=all, or a comma list of the rows above (e.g. ROWS=sluice-redis,sluice-rediss:
 #        TLS against plaintext alone); every server starts either way
 set -euo pipefail
@@ -47,6 +49,8 @@ SLUICE=$BUILD/sluice
 DUR=${DUR:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
+CLIENT_PIN=()
+[ -z "${CLIENT_CPU:-}" ] || CLIENT_PIN=(taskset -c "$CLIENT_CPU")
 KEYS=${KEYS:-10000}
 ROWS=${ROWS:-all}
 want() { [ "$ROWS" = all ] || [[ ",$ROWS," == *",$1,"* ]]; }
@@ -220,7 +224,7 @@ run() {  # LABEL URL [SERVER_PID: account the row's CPU]
   want "$1" || return 0
   local raw="$RUN/wrk-$1.txt" s0=0 r0=0 rc0="0 0" client_ms
   if [ -n "${3:-}" ]; then s0=$(cpu_ms "$3"); r0=$(cpu_ms "$PID_REDIS"); rc0=$(redis_reads_calls); fi
-  client_ms=$( timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
+  client_ms=$( timeout $((DUR + 20)) "${CLIENT_PIN[@]}" wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
                children_cpu_ms )
   local rps p50 p99 non2xx
   rps=$(awk '/^Requests\/sec/{print $2}' "$raw")
@@ -324,21 +328,25 @@ for line in open(sys.argv[6]):
     label, n, client_ms, server_ms, redis_ms, reads, calls = line.split("\t")
     if int(n) > 0:
         cpu.setdefault(label, []).append([int(v) * 1000.0 / int(n) for v in (client_ms, server_ms, redis_ms)])
-    if int(reads) > 0:
+    if int(reads) > 0 and int(calls) > 0:  # (the INFO calls that count them are reads too)
         batch.setdefault(label, []).append(int(calls) / int(reads))
 if cpu:
     print()
-    print("| row | client µs/req | server µs/req | redis-server µs/req | sum | 2 cores allow | calls per Redis read |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    # cores busy: µs a request × requests a second, for client + server (CPU 0 when both are
+    # pinned there) and for redis-server (CPU 1): near 1 on the CPU that binds a row.
+    print("| row | client µs/req | server µs/req | redis-server µs/req | sum | 2 cores allow | calls per Redis read"
+          " | client + server cores busy | redis cores busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k in ["nginx-return", "sluice", "redis-evalsha-c1", "redis-evalsha-c50", "sluice-redis", "sluice-redis-2t",
               "sluice-rediss"]:
         if k not in cpu:
             continue
         c, s, r = (statistics.median(v[i] for v in cpu[k]) for i in range(3))
         server = k.startswith("sluice") or k == "nginx-return"
-        print("| %s | %.1f | %s | %.1f | %.1f | %s req/s | %s |" % (
+        rate = med[k][0] if k in med else 0
+        print("| %s | %.1f | %s | %.1f | %.1f | %s req/s | %s | %.2f | %.2f |" % (
             k, c, "%.1f" % s if server else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ","),
-            "%.1f" % statistics.median(batch[k]) if k in batch else "-"))
+            "%.1f" % statistics.median(batch[k]) if k in batch else "-", (c + s) * rate / 1e6, r * rate / 1e6))
     # What the 1-thread target leaves sluice serve, beside what HTTP alone
     # costs a server here: at 0.9× the ceiling, two fully busy cores give
     # each request 2 s / (0.9 × ceiling) of CPU, less the load client's and
