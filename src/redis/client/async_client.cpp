@@ -728,9 +728,10 @@ void async_client::submit(std::unique_ptr<op> o) {
     impl_->exec(std::move(o));  // the caller is the only thread that runs the context
     return;
   }
-  if (options_.one_batch_in_flight) {
+  if (options_.one_batch_in_flight && !options_.where.tls.on) {
     // On the loop's own thread the call is queued (and maybe written) now,
-    // before the loop reads its next request.
+    // before the loop reads its next request. (TLS keeps one write a pass:
+    // its engine reads ahead of the socket, so it holds nothing.)
     asio::dispatch(impl_->strand,
                    [self = shared_from_this(), o = std::move(o)]() mutable { self->impl_->exec(std::move(o)); });
     return;

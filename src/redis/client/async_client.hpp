@@ -105,7 +105,8 @@ struct async_client_options {
   /// the loop's pass. So the loop's work and the server's overlap without
   /// a write per call (docs/serve.md, "The fleet path"). A held call that
   /// reaches its deadline was never written: `timeout`, not maybe applied.
-  /// Plaintext connections only; not with `caller_driven` or `reading`.
+  /// Plaintext connections only (TLS: as without it); not with
+  /// `caller_driven` or `reading`.
   bool one_batch_in_flight = false;
 };
 
