@@ -5,7 +5,8 @@
 //
 // - Pipelining: a command is queued; while no write is in flight, every
 //   queued command is written in one write, and replies are matched to their
-//   callers in order. No window to configure.
+//   callers in order. No window to configure. An event loop's own connection
+//   keeps one batch in flight instead (one_batch_in_flight).
 // - RESP is parsed by hiredis's reader (redisReaderCreate/Feed/GetReply).
 // - Deadlines: each call has its own (`command_timeout` from when it was
 //   made, plus `connect_timeout` when it had to wait for a connection). At
