@@ -30,7 +30,16 @@
 # the 0.9× target leaves sluice serve on Redis a request, beside what HTTP alone costs
 # nginx and sluice serve here.
 #
-# usage: bench/http.sh [BUILD_DIR]   (env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000)
+# For the Redis rows it also counts the calls Redis answered per socket read
+# (INFO stats total_reads_processed beside commandstats' FCALL/EVALSHA calls):
+# the calls a batch carries, i.e. how many requests wait on Redis together.
+#
+# usage: bench/http.sh [BUILD_DIR]
+#   env: DUR=10 ROUNDS=3 CONNS=50 KEYS=10000
+#        CLIENT_CPU=0: wrk pinned to that CPU (as ../shared/peers/http-redis pins it, with the
+#        service on CPU 0); unset: wrk unpinned
+#        ROWS=all, or a comma list of the rows above (e.g. ROWS=sluice-redis,sluice-rediss:
+#        TLS against plaintext alone); every server starts either way
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Absolute: the research's build script runs in its own folder, so a relative
@@ -40,13 +49,17 @@ SLUICE=$BUILD/sluice
 DUR=${DUR:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
+CLIENT_PIN=()
+[ -z "${CLIENT_CPU:-}" ] || CLIENT_PIN=(taskset -c "$CLIENT_CPU")
 KEYS=${KEYS:-10000}
+ROWS=${ROWS:-all}
+want() { [ "$ROWS" = all ] || [[ ",$ROWS," == *",$1,"* ]]; }
 command -v wrk >/dev/null || { echo "http.sh: wrk is missing (scripts/setup.sh --bench)" >&2; exit 1; }
 command -v nginx >/dev/null || { echo "http.sh: nginx is missing (scripts/setup.sh)" >&2; exit 1; }
 for t in redis-server redis-benchmark redis-cli taskset; do
   command -v $t >/dev/null || { echo "http.sh: $t is missing (scripts/setup.sh)" >&2; exit 1; }
 done
-GCRA_LUA=$ROOT/../shared/research/redis-lab/gcra.lua
+GCRA_LUA=${GCRA_LUA:-$ROOT/../shared/research/redis-lab/gcra.lua}  # env: where ../shared is not beside the checkout
 [ -f "$GCRA_LUA" ] || { echo "http.sh: $GCRA_LUA is missing (the research's exact GCRA script)" >&2; exit 1; }
 [ -x "$SLUICE" ] || { echo "http.sh: $SLUICE not built" >&2; exit 1; }
 
@@ -192,15 +205,26 @@ children_cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.0f", ($16 + $17) 
 # Where a Redis row's CPU goes: the load client's, the server's (sluice, when
 # there is one) and redis-server's CPU ms over the row, for the requests it
 # answered; the rows then say what 2 cores allow at that cost per request.
-cpu_row() {  # LABEL REQUESTS CLIENT_MS SERVER_PID SERVER_MS0 REDIS_MS0
-  local server_ms=0
+# Redis's socket reads and its script calls (FCALL, EVALSHA) so far: "READS CALLS".
+redis_reads_calls() {
+  { rcli info stats; rcli info commandstats; } | tr -d '\r' | awk -F'[:=,]' '
+    $1 == "total_reads_processed" {r = $2}
+    $1 == "cmdstat_fcall" || $1 == "cmdstat_evalsha" {c += $3}
+    END {print r + 0, c + 0}'
+}
+cpu_row() {  # LABEL REQUESTS CLIENT_MS SERVER_PID SERVER_MS0 REDIS_MS0 "READS0 CALLS0"
+  local server_ms=0 r0 c0 r1 c1
   [ "$4" = - ] || server_ms=$(( $(cpu_ms "$4") - $5 ))
-  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$server_ms" "$(( $(cpu_ms "$PID_REDIS") - $6 ))" >> "$CPU"
+  read -r r0 c0 <<< "$7"
+  read -r r1 c1 < <(redis_reads_calls)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$server_ms" "$(( $(cpu_ms "$PID_REDIS") - $6 ))" \
+    "$((r1 - r0))" "$((c1 - c0))" >> "$CPU"
 }
 run() {  # LABEL URL [SERVER_PID: account the row's CPU]
-  local raw="$RUN/wrk-$1.txt" s0=0 r0=0 client_ms
-  if [ -n "${3:-}" ]; then s0=$(cpu_ms "$3"); r0=$(cpu_ms "$PID_REDIS"); fi
-  client_ms=$( timeout $((DUR + 20)) wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
+  want "$1" || return 0
+  local raw="$RUN/wrk-$1.txt" s0=0 r0=0 rc0="0 0" client_ms
+  if [ -n "${3:-}" ]; then s0=$(cpu_ms "$3"); r0=$(cpu_ms "$PID_REDIS"); rc0=$(redis_reads_calls); fi
+  client_ms=$( timeout $((DUR + 20)) "${CLIENT_PIN[@]}" wrk -t1 -c"$CONNS" -d"${DUR}s" --latency --timeout 5s -s "$ROOT/bench/http/keys.lua" "$2" -- "$KEYS" > "$raw" 2>&1
                children_cpu_ms )
   local rps p50 p99 non2xx
   rps=$(awk '/^Requests\/sec/{print $2}' "$raw")
@@ -209,15 +233,17 @@ run() {  # LABEL URL [SERVER_PID: account the row's CPU]
   non2xx=$(awk '/Non-2xx/{print $NF}' "$raw"); non2xx=${non2xx:-0}
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >> "$TSV"
   printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us  non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "$non2xx" >&2
-  [ -z "${3:-}" ] || cpu_row "$1" "$(awk '/requests in/{print $1}' "$raw")" "$client_ms" "$3" "$s0" "$r0"
+  [ -z "${3:-}" ] || cpu_row "$1" "$(awk '/requests in/{print $1}' "$raw")" "$client_ms" "$3" "$s0" "$r0" "$rc0"
 }
 # The Redis ceilings: redis-benchmark EVALSHA gcra.lua (admits: a huge burst), a random key of
 # KEYS, client on CPU 0: 1 connection, one call at a time (what one connection's round trips
 # allow: sluice serve's thread calls Redis on one connection), and 50 connections (the server's).
 ALLOW=(0 1000 1 1 0 1000000000000000 0 1 0)
 ceiling() {  # LABEL CONNS CALLS
-  local raw="$RUN/rb-$1.txt" rps p50 p99 line r0 client_ms
+  want "$1" || return 0
+  local raw="$RUN/rb-$1.txt" rps p50 p99 line r0 rc0 client_ms
   r0=$(cpu_ms "$PID_REDIS")
+  rc0=$(redis_reads_calls)
   client_ms=$( timeout $((DUR * 6 + 30)) taskset -c 0 redis-benchmark -h 127.0.0.1 -p "$P_REDIS" -c "$2" -P 1 -n "$3" \
                  -r "$KEYS" --csv evalsha "$SHA" 1 'rb:__rand_int__' "${ALLOW[@]}" > "$raw" 2>/dev/null
                children_cpu_ms )
@@ -228,7 +254,7 @@ ceiling() {  # LABEL CONNS CALLS
   p99=$(awk -F, '{printf "%.0f", $7 * 1000}' <<< "$line")
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" 0 >> "$TSV"
   printf '  %-16s %10.0f req/s  p50 %6s us  p99 %6s us\n' "$1" "$rps" "$p50" "$p99" >&2
-  cpu_row "$1" "$3" "$client_ms" - 0 "$r0"
+  cpu_row "$1" "$3" "$client_ms" - 0 "$r0" "$rc0"
 }
 echo "http.sh: wrk -t1 -c$CONNS -d${DUR}s, $KEYS keys, $ROUNDS interleaved rounds" >&2
 for r in $(seq "$ROUNDS"); do
@@ -254,8 +280,9 @@ for p in $P_SLUICE_REDIS $P_SLUICE_REDIS2 $P_SLUICE_REDISS; do
 done
 rkeys=$(rcli --scan --pattern 'bench:s:api:*' | wc -l)
 
-python3 - "$TSV" "$keys" "$rstore" "$rerrors" "$rkeys" "$CPU" <<'PY'
+python3 - "$TSV" "$keys" "$rstore" "$rerrors" "$rkeys" "$CPU" "$ROWS" <<'PY'
 import statistics, sys
+want_all = sys.argv[7] == "all"  # a ROWS selection prints only its rows
 rows = {}
 for line in open(sys.argv[1]):
     label, rps, p50, p99, non2xx = line.split("\t")
@@ -271,18 +298,20 @@ print("| row | req/s (median) | runs | p50 µs | p99 µs | non-2xx | ratio |")
 print("|---|---:|---|---:|---:|---:|---:|")
 for k in ["nginx-return", "sluice", "authreq-stub", "authreq-sluice", "redis-evalsha-c1", "redis-evalsha-c50",
           "sluice-redis", "sluice-redis-2t", "sluice-rediss"]:
-    if k not in med or base[k] not in med:
-        print("| %s | (no result) | | | | | |" % k)
+    if k not in med:
+        if want_all:
+            print("| %s | (no result) | | | | | |" % k)
         continue
     rps, p50, p99, bad, runs = med[k]
-    ratio = rps / med[base[k]][0]
-    print("| %s | %s | %s | %d | %d | %d | %.2f× %s |" % (
-        k, format(round(rps), ","), " / ".join("%.0fk" % (r / 1000) for r in runs), p50, p99, bad, ratio,
-        "" if base[k] == k else base[k]))
+    ratio = "%.2f× %s" % (rps / med[base[k]][0], "" if base[k] == k else base[k]) if base[k] in med else "-"
+    print("| %s | %s | %s | %d | %d | %d | %s |" % (
+        k, format(round(rps), ","), " / ".join("%.0fk" % (r / 1000) for r in runs), p50, p99, bad, ratio))
 print()
-print("sluice / nginx return 200: %.2f× (target >= 0.85)" % (med["sluice"][0] / med["nginx-return"][0]))
-print("auth_request -> sluice / auth_request -> 204 stub: %.2f× (target >= 0.95)" % (
-    med["authreq-sluice"][0] / med["authreq-stub"][0]))
+if "sluice" in med and "nginx-return" in med:
+    print("sluice / nginx return 200: %.2f× (target >= 0.85)" % (med["sluice"][0] / med["nginx-return"][0]))
+if "authreq-sluice" in med and "authreq-stub" in med:
+    print("auth_request -> sluice / auth_request -> 204 stub: %.2f× (target >= 0.95)" % (
+        med["authreq-sluice"][0] / med["authreq-stub"][0]))
 for row, what in [("sluice-redis", "1 thread"), ("sluice-redis-2t", "2 threads")]:
     if row in med and "redis-evalsha-c50" in med:
         print("sluice serve on Redis (%s) / Redis EVALSHA gcra.lua, c50: %.2f× (target >= 0.9 for 1 thread);"
@@ -294,22 +323,30 @@ if "sluice-rediss" in med and "sluice-redis" in med:
 # Where the Redis rows' CPU went, per request (medians over the rounds):
 # on 2 cores, no row can pass 2 s of CPU per second over the sum.
 cpu = {}
+batch = {}
 for line in open(sys.argv[6]):
-    label, n, client_ms, server_ms, redis_ms = line.split("\t")
+    label, n, client_ms, server_ms, redis_ms, reads, calls = line.split("\t")
     if int(n) > 0:
         cpu.setdefault(label, []).append([int(v) * 1000.0 / int(n) for v in (client_ms, server_ms, redis_ms)])
+    if int(reads) > 0 and int(calls) > 0:  # (the INFO calls that count them are reads too)
+        batch.setdefault(label, []).append(int(calls) / int(reads))
 if cpu:
     print()
-    print("| row | client µs/req | server µs/req | redis-server µs/req | sum | 2 cores allow |")
-    print("|---|---:|---:|---:|---:|---:|")
+    # cores busy: µs a request × requests a second, for client + server (CPU 0 when both are
+    # pinned there) and for redis-server (CPU 1): near 1 on the CPU that binds a row.
+    print("| row | client µs/req | server µs/req | redis-server µs/req | sum | 2 cores allow | calls per Redis read"
+          " | client + server cores busy | redis cores busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k in ["nginx-return", "sluice", "redis-evalsha-c1", "redis-evalsha-c50", "sluice-redis", "sluice-redis-2t",
               "sluice-rediss"]:
         if k not in cpu:
             continue
         c, s, r = (statistics.median(v[i] for v in cpu[k]) for i in range(3))
         server = k.startswith("sluice") or k == "nginx-return"
-        print("| %s | %.1f | %s | %.1f | %.1f | %s req/s |" % (
-            k, c, "%.1f" % s if server else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ",")))
+        rate = med[k][0] if k in med else 0
+        print("| %s | %.1f | %s | %.1f | %.1f | %s req/s | %s | %.2f | %.2f |" % (
+            k, c, "%.1f" % s if server else "-", r, c + s + r, format(round(2e6 / (c + s + r)), ","),
+            "%.1f" % statistics.median(batch[k]) if k in batch else "-", (c + s) * rate / 1e6, r * rate / 1e6))
     # What the 1-thread target leaves sluice serve, beside what HTTP alone
     # costs a server here: at 0.9× the ceiling, two fully busy cores give
     # each request 2 s / (0.9 × ceiling) of CPU, less the load client's and

@@ -405,5 +405,58 @@ TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {
   EXPECT_TRUE(back);
 }
 
+// An event loop's own connection (sync_client::make_on) keeps one batch in
+// flight: a call made while nothing of the connection's is at the server
+// is written before the call returns; calls made while that one is out are
+// held, and go out together in one write once its reply is in (docs/serve.md,
+// "The fleet path").
+TEST(AsyncClient, ALoopsConnectionHoldsCallsWhileABatchIsOut) {
+  redis_server srv;
+  auto c = sync_client::open(options_2s(srv.url())).value();
+  asio::io_context io;
+  auto made = c->make_on(io.get_executor());
+  ASSERT_TRUE(made.ok());
+  std::shared_ptr<async_backend> b = std::move(made).value();
+  auto* client = dynamic_cast<async_client*>(b.get());
+  ASSERT_NE(client, nullptr);
+  bool pinged = false;
+  asio::post(io, [&] {
+    client->async_call({"PING"}, [&](call_result r) {
+      pinged = ok(r).as_status() == "PONG";
+      io.stop();
+    });
+  });
+  io.run_for(5s);
+  io.restart();
+  ASSERT_TRUE(pinged);
+  ASSERT_EQ(client->stats().writes, 1u);
+
+  constexpr int n = 10;
+  std::vector<std::int64_t> counts;
+  bool blocked_answered = false;
+  std::uint64_t writes_at_once = 0;
+  asio::post(io, [&] {
+    // The server holds this one 200 ms: a batch out the whole time.
+    client->async_call({"BLPOP", "nothing", "0.2"}, [&](call_result r) { blocked_answered = ok(r).is_nil(); });
+    writes_at_once = client->stats().writes;
+    for (int i = 0; i < n; ++i)
+      client->async_call({"INCR", "held"}, [&](call_result r) {
+        counts.push_back(ok(r).as_integer().value_or(-1));
+        if (counts.size() == n) io.stop();
+      });
+  });
+  io.run_for(5s);
+  io.restart();
+  EXPECT_EQ(writes_at_once, 2u) << "the first call was written before it returned";
+  EXPECT_TRUE(blocked_answered);
+  ASSERT_EQ(counts.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(counts[static_cast<std::size_t>(i)], i + 1);
+  const auto s = client->stats();
+  EXPECT_EQ(s.writes, 3u) << "the held calls went out together, after the reply";
+  EXPECT_EQ(s.commands, static_cast<std::uint64_t>(n + 2));
+  b->close();
+  io.run_for(1s);
+}
+
 }  // namespace
 }  // namespace sluice::redis::redis_async_client_test

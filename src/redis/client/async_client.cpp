@@ -149,7 +149,29 @@ struct async_client::impl {
     if (ph != phase::ready) o->deadline += owner.options_.connect_timeout;
     arm(o->deadline);
     queued.push_back(std::move(o));
-    if (ph == phase::ready) schedule_write();
+    if (ph != phase::ready) return;
+    if (one_batch()) return write_or_hold(now);
+    schedule_write();
+  }
+
+  // ------------------------------------------------------------ one batch in flight
+
+  static constexpr std::chrono::microseconds poll_every{20};
+  steady::time_point last_poll{};
+
+  [[nodiscard]] bool one_batch() const {
+    const auto& o = owner.options_;
+    return o.one_batch_in_flight && !o.caller_driven && o.reading == nullptr && t && t->plain_fd() >= 0;
+  }
+
+  // Nothing of ours at the server: written now. Else held; and a look at
+  // the socket (the batch's replies may be in: consume writes what is held).
+  void write_or_hold(steady::time_point now) {
+    if (writing) return;
+    if (sent.empty()) return start_write();
+    if (in_read || now - last_poll < poll_every) return;
+    last_poll = now;
+    read_now();
   }
 
   // ------------------------------------------------------------ writing
@@ -191,7 +213,7 @@ struct async_client::impl {
     writing = true;
     owner.writes_.fetch_add(1, std::memory_order_relaxed);
     owner.commands_.fetch_add(commands, std::memory_order_relaxed);
-    if (owner.options_.caller_driven && !tr->tls && write_now(*tr)) {
+    if ((owner.options_.caller_driven || one_batch()) && !tr->tls && write_now(*tr)) {
       writing = false;  // all of it went out in this call: no completion to wait for
       return;
     }
@@ -231,7 +253,7 @@ struct async_client::impl {
   // ------------------------------------------------------------ reading
 
   void start_read(const std::shared_ptr<transport>& tr) {
-    if (owner.options_.reading != nullptr && tr->plain_fd() >= 0) return gated_read(tr);
+    if ((owner.options_.reading != nullptr || one_batch()) && tr->plain_fd() >= 0) return gated_read(tr);
     tr->with([&](auto& s) {
       s.async_read_some(asio::buffer(tr->rbuf),
                         [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
@@ -250,7 +272,9 @@ struct async_client::impl {
 
   // async_client_options::reading: waits for the socket without reading
   // it, raises the flag, reads everything there is (read_now delivers each
-  // whole reply), lowers the flag, waits again. The reactor reports
+  // whole reply), lowers the flag, waits again. One batch in flight reads
+  // the same way, without a flag: read_now may then also run from a call
+  // (write_or_hold), and no byte is ever read by two paths out of order. The reactor reports
   // readiness by edge and a wait is never tried at once, so the next wait
   // is queued in the handler that made the last recv: with one thread
   // running the context, no epoll_wait runs between them, and a byte that
@@ -265,10 +289,10 @@ struct async_client::impl {
             m.lost(call_error{call_error::io, m.where + ": wait: " + m.describe(ec), true});
             return;
           }
-          std::atomic<bool>& reading = *self->options_.reading;
-          reading.store(true);
+          std::atomic<bool>* reading = self->options_.reading;
+          if (reading != nullptr) reading->store(true);
           m.read_now();
-          reading.store(false);
+          if (reading != nullptr) reading->store(false);
           if (tr == m.t) m.start_read(tr);
         });
       }
@@ -298,6 +322,8 @@ struct async_client::impl {
       }
       deliver(std::move(r));
     }
+    // One batch in flight: its last reply is in, what was held goes now.
+    if (tr == t && ph == phase::ready && sent.empty() && !queued.empty() && !writing && one_batch()) start_write();
     return tr == t;
   }
 
@@ -354,7 +380,15 @@ struct async_client::impl {
     return true;
   }
 
+  bool in_read = false;  // read_now is running (a handler it calls may make a call)
+
   void read_now() {
+    if (in_read) return;
+    in_read = true;
+    struct done_reading {
+      bool& flag;
+      ~done_reading() { flag = false; }
+    } guard{in_read};
     const auto tr = t;
     for (;;) {
       const ssize_t n = ::recv(tr->plain_fd(), tr->rbuf.data(), tr->rbuf.size(), MSG_DONTWAIT);
@@ -441,7 +475,9 @@ struct async_client::impl {
     for (auto& o : expired) {
       owner.timeouts_.fetch_add(1, std::memory_order_relaxed);
       finish(o, call_error{call_error::timeout,
-                           where + ": not sent within the command timeout (" + ms + " ms; connecting)", false});
+                           where + ": not sent within the command timeout (" + ms +
+                               (ph == phase::ready ? " ms; held behind a batch in flight)" : " ms; connecting)"),
+                           false});
     }
     if (stalled && ph == phase::ready)
       lost(call_error{call_error::io,
@@ -690,6 +726,14 @@ result<std::shared_ptr<async_client>> async_client::create(asio::any_io_executor
 void async_client::submit(std::unique_ptr<op> o) {
   if (options_.caller_driven) {
     impl_->exec(std::move(o));  // the caller is the only thread that runs the context
+    return;
+  }
+  if (options_.one_batch_in_flight && !options_.where.tls.on) {
+    // On the loop's own thread the call is queued (and maybe written) now,
+    // before the loop reads its next request. (TLS keeps one write a pass:
+    // its engine reads ahead of the socket, so it holds nothing.)
+    asio::dispatch(impl_->strand,
+                   [self = shared_from_this(), o = std::move(o)]() mutable { self->impl_->exec(std::move(o)); });
     return;
   }
   asio::post(impl_->strand,

@@ -5,7 +5,8 @@
 //
 // - Pipelining: a command is queued; while no write is in flight, every
 //   queued command is written in one write, and replies are matched to their
-//   callers in order. No window to configure.
+//   callers in order. No window to configure. An event loop's own connection
+//   keeps one batch in flight instead (one_batch_in_flight).
 // - RESP is parsed by hiredis's reader (redisReaderCreate/Feed/GetReply).
 // - Deadlines: each call has its own (`command_timeout` from when it was
 //   made, plus `connect_timeout` when it had to wait for a connection). At
@@ -95,6 +96,19 @@ struct async_client_options {
   /// context must be run by one thread. TLS: not gated (its engine reads
   /// ahead of what it delivers).
   std::atomic<bool>* reading = nullptr;
+  /// One batch in flight (a caller's event loop: sync_client::make_on). A
+  /// call made while the connection has no call written and unanswered is
+  /// written at once, on the caller's pass (queued on the strand by
+  /// dispatch, sent without blocking); calls made while a batch is out are
+  /// held, and written together the moment its last reply is read. The
+  /// socket is read when it is readable and, at most every 20 µs, by a call
+  /// made while a batch is out, so that replies are seen in the middle of
+  /// the loop's pass. So the loop's work and the server's overlap without
+  /// a write per call (docs/serve.md, "The fleet path"). A held call that
+  /// reaches its deadline was never written: `timeout`, not maybe applied.
+  /// Plaintext connections only (TLS: as without it); not with
+  /// `caller_driven` or `reading`.
+  bool one_batch_in_flight = false;
 };
 
 /// Counters of what an async client did (monotone, relaxed reads).
@@ -210,6 +224,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// Replies no caller asked for go to `h` (a subscriber connection) instead
   /// of closing the connection as a protocol error.
   void set_push_handler(push_handler h);
+  /// Before the first call only: one batch in flight from now on
+  /// (async_client_options::one_batch_in_flight; sync_client::make_on).
+  void keep_one_batch_in_flight() noexcept { options_.one_batch_in_flight = true; }
   /// `h` runs (on the strand) each time an established connection breaks
   /// (EOF, a socket error, a stall, a reply it cannot read): what a
   /// subscriber needs to know, since the next call would connect again

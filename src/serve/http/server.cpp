@@ -177,6 +177,20 @@ class session : public std::enable_shared_from_this<session> {
     const std::size_t release_bytes = srv_.svc.release_body_bytes();
     if (release_bytes <= srv_.lim.body_bytes) {
       parser_->body_limit(srv_.lim.body_bytes);
+      // A request whole in the buffer is parsed now, as Beast's read would
+      // (put, consume, until done or it needs more), so that it reaches the
+      // store in this handler: a call to Redis then goes out before the next
+      // request is read (one batch in flight overlaps the two; "The fleet
+      // path" in docs/serve.md). Whatever is not whole: Beast's async_read.
+      beast::error_code parsed;
+      while (buf_.size() > 0 && !parser_->is_done()) {
+        const std::size_t used = parser_->put(buf_.data(), parsed);
+        buf_.consume(used);
+        if (parsed == http::error::need_more) break;
+        if (parsed) return on_read(parsed);
+        if (used == 0) break;
+      }
+      if (parser_->is_done()) return on_read({});
       return http::async_read(socket_, buf_, *parser_,
                               [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
     }
