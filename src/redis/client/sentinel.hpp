@@ -29,6 +29,7 @@
 #include "redis/client/sync_client.hpp"
 #include "sluice/redis.hpp"
 #include "sluice/result.hpp"
+#include "sluice/store/registry.hpp"
 
 namespace sluice::redis {
 
@@ -96,6 +97,6 @@ class sentinel_client final : public async_backend, public std::enable_shared_fr
 };
 
 /// The store's backend for a redis+sentinel:// URL.
-result<std::unique_ptr<sync_client>> open_sentinel_backend(const redis_store_options& options);
+result<std::unique_ptr<sync_client>> open_sentinel_backend(const store_options& options);
 
 }  // namespace sluice::redis
