@@ -221,9 +221,9 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
   using sluice::store_decision;
   using sluice::store_request;
   auto make_store = [&](bool with_cache) {
-    sluice::redis_store_options o;
+    sluice::store_options o;
     o.url = url_text;
-    o.prefix = "bench:";
+    o.key_prefix = "bench:";
     // Nanosecond ticks, as a deployment: every write's PX is computed from
     // the state (time to fresh + grace), the contract's TTL.
     o.tick_ns = 1;
@@ -409,7 +409,7 @@ void bench_store(const std::string& url_text, int runs, const std::function<bool
   for (std::size_t depth : {std::size_t{1}, std::size_t{16}, std::size_t{64}, std::size_t{256}, std::size_t{1024}}) {
     const std::string name = "redis-store-denycache-90pct-deny-P" + std::to_string(depth);
     if (!wanted(name)) continue;
-    if (!has_deny_cache<sluice::redis_store_options>) {
+    if (!has_deny_cache<sluice::store_options>) {
       std::fprintf(stderr, "# %s: this redis_store has no deny_cache option; row skipped\n", name.c_str());
       continue;
     }

@@ -99,9 +99,9 @@ struct run_options {
 /// One timed run against `t`: a fresh store and prefix, `threads` threads
 /// each deciding `ops` requests in batches of `depth`.
 void run_once(target& t, const run_options& ro, int run) {
-  sluice::redis_store_options o;
+  sluice::store_options o;
   o.url = t.url;
-  o.prefix = "bench" + std::to_string(run) + ":";
+  o.key_prefix = "bench" + std::to_string(run) + ":";
   o.tick_ns = 0;
   o.command_timeout = std::chrono::seconds(5);
   o.connect_timeout = std::chrono::seconds(1);

@@ -21,7 +21,10 @@ int main(int argc, char** argv) {
   // The registry opens "memory" by itself; the Redis store adds its schemes.
   sluice::store_registry stores;
   sluice::register_redis_stores(stores);
-  sluice::store_options options;  // the defaults, but for the URL
+  // The one set of options every store shares (timeouts, key prefix,
+  // failure mode, breaker, deny cache, clock): here the defaults. What only
+  // Redis has rides in the URL's query (rediss://...?ca_file=..., ?wait_replicas=1).
+  sluice::store_options options;
   options.url = argv[1];
   auto store = stores.open(options);
   if (!store) {

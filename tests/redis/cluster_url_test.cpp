@@ -71,7 +71,7 @@ TEST(ClusterUrl, PasswordHoldingCommaOrSlashIsTheUserinfos) {
 // SLUICE_REDIS_PASSWORD): exactly one source, and a user needs one.
 TEST(StoreUrl, PasswordFromOneSourceOnly) {
   for (const std::string url : {"redis://app@h:1", "unix://app@/s", "redis+cluster://app@h:1,h:2"}) {
-    redis_store_options o;
+    store_options o;
     o.url = url;
     auto none = redis_store::open(o);
     ASSERT_FALSE(none) << url;
@@ -80,7 +80,7 @@ TEST(StoreUrl, PasswordFromOneSourceOnly) {
     EXPECT_TRUE(redis_store::open(o)) << url;
   }
   for (const std::string url : {"redis://:Xy7q@h:1", "unix://:Xy7q@/s", "redis+cluster://:Xy7q@h:1"}) {
-    redis_store_options o;
+    store_options o;
     o.url = url;
     o.password = "from-a-file";
     auto twice = redis_store::open(o);
@@ -100,23 +100,23 @@ TEST(ClusterUrl, TooManySeeds) {
 }
 
 TEST(ClusterUrl, TheStoreRefusesWhatAClusterCannotHold) {
-  redis_store_options o;
+  store_options o;
   o.url = "redis+cluster://127.0.0.1:1/3";
   auto db = redis_store::open(o);
   ASSERT_FALSE(db);
   EXPECT_EQ(db.err().field, "db");
   o.url = "redis+cluster://127.0.0.1:1";
-  o.prefix = "p{x}:";
+  o.key_prefix = "p{x}:";
   auto prefix = redis_store::open(o);
   ASSERT_FALSE(prefix);
   EXPECT_EQ(prefix.err().field, "prefix");
-  o.prefix = "p:";
+  o.key_prefix = "p:";
   auto ok = redis_store::open(o);  // connects lazily
   ASSERT_TRUE(ok) << ok.err().what();
   EXPECT_EQ(ok.value()->define("x{y", parse_policy("quota 1").value()).err().field, "name");
   // On one server braces are fine (nothing is routed by slot).
   o.url = "redis://127.0.0.1:1";
-  o.prefix = "p{x}:";
+  o.key_prefix = "p{x}:";
   auto single = redis_store::open(o);
   ASSERT_TRUE(single) << single.err().what();
 }

@@ -148,8 +148,8 @@ std::size_t identity_end(const std::string& value) {
 }
 
 TEST(RedisIdRecord, AnEditedRecordIsAnErrorForARepeatAndARefundAndStaysAsItWas) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("idrec");
+  store_options o;
+  o.key_prefix = fresh_prefix("idrec");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
@@ -157,7 +157,7 @@ TEST(RedisIdRecord, AnEditedRecordIsAnErrorForARepeatAndARefundAndStaysAsItWas) 
   const check ch{q, "k"};
   const store_request first{.checks = std::span(&ch, 1), .now = 5, .cost = 1, .id = "r1"};
   ASSERT_TRUE(st->decide_at(first).d.allowed);
-  const std::string key = o.prefix + "i:r1";
+  const std::string key = o.key_prefix + "i:r1";
   const std::string good = value_at(c, key);
   ASSERT_NE(good, "(nil)") << "the request id's record was not written";
   const std::size_t head = identity_end(good);

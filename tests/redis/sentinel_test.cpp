@@ -275,14 +275,14 @@ TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
   deployment d;
   constexpr std::int64_t quota = 1'000'000'000;  // the allowance; never reached here
   constexpr std::size_t n_keys = 8, batch = 16;
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 500ms;
   o.connect_timeout = 500ms;
   o.on_failure = failure_mode::fail_closed;
   std::array<std::unique_ptr<redis_store>, 2> st;  // [0] waits, [1] does not
   for (std::size_t w = 0; w < 2; ++w) {
     o.url = d.url() + (w == 0 ? "?wait_replicas=1&wait_timeout=50ms" : "");
-    o.prefix = w == 0 ? "wait:" : "nowait:";
+    o.key_prefix = w == 0 ? "wait:" : "nowait:";
     auto s = redis_store::open(o);
     ASSERT_TRUE(s.ok()) << s.err().what();
     st[w] = std::move(s).value();

@@ -78,10 +78,10 @@ TEST(RedisStore, RefusesConfigurationsOutsideTheExactRange) {
 // ---- TTL ----
 
 // The options of the TTL tests: a grace of 2 s, a prefix of their own.
-redis_store_options ttl_options(const char* name) {
-  redis_store_options o;
+store_options ttl_options(const char* name) {
+  store_options o;
   o.grace = std::chrono::milliseconds(2000);
-  o.prefix = fresh_prefix(name);
+  o.key_prefix = fresh_prefix(name);
   return o;
 }
 
@@ -97,7 +97,7 @@ TEST(RedisStore, ASlidingBucketsKeyExpiresWhenItsLatestSubWindowLeaves) {
   // 2 sub-windows of 5 s; an admit 4.9 s into its sub-window is fresh 5.1 s
   // later (when that sub-window leaves the window), not a whole window
   // later: its TTL is at most 1 s more than that plus the grace.
-  const redis_store_options o = ttl_options("bttl");
+  const store_options o = ttl_options("bttl");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
@@ -108,7 +108,7 @@ TEST(RedisStore, ASlidingBucketsKeyExpiresWhenItsLatestSubWindowLeaves) {
   const tick now = st->now() / sub * sub + sub - 100 * ms;
   const auto before = std::chrono::steady_clock::now();
   const store_decision d = st->decide_at(one_check(ch, now, 1));
-  const std::int64_t left = pttl(c, o.prefix + "s:b:{k}");
+  const std::int64_t left = pttl(c, o.key_prefix + "s:b:{k}");
   const auto spent =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - before).count();
   ASSERT_EQ(d.from, source::store);
@@ -118,7 +118,7 @@ TEST(RedisStore, ASlidingBucketsKeyExpiresWhenItsLatestSubWindowLeaves) {
 }
 
 TEST(RedisStore, EveryKeyExpiresNoSoonerThanFreshPlusGraceAndNoLater) {
-  const redis_store_options o = ttl_options("ttl");
+  const store_options o = ttl_options("ttl");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
@@ -155,7 +155,7 @@ TEST(RedisStore, EveryKeyExpiresNoSoonerThanFreshPlusGraceAndNoLater) {
     }
     const auto id = st->define("ttl" + std::to_string(t), p).value();
     const std::string key = "k" + std::to_string(t);
-    const std::string redis_key = o.prefix + "s:ttl" + std::to_string(t) + ":{" + key + "}";
+    const std::string redis_key = o.key_prefix + "s:ttl" + std::to_string(t) + ":{" + key + "}";
     const check ch{id, key};
     tick now = st->now();
     for (int i = 0; i < 12; ++i) {
@@ -177,10 +177,10 @@ TEST(RedisStore, EveryKeyExpiresNoSoonerThanFreshPlusGraceAndNoLater) {
 }
 
 TEST(RedisStore, AQuotaNeverExpiresAndUnknownTicksGetTheLongTtl) {
-  redis_store_options o;
+  store_options o;
   o.tick_ns = 0;
   o.unknown_tick_ttl = std::chrono::hours(5);
-  o.prefix = fresh_prefix("vttl");
+  o.key_prefix = fresh_prefix("vttl");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
@@ -190,8 +190,8 @@ TEST(RedisStore, AQuotaNeverExpiresAndUnknownTicksGetTheLongTtl) {
   const check cg{g, "a"};
   ASSERT_TRUE(st->decide_at(one_check(cq, 0)).d.allowed);
   ASSERT_TRUE(st->decide_at(one_check(cg, 0)).d.allowed);
-  EXPECT_EQ(pttl(c, o.prefix + "s:q:{a}"), -1);
-  const std::int64_t left = pttl(c, o.prefix + "s:g:{a}");
+  EXPECT_EQ(pttl(c, o.key_prefix + "s:q:{a}"), -1);
+  const std::int64_t left = pttl(c, o.key_prefix + "s:g:{a}");
   EXPECT_GT(left, 5 * 3'600'000 - 10'000);
   EXPECT_LE(left, 5 * 3'600'000);
 }
@@ -201,8 +201,8 @@ TEST(RedisStore, AQuotaNeverExpiresAndUnknownTicksGetTheLongTtl) {
 // wherever it sits in a composite: an expiry would hand the quota out
 // again. Every other leaf's key of the same check does expire.
 TEST(RedisStore, AQuotaPartOfACompositeNeverExpiresAndItsOtherPartsDo) {
-  redis_store_options o;  // tick_ns = 1: the realtime clock's ns
-  o.prefix = fresh_prefix("qttl");
+  store_options o;  // tick_ns = 1: the realtime clock's ns
+  o.key_prefix = fresh_prefix("qttl");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
@@ -211,7 +211,7 @@ TEST(RedisStore, AQuotaPartOfACompositeNeverExpiresAndItsOtherPartsDo) {
   const check ch{id, "a"};
   tick now = st->now();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(st->decide_at(one_check(ch, now + i)).d.allowed);
-  const auto r = c.call({"KEYS", o.prefix + "*"});
+  const auto r = c.call({"KEYS", o.key_prefix + "*"});
   const auto* rep = std::get_if<redis::reply>(&r);
   ASSERT_TRUE(rep && rep->as_array());
   std::size_t quotas = 0;
@@ -237,15 +237,15 @@ TEST(RedisStore, AQuotaPartOfACompositeNeverExpiresAndItsOtherPartsDo) {
 // ---- denials and peeks write nothing ----
 
 TEST(RedisStore, DenialsAndPeeksWriteNothing) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("deny");
+  store_options o;
+  o.key_prefix = fresh_prefix("deny");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
   const auto id = st->define("g", any_policy{gcra::make(rate{1, 1000}, 1).value()}).value();
   const check ch{id, "k"};
   ASSERT_TRUE(st->decide_at(one_check(ch, 5000)).d.allowed);
-  const std::string prefix = o.prefix + "s:g:{k}";
+  const std::string prefix = o.key_prefix + "s:g:{k}";
   const std::string v = value_at(c, prefix);
   const auto d = st->decide_at(one_check(ch, 5500));
   EXPECT_FALSE(d.d.allowed);
@@ -259,7 +259,7 @@ TEST(RedisStore, DenialsAndPeeksWriteNothing) {
 // ---- idempotent request ids ----
 
 TEST(RedisStore, ARepeatedRequestIdGetsTheFirstDecisionAndPaysOnce) {
-  redis_store_options o;
+  store_options o;
   o.idempotency_window = std::chrono::milliseconds(400);
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -297,7 +297,7 @@ TEST(RedisStore, ARepeatedRequestIdGetsTheFirstDecisionAndPaysOnce) {
 TEST(RedisStore, ARepeatedRequestIdReplaysTheFirstDecisionsGrowsAfter) {
   // As the memory store (memory_store_test.cpp): a repeat's RateLimit t
   // (grows_after) is its first decision's, not one read on the key now.
-  redis_store_options o;
+  store_options o;
   o.idempotency_window = std::chrono::seconds(10);
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -319,7 +319,7 @@ TEST(RedisStore, ARepeatedRequestIdReplaysTheFirstDecisionsGrowsAfter) {
 // ---- clock skew ----
 
 TEST(RedisStore, CountsRequestsBehindTheLatestAdmitByMoreThanTheTolerance) {
-  redis_store_options o;
+  store_options o;
   o.skew_tolerance = 100;
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -336,15 +336,15 @@ TEST(RedisStore, CountsRequestsBehindTheLatestAdmitByMoreThanTheTolerance) {
 // ---- foreign and corrupt values ----
 
 TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("corrupt");
+  store_options o;
+  o.key_prefix = fresh_prefix("corrupt");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   auto c = raw_client();
   const auto id = st->define("g", any_policy{gcra::make(rate{10, 1000}, 10).value()}).value();
   const check ch{id, "k"};
   ASSERT_TRUE(st->decide_at(one_check(ch, 0)).d.allowed);
-  const std::string key = o.prefix + "s:g:{k}";
+  const std::string key = o.key_prefix + "s:g:{k}";
   const std::string good = value_at(c, key);
   ASSERT_EQ(good.size(), 9U + 4 * 8) << "the tag, then dq dr lh ll as doubles";
   // The value with its field `i` (0: dq, 1: dr, 2: lh, 3: ll) replaced by
@@ -401,7 +401,7 @@ TEST(RedisStore, AForeignOrCorruptValueIsAnErrorNeverAnAdmit) {
 // ---- the deny cache ----
 
 TEST(RedisStore, TheDenyCacheAnswersDenialsExactlyAsTheStore) {
-  redis_store_options with;
+  store_options with;
   with.deny_cache = true;
   auto a = open_store(with);
   auto b = open_store();
@@ -438,7 +438,7 @@ TEST(RedisStore, TheDenyCacheKeysEachCheckByItsOwnCost) {
   // A request of two checks at different costs, denied by the costlier
   // check, charges neither, and the cache remembers that check's own cost:
   // a cheaper request on the same key still goes to the store and admits.
-  redis_store_options with;
+  store_options with;
   with.deny_cache = true;
   auto st = open_store(with);
   ASSERT_TRUE(st);

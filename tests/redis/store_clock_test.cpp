@@ -1,4 +1,4 @@
-// The Redis store at the store's clock (redis_store_options::clock =
+// The Redis store at the store's clock (store_options::clock =
 // store_clock::store; semantics.md, "Clocks of a fleet"): each call reads
 // Redis's TIME inside its one FCALL and decides at it, whatever the
 // request's `now`, and reports the instant it used. Stores whose requests'
@@ -31,10 +31,10 @@ constexpr tick hour = 3600 * second;
 
 any_policy policy(std::string_view text) { return parse_policy(text).value(); }
 
-redis_store_options at(store_clock c, const std::string& prefix) {
-  redis_store_options o;
+store_options at(store_clock c, const std::string& prefix) {
+  store_options o;
   o.clock = c;
-  o.prefix = prefix;
+  o.key_prefix = prefix;
   return o;
 }
 
@@ -204,7 +204,7 @@ TEST(RedisStoreClock, TheLibraryMovesAWindowSplitAtAFarEstimateExactly) {
 }
 
 TEST(RedisStoreClock, TheDenyCacheAnswersByTheStoresClockNotTheRequests) {
-  redis_store_options o = at(store_clock::store, fresh_prefix("deny"));
+  store_options o = at(store_clock::store, fresh_prefix("deny"));
   o.deny_cache = true;
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -280,7 +280,7 @@ TEST(RedisStoreClock, TheOffsetToTheStoresClockIsMeasured) {
 }
 
 TEST(RedisStoreClock, ItsOptionsAreChecked) {
-  redis_store_options o;
+  store_options o;
   o.url = shared_server().url();
   o.clock = store_clock::store;
   o.deny_cache = true;  // fine at the store's clock
@@ -302,7 +302,7 @@ TEST(RedisStoreClock, ItsOptionsAreChecked) {
 }
 
 TEST(RedisStoreClock, NoServerMeansTheFailureMode) {
-  redis_store_options o;
+  store_options o;
   o.clock = store_clock::store;
   o.on_failure = failure_mode::fail_closed;
   o.connect_timeout = std::chrono::milliseconds(100);

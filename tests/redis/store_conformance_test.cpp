@@ -24,7 +24,7 @@ struct figures {
 /// Runs `traces` traces of `a` through the core and the store; returns the
 /// figures and fails the test on the first few mismatches.
 figures run(gen_algo a, std::size_t traces, std::uint64_t seed, int regimes) {
-  redis_store_options opts;
+  store_options opts;
   opts.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
   auto st = open_store(opts);
   if (!st) return {};

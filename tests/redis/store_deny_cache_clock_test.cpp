@@ -143,7 +143,7 @@ std::string run(const conformance::trace& t, std::uint64_t seed, store& with, st
 class RedisDenyCacheClock : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisDenyCacheClock, DecidesAsWithoutItWhenTheClockJumpsBothWays) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);
   o.deny_cache = true;
   auto with = open_store(o);
@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisDenyCacheClock, ::testing::ValuesI
 // request of 2 stamped 100 is read at 500 and admits: the cache must not
 // answer it from the entry whose end has passed.
 TEST(RedisDenyCacheClock, AnEntryWhoseEndHasPassedIsNotRevivedByAnEarlierStamp) {
-  redis_store_options o;
+  store_options o;
   o.deny_cache = true;
   auto st = open_store(o);
   ASSERT_TRUE(st);

@@ -32,8 +32,8 @@ struct fleet {
 };
 
 fleet two_stores(const std::string& what, const std::string& url_a = "", const std::string& url_b = "") {
-  redis_store_options o;
-  o.prefix = fresh_prefix(what);
+  store_options o;
+  o.key_prefix = fresh_prefix(what);
   o.deny_cache = true;
   fleet f;
   f.a = open_store(o, url_a);

@@ -20,10 +20,10 @@ namespace {
 
 using clock_t_ = std::chrono::steady_clock;
 
-redis_store_options fast_options(const testing::redis_server& srv, failure_mode mode) {
-  redis_store_options o;
+store_options fast_options(const testing::redis_server& srv, failure_mode mode) {
+  store_options o;
   o.url = srv.url();
-  o.prefix = fresh_prefix("fault");
+  o.key_prefix = fresh_prefix("fault");
   o.on_failure = mode;
   o.connect_timeout = std::chrono::milliseconds(100);
   o.command_timeout = std::chrono::milliseconds(100);
@@ -32,7 +32,7 @@ redis_store_options fast_options(const testing::redis_server& srv, failure_mode 
   return o;
 }
 
-std::unique_ptr<redis_store> open(const redis_store_options& o) {
+std::unique_ptr<redis_store> open(const store_options& o) {
   auto s = redis_store::open(o);
   EXPECT_TRUE(s.ok()) << (s ? "" : s.err().what());
   return s ? std::move(s).value() : nullptr;

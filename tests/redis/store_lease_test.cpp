@@ -26,7 +26,7 @@ namespace sluice::redis_test::redis_store_lease_test {
 namespace {
 
 void run_face(face f, std::uint64_t seeds) {
-  redis_store_options o;
+  store_options o;
   auto rs = open_patient_store(o);
   ASSERT_TRUE(rs);
   memory_store_options mo;
@@ -103,7 +103,7 @@ TEST(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
 }
 
 TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
-  redis_store_options o;
+  store_options o;
   auto rs = open_store(o);
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 1 lease=1000ns").value()).value();
@@ -228,8 +228,8 @@ TEST(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
 }
 
 TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("corrupt");
+  store_options o;
+  o.key_prefix = fresh_prefix("corrupt");
   auto rs = open_store(o);
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 2").value()).value();
@@ -245,7 +245,7 @@ TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
     const auto* rep = std::get_if<redis::reply>(&r);
     return rep != nullptr && rep->as_string() ? std::string(*rep->as_string()) : std::string();
   };
-  const std::string key = o.prefix + "s:p:{k}";
+  const std::string key = o.key_prefix + "s:p:{k}";
   std::string bad = get(key);
   ASSERT_EQ(bad.size(), 9U + 2 * 8 + 5 * 8) << "the tag, latest, one lease";
   bad.resize(bad.size() - 8);  // a lease cut short
@@ -258,8 +258,8 @@ TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
 TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
   // Two processes of a fleet, each with its deny cache: a release through
   // one must let the other admit at once, not after the cached retry_after.
-  redis_store_options o;
-  o.prefix = fresh_prefix("fleet");
+  store_options o;
+  o.key_prefix = fresh_prefix("fleet");
   o.deny_cache = true;
   auto a = open_store(o);
   auto b = open_store(o);
@@ -283,8 +283,8 @@ TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
 }
 
 TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeepsItsTtl) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ttl");
+  store_options o;
+  o.key_prefix = fresh_prefix("ttl");
   auto rs = open_store(o);  // ticks of 1 ns
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 3 lease=5s").value()).value();
@@ -296,7 +296,7 @@ TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeep
   co.command_timeout = std::chrono::seconds(2);
   redis::test_client cli(co);
   const auto pttl = [&] {
-    const auto r = cli.call({"PTTL", o.prefix + "s:p:{k}"});
+    const auto r = cli.call({"PTTL", o.key_prefix + "s:p:{k}"});
     const auto* rep = std::get_if<redis::reply>(&r);
     return rep != nullptr && rep->as_integer() ? *rep->as_integer() : -100;
   };

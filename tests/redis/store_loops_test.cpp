@@ -88,7 +88,7 @@ any_policy policy_of(std::string_view text) { return parse_policy(text).value();
 
 TEST(RedisLoops, EachLoopDecidesOnItsOwnThreadAndConnectionUnderOneExactLimit) {
   testing::redis_server srv;
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 5s;  // a loaded machine's slow call is no failure here
   auto st = open_store(o, srv.url());
   ASSERT_TRUE(st);
@@ -142,9 +142,9 @@ TEST(RedisLoops, EachLoopDecidesOnItsOwnThreadAndConnectionUnderOneExactLimit) {
 
 TEST(RedisLoops, DetachingAnswersTheCallsWaitingOnAStoppedServerAtOnce) {
   testing::redis_server srv;
-  redis_store_options o;
+  store_options o;
   o.url = srv.url();
-  o.prefix = fresh_prefix("loops");
+  o.key_prefix = fresh_prefix("loops");
   o.command_timeout = 10s;  // far past the test's bound: the detach answers, not the deadline
   o.on_failure = failure_mode::fail_closed;
   o.breaker_failures = 0;

@@ -154,8 +154,8 @@ TEST_P(RedisOverride, DecidesAsTheMemoryStoreOneCallAtATime) {
 TEST_P(RedisOverride, DecidesAsTheMemoryStorePipelined) {
   // Two Redis stores on one server: one changes the overrides, the other
   // decides the batches without being told (it learns from status 6).
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovpipe");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovpipe");
   auto st = open_patient_store(o);
   auto admin = open_patient_store(o);
   ASSERT_TRUE(st && admin);
@@ -254,8 +254,8 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisOverride, ::testing::ValuesIn(conf
 // ---- the admin members ----
 
 TEST(RedisOverrides, SetGetListDeleteAndTheStateCarries) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovapi");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovapi");
   auto st = open_store(o);
   auto other = open_store(o);  // another process on the same server
   ASSERT_TRUE(st && other);
@@ -305,15 +305,15 @@ TEST(RedisOverrides, SetGetListDeleteAndTheStateCarries) {
 }
 
 TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovbad");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovbad");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   const policy_id p = st->define_at("api", expr("gcra 5/1s"), 0).value();
   const policy_id free = st->define_at("free", any_policy{always_allow{}}, 0).value();
   ASSERT_TRUE(st->decide_at(one_check(check{p, "k"}, 1)).d.allowed);
   auto c = raw_client();
-  const auto before = c.call({"GET", o.prefix + "s:api:{k}"});
+  const auto before = c.call({"GET", o.key_prefix + "s:api:{k}"});
   const auto field = [](const auto& r) { return r ? std::string("ok") : r.err().field; };
   EXPECT_EQ(field(st->set_override_at(p, "k", expr("quota 5"), 2)), "policy");  // another algorithm
   EXPECT_EQ(field(st->set_override_at(99, "k", expr("gcra 1/1s"), 2)), "policy");
@@ -322,11 +322,11 @@ TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
   EXPECT_EQ(field(st->override_of(99, "k")), "policy");
   EXPECT_EQ(field(st->list_overrides(99, "", 10)), "policy");
   EXPECT_EQ(st->list_overrides(p, "", 10).value().overrides.size(), 0U);
-  const auto after = c.call({"GET", o.prefix + "s:api:{k}"});
+  const auto after = c.call({"GET", o.key_prefix + "s:api:{k}"});
   EXPECT_EQ(std::get<redis::reply>(before).as_string(), std::get<redis::reply>(after).as_string());
   // A foreign value at the override key: decisions on the key are errors,
   // never admits, and nothing is written.
-  (void)c.call({"SET", o.prefix + "o:api:{k}", "not an override"});
+  (void)c.call({"SET", o.key_prefix + "o:api:{k}", "not an override"});
   const auto d = st->decide_at(one_check(check{p, "k"}, 3));
   EXPECT_EQ(d.from, source::error);
   EXPECT_FALSE(d.d.allowed);
@@ -339,8 +339,8 @@ TEST(RedisOverrides, ACounterBlockedWithALimitOfZeroIsNeverRefused) {
   // was refused as the error `store`: the operator could not block a key.
   // It is now the conservative fallback: the key keeps nothing, and limit
   // 0 admits nothing (docs/redis.md, "Overrides").
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovzero");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovzero");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   const policy_id p = st->define_at("c", expr("sliding-counter 5/1000ns"), 0).value();
@@ -361,8 +361,8 @@ TEST(RedisOverrides, ACounterBlockedWithALimitOfZeroIsNeverRefused) {
 }
 
 TEST(RedisOverrides, ALowerLimitKeepsTheUnitsAlreadyCountedAndIsNeverRefused) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovhold");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovhold");
   auto st = open_store(o);
   auto mem = exact_memory_store();
   ASSERT_TRUE(st);
@@ -412,8 +412,8 @@ TEST(RedisOverrides, ARaisedSlidingLogIsRevokedWhileItsTenantKeepsUsingIt) {
   // tenant took under the override: at most 5 admits in the 4000 ticks up
   // to it. Both stores decide alike.
   constexpr tick w = 4000;
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovrevoke");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovrevoke");
   auto st = open_store(o);
   auto mem = exact_memory_store();
   ASSERT_TRUE(st);
@@ -457,8 +457,8 @@ TEST(RedisOverrides, ARaisedSlidingLogIsRevokedWhileItsTenantKeepsUsingIt) {
 }
 
 TEST(RedisOverrides, TheBoundIsTenThousandOverTheStore) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovbound");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovbound");
   auto st = open_store(o);
   ASSERT_TRUE(st);
   const policy_id p = st->define_at("api", expr("quota 3"), 0).value();
@@ -468,7 +468,7 @@ TEST(RedisOverrides, TheBoundIsTenThousandOverTheStore) {
   for (int first = 0; first < 9999; first += 1000) {
     std::vector<std::string> args = {"MSET"};
     for (int i = first; i < std::min(9999, first + 1000); ++i) {
-      args.push_back(o.prefix + "o:other:{k" + std::to_string(i) + "}");
+      args.push_back(o.key_prefix + "o:other:{k" + std::to_string(i) + "}");
       args.push_back("1quota 5");
     }
     std::vector<std::string_view> views(args.begin(), args.end());
@@ -492,8 +492,8 @@ TEST(RedisOverrides, ADecisionRacingAChangeIsNeverDecidedOnAFreshState) {
   // one process while others decide: a quota's units used carry both ways,
   // so whatever the interleaving, the key admits 6 units in all, never
   // more (a decision on a fresh state would admit again), none lost.
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovrace");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovrace");
   auto admin = open_store(o);
   auto sync = open_store(o);
   auto async = open_store(o);
@@ -553,8 +553,8 @@ TEST(RedisOverrides, ADecisionRacingAChangeIsNeverDecidedOnAFreshState) {
 
 TEST(RedisOverrides, ARequestIdsRepeatStandsAfterItsOverrideIsGone) {
   for (const bool composite : {false, true}) {
-    redis_store_options o;
-    o.prefix = fresh_prefix("ovid");
+    store_options o;
+    o.key_prefix = fresh_prefix("ovid");
     auto st = open_store(o);
     auto mem = exact_memory_store();
     ASSERT_TRUE(st);
@@ -596,8 +596,8 @@ TEST(RedisOverrides, ARequestIdsRepeatStandsAfterItsOverrideIsGone) {
 // ---- the asynchronous path, the deny cache, leases ----
 
 TEST(RedisOverrides, TheAsynchronousPathAndReportsHonourOverrides) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovasync");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovasync");
   auto st = open_store(o);
   auto admin = open_store(o);
   ASSERT_TRUE(st && admin);
@@ -623,8 +623,8 @@ TEST(RedisOverrides, TheAsynchronousPathAndReportsHonourOverrides) {
 }
 
 TEST(RedisOverrides, TheProcessThatChangesAnOverrideDropsItsCachedDenials) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovdeny");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovdeny");
   o.deny_cache = true;
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -640,8 +640,8 @@ TEST(RedisOverrides, TheProcessThatChangesAnOverrideDropsItsCachedDenials) {
 }
 
 TEST(RedisOverrides, ALeaseTakenUnderAnOverrideIsReleasedUnderIt) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("ovlease");
+  store_options o;
+  o.key_prefix = fresh_prefix("ovlease");
   auto st = open_store(o);
   auto other = open_store(o);
   ASSERT_TRUE(st && other);

@@ -20,8 +20,8 @@
 namespace sluice::redis_test::redis_store_pipelined_test {
 namespace {
 
-redis_store_options pipelined() {
-  redis_store_options o;
+store_options pipelined() {
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
   return o;
 }
@@ -185,7 +185,7 @@ namespace sluice::redis_test::redis_store_pipelined_test {
 namespace {
 
 TEST(RedisPipelinedStore, AsynchronousDecisionsAtTheStoresClockTakeItsInstant) {
-  redis_store_options o = pipelined();
+  store_options o = pipelined();
   o.clock = store_clock::store;
   auto st = open_store(o);
   ASSERT_TRUE(st);

@@ -124,7 +124,7 @@ TEST_P(RedisRedefine, CarriesStatesOverAsTheMemoryStorePipelined) {
 }
 
 TEST(RedisRedefineRules, TheDenyCacheForgetsARedefinedPolicy) {
-  redis_store_options o;
+  store_options o;
   o.deny_cache = true;
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -147,8 +147,8 @@ TEST(RedisRedefineRules, TheDenyCacheForgetsARedefinedPolicy) {
 TEST(RedisRedefineRules, AFleetMidRolloutNeverAdmitsWrongly) {
   // Two processes on one Redis: `old_` knows only A (5 per 1000 ticks),
   // `new_` has redefined it to B (8 per 1000 ticks) at 100.
-  redis_store_options o;
-  o.prefix = fresh_prefix("rollout");
+  store_options o;
+  o.key_prefix = fresh_prefix("rollout");
   auto old_ = open_store(o);
   auto new_ = open_store(o);
   ASSERT_TRUE(old_ && new_);

@@ -66,7 +66,7 @@ std::string judge_refund_trace(store& s, const conformance::trace& t, const std:
 class RedisRefundConformance : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(RedisRefundConformance, TracesWithRefundsDecideAsTheCore) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -101,8 +101,8 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRefundConformance, ::testing::Valu
                          algorithm_test_name);
 
 TEST(RedisRefund, TwoStoresOfAFleetRacingRefundOneIdOnce) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("fleet");
+  store_options o;
+  o.key_prefix = fresh_prefix("fleet");
   auto a = open_store(o);
   auto b = open_store(o);
   ASSERT_TRUE(a && b);
@@ -156,7 +156,7 @@ TEST(RedisRefund, AnswersAsTheMemoryStoreForEachOutcome) {
 }
 
 TEST(RedisRefund, ARefundClearsTheDenyCacheEntriesOfItsKeys) {
-  redis_store_options o;
+  store_options o;
   o.deny_cache = true;
   auto st = open_store(o);
   ASSERT_TRUE(st);
@@ -173,8 +173,8 @@ TEST(RedisRefund, ARefundClearsTheDenyCacheEntriesOfItsKeys) {
 
 TEST(RedisRefund, AStoreThatCannotReachItsServerRefundsNothingARetryAfterALostReplyIsAlreadyRefunded) {
   testing::redis_server own;
-  redis_store_options o;
-  o.prefix = fresh_prefix("lost");
+  store_options o;
+  o.key_prefix = fresh_prefix("lost");
   auto st = open_store(o, own.url());
   ASSERT_TRUE(st);
   const policy_id q = st->define("q", policy("quota 3")).value();

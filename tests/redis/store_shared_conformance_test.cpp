@@ -48,7 +48,7 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
 }
 
 TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // 65,536-bucket states on a loaded machine
   auto st = open_store(o);
   ASSERT_TRUE(st);

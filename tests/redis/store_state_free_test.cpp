@@ -88,9 +88,9 @@ const std::vector<std::vector<std::pair<std::string, std::int64_t>>> stateless_r
 
 TEST(RedisStateFree, AlwaysAllowAndAlwaysDenyAreDecidedWithoutACallExactlyAsInProcess) {
   testing::redis_server srv;
-  redis_store_options o;
+  store_options o;
   o.url = srv.url();
-  o.prefix = fresh_prefix("free");
+  o.key_prefix = fresh_prefix("free");
   auto r = redis_store::open(o).value();
   memory_store m;
   const auto ri = define(*r);
@@ -119,9 +119,9 @@ class RedisStateFreeDown : public ::testing::TestWithParam<std::pair<failure_mod
 TEST_P(RedisStateFreeDown, KnownAnswersStandWhateverTheFailureMode) {
   const auto [mode, kill] = GetParam();
   testing::redis_server srv;
-  redis_store_options o;
+  store_options o;
   o.url = srv.url();
-  o.prefix = fresh_prefix("down");
+  o.key_prefix = fresh_prefix("down");
   o.on_failure = mode;
   o.fail_closed_retry_after = 2'000'000'000;
   o.connect_timeout = std::chrono::milliseconds(100);
@@ -189,9 +189,9 @@ TEST(RedisStateFree, KnownAnswersWithStateFiguresStillAskRedisForTheFigures) {
   // While Redis answers, a known answer whose figures read a state is one
   // call, and every figure is the memory store's.
   testing::redis_server srv;
-  redis_store_options o;
+  store_options o;
   o.url = srv.url();
-  o.prefix = fresh_prefix("figs");
+  o.key_prefix = fresh_prefix("figs");
   auto r = redis_store::open(o).value();
   memory_store m;
   const auto ri = define(*r);

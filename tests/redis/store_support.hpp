@@ -61,9 +61,9 @@ inline bool eventually(const std::function<bool()>& done) {
   return true;
 }
 
-inline std::unique_ptr<redis_store> open_store(redis_store_options o = {}, const std::string& url = "") {
+inline std::unique_ptr<redis_store> open_store(store_options o = {}, const std::string& url = "") {
   o.url = url.empty() ? shared_server().url() : url;
-  if (o.prefix == "sluice:") o.prefix = fresh_prefix("store");
+  if (o.key_prefix == "sluice:") o.key_prefix = fresh_prefix("store");
   auto s = redis_store::open(o);
   if (!s) ADD_FAILURE() << s.err().what();
   return s ? std::move(s).value() : nullptr;
@@ -71,7 +71,7 @@ inline std::unique_ptr<redis_store> open_store(redis_store_options o = {}, const
 
 /// A store for the long conformance runs: a command timeout of 10 s, so a
 /// loaded machine's slow calls are not store failures.
-inline std::unique_ptr<redis_store> open_patient_store(redis_store_options o = {}) {
+inline std::unique_ptr<redis_store> open_patient_store(store_options o = {}) {
   o.command_timeout = std::chrono::seconds(10);
   return open_store(std::move(o));
 }

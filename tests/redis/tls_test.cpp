@@ -135,7 +135,7 @@ TEST(Tls, UnreadableFilesAreErrorsNamingTheSetting) {
                        bad{"cert_file=/nonexistent/c.pem&key_file=" + certs().client_key(), "cert_file"},
                        bad{"cert_file=" + certs().client_cert() + "&key_file=" + certs().ca(), "key_file"},
                        bad{"cert_file=" + certs().client_cert() + "&key_file=" + certs().server_key(), "key_file"}}) {
-    redis_store_options o;
+    store_options o;
     o.url = tls_url(srv, b.query, ":pw@");
     auto st = redis_store::open(o);
     ASSERT_FALSE(st.ok()) << b.query;
@@ -148,7 +148,7 @@ class TlsConformance : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(TlsConformance, TracesPipelinedThroughTls) {
   redis_server srv(tls_options());
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 10s;
   o.connect_timeout = 2s;
   auto st = open_store(o, tls_url(srv, "ca_file=" + certs().ca()));
@@ -167,7 +167,7 @@ TEST_P(TlsConformance, TracesPipelinedThroughTls) {
 // denial comes from Redis, each counted as bypassed.
 TEST(Tls, TheDenyCacheNeverAnswers) {
   redis_server srv(tls_options());
-  redis_store_options o;
+  store_options o;
   o.deny_cache = true;
   o.command_timeout = 2s;
   o.connect_timeout = 2s;

@@ -118,7 +118,7 @@ TEST(ParseUrl, UnixSocketWithUserAndPassword) {
 }
 
 TEST(ParseUrl, UserWithoutPasswordIsLeftForTheStoreToComplete) {
-  // The password may come from redis_store_options::password (a file, the
+  // The password may come from store_options::password (a file, the
   // environment); the store refuses the URL when nothing gives it.
   const url u = parsed("redis://app@h:1");
   EXPECT_EQ(u.user, "app");

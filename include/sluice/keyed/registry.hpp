@@ -83,9 +83,9 @@ inline constexpr store_scheme known_store_schemes[] = {
 /// What a store is opened with, whichever its kind: the one set of options
 /// every store shares (a remote store's timeouts, failure mode, breaker,
 /// deny cache, clock; the memory store's sizes), each store reading the
-/// fields that concern it and ignoring the rest. A store's own connection
-/// settings ride in its URL's query (Redis: TLS files, `wait_replicas`;
-/// docs/redis.md, "URLs, passwords"). `sluice serve`'s `[store]` maps to it
+/// fields that concern it and ignoring the rest. What only one store has
+/// rides in its URL's query (Redis: TLS files, `wait_replicas`,
+/// `eviction_poll`; docs/redis.md, "URLs, passwords"). `sluice serve`'s `[store]` maps to it
 /// once (src/serve/stores.cpp), `--store` too (tools/sluice/store_flag.cpp).
 struct store_options {
   /// The store's URL: "memory", or a remote store's (known_store_schemes).
@@ -97,10 +97,12 @@ struct store_options {
   /// A remote store: the password when the URL gives none (a URL that gives
   /// one too is an error: "password"). Never printed.
   std::string password;
-  /// A remote store: the prefix of every key it writes.
+  /// A remote store: the prefix of every key it writes (states and request
+  /// ids). In a Redis Cluster it must hold no '{' or '}' (the error "prefix").
   std::string key_prefix = "sluice:";
   /// A remote store: the time to connect, and the bound on each call (a call
-  /// past it is a store failure, decided by `on_failure`).
+  /// past it is a store failure, decided by `on_failure`; it may still have
+  /// been applied: use request ids to retry without paying twice).
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{100};
   /// A remote store: the length of a tick in ns, for the keys' expiry (1:
@@ -109,30 +111,47 @@ struct store_options {
   /// written).
   std::int64_t tick_ns = 1;
   std::chrono::milliseconds unknown_tick_ttl{std::chrono::hours(24 * 7)};
+  /// A remote store: added to every key's time to fresh (its expiry), so
+  /// that clocks that step back by up to that much meet their states
+  /// (semantics.md, "Remote stores"; not negative).
+  std::chrono::milliseconds grace{60'000};
   /// A remote store: how long a request id's record is kept (its TTL, by
   /// the store's own clock).
   std::chrono::milliseconds idempotency_window{60'000};
+  /// A remote store: a request whose `now` is behind a key's latest admit
+  /// by more than this many ticks is counted in `store_stats::clock_skew`
+  /// (not negative).
+  tick skew_tolerance = 1'000'000'000;
   /// A remote store: what decides when it cannot answer.
   failure_mode on_failure = failure_mode::fail_closed;
   /// A remote store: the `retry_after` of a fail-closed denial, in ticks.
   tick fail_closed_retry_after = 1'000'000'000;
   /// A remote store: its circuit breaker opens after this many failures in a
-  /// row (0: no breaker), for `breaker_cool_down`.
+  /// row (0: no breaker): the store is not called for `breaker_cool_down`
+  /// (the failure mode answers at once), then one probe call at a time until
+  /// one succeeds. In a Redis Cluster each node has a breaker of its own.
   std::uint32_t breaker_failures = 5;
   std::chrono::milliseconds breaker_cool_down{1000};
-  /// A remote store: answer known denials locally (the exact deny cache).
+  /// A remote store: answer known denials locally (the exact deny cache,
+  /// remote/deny_cache.hpp; semantics.md, "Remote stores"), holding about
+  /// `deny_cache_capacity` denied (policy, key) pairs.
   bool deny_cache = false;
-  /// A remote store: whose clock decides (store.hpp, store_clock), and the
-  /// bound on the measured offset to the store's clock past which
+  std::size_t deny_cache_capacity = 1 << 16;
+  /// A remote store: whose clock decides (store.hpp, store_clock; `store`
+  /// needs ticks that divide a microsecond: `tick_ns` 1, 2, 4, 5, ..., 1000),
+  /// and the bound on the measured offset to the store's clock past which
   /// `on_health_change` gets a line (0: none).
   store_clock clock = store_clock::local;
   std::chrono::milliseconds max_clock_offset{1000};
-  /// A remote store that can evict keys (Redis's `maxmemory-policy`): warn
-  /// at open instead of refusing (redis_store_options::warn_on_eviction_policy).
+  /// A remote store whose server may evict keys (Redis's `maxmemory-policy`
+  /// other than noeviction, or one that cannot be read): warn at open, through
+  /// `on_health_change` (or on stderr without it), instead of refusing to
+  /// open (the error "eviction"; docs/redis.md, "Eviction").
   bool warn_on_eviction_policy = false;
   /// A remote store: called once per change of its health (a breaker opens
   /// or closes), with one line that says so and never a password; on the
-  /// deciding thread, so it must be quick and thread-safe.
+  /// deciding thread, so it must be quick and thread-safe. Needs the breaker
+  /// (`breaker_failures` > 0).
   std::function<void(std::string_view line)> on_health_change;
 };
 

@@ -44,117 +44,11 @@
 #include "sluice/core/any.hpp"
 #include "sluice/core/result.hpp"
 #include "sluice/core/store.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/core/time.hpp"
 #include "sluice/remote/event_loops.hpp"
 
 namespace sluice {
-
-struct store_options;  // store/registry.hpp
-
-/// How a Redis store connects, names its keys, expires them and fails.
-struct redis_store_options {
-  /// `redis://[user:password@]host[:port][/db]` or `unix:///path[?db=N]`;
-  /// over TLS `rediss://...[?ca_file=...&cert_file=...&key_file=...&server_name=...&verify=no]`;
-  /// for a Redis Cluster, `redis+cluster://[user:password@]host:port[,host:port...]`
-  /// (seed nodes; docs/redis.md, "Redis Cluster"); behind Sentinel,
-  /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER[/db]`
-  /// (`rediss+sentinel://` over TLS; docs/redis-client.md).
-  std::string url = "redis://127.0.0.1:6379";
-  /// The password, when the URL gives none (read from a file or the
-  /// environment, so that the secret need not sit in the URL; the URL's
-  /// user, if any, logs in with it). A URL that gives one too is an error
-  /// ("password"): a secret is given in one place. Never printed.
-  std::string password;
-  /// Prepended to every key the store writes (states and request ids). In a
-  /// cluster it must hold no '{' or '}'.
-  std::string prefix = "sluice:";
-  std::chrono::milliseconds connect_timeout{200};
-  /// Bound on each call; a call past it is a store failure (it may still
-  /// have been applied: use request ids to retry without paying twice).
-  std::chrono::milliseconds command_timeout{100};
-  /// The length of a tick in nanoseconds, for the keys' expiry (PX): 1 for
-  /// the default clock (the realtime clock in ns). 0: ticks of unknown
-  /// length (a virtual clock, a replayed trace): every key then expires
-  /// `unknown_tick_ttl` after it is written.
-  std::int64_t tick_ns = 1;
-  /// Added to every key's time-to-fresh (semantics.md: covers clocks that
-  /// step back by up to that much).
-  std::chrono::milliseconds grace{60'000};
-  /// The expiry of every key when `tick_ns` is 0 (0: never expires).
-  std::chrono::milliseconds unknown_tick_ttl{std::chrono::hours(24 * 7)};
-  /// How long a request id's first decision is kept.
-  std::chrono::milliseconds idempotency_window{60'000};
-  /// A request whose `now` is behind a key's latest admit by more than this
-  /// many ticks is counted in `stats().clock_skew`.
-  tick skew_tolerance = 1'000'000'000;
-  /// What decides when Redis cannot.
-  failure_mode on_failure = failure_mode::fail_closed;
-  /// retry_after of a fail-closed denial, in ticks.
-  tick fail_closed_retry_after = 1'000'000'000;
-  /// The circuit breaker: after this many store failures in a row the store
-  /// is not called for `breaker_cool_down` (the failure mode answers at
-  /// once), then one probe call at a time until one succeeds. 0: no breaker.
-  /// In a cluster each node has a breaker of its own: the keys of a node
-  /// whose breaker is open go to the failure mode at once, and the other
-  /// nodes' keys are decided as usual (docs/redis.md, "Failure modes").
-  std::uint32_t breaker_failures = 5;
-  std::chrono::milliseconds breaker_cool_down{1000};
-  /// Called once per change of the store's health, never per request: when
-  /// a breaker opens (the store, or a cluster node, turned unhealthy) and
-  /// when it closes again (a probe succeeded), with one line that says so
-  /// (the node, never a password; the reason of the last failure). Called
-  /// on the deciding thread; it must be quick and thread-safe. Needs the
-  /// breaker (`breaker_failures` > 0).
-  std::function<void(std::string_view line)> on_health_change;
-  /// The exact local deny cache (off by default here; on by default in
-  /// `sluice serve`; semantics.md "Remote stores"): a check denied until
-  /// `now + retry_after` denies the requests of the same or larger cost on
-  /// it until then without a call. Exact in `allowed` on a clock shared by
-  /// the fleet (`clock = store_clock::store`: Redis's, against this
-  /// process's estimate of it, which errs early: docs/redis.md, "The deny
-  /// cache"); its `retry_after` is a lower bound (exact unless another
-  /// client consumed meanwhile), its `remaining` 0. The store subscribes to
-  /// its invalidation channel (`<prefix>invalidate`) on a connection of its
-  /// own: an override change or refund through any process ends the
-  /// cached denials of its keys, and while the subscription is not
-  /// confirmed the cache is empty and bypassed (docs/redis.md, "The deny
-  /// cache").
-  bool deny_cache = false;
-  /// About how many denied (policy, key) pairs the cache holds.
-  std::size_t deny_cache_capacity = 1 << 16;
-  /// Whose clock decides (semantics.md, "Clocks of a fleet"). `local`:
-  /// each request at its own `now` (explicit instants: virtual clocks,
-  /// replays, the conformance suite). `store`: each call reads Redis's
-  /// clock (TIME, µs) inside the same FCALL — one round trip, as `local` —
-  /// and decides at it (in a cluster: the clock of the primary that holds
-  /// the request's slot); `store_decision::at` reports the instant used and
-  /// the request's `now` is only a hint. Needs ticks that divide a
-  /// microsecond (`tick_ns` 1, 2, 4, 5, 8, 10, ..., 1000: a tick is
-  /// µs·1000/tick_ns). With the deny cache, its entries are instants of
-  /// the store's clock and a lookup reads this process's estimate of it
-  /// (docs/redis.md, "The deny cache").
-  store_clock clock = store_clock::local;
-  /// The bound on this process's offset to the store's clock (measured
-  /// with TIME about once a second while the store is used, in both
-  /// modes; redis_store::clock_offset): `on_health_change` gets one line
-  /// when the offset passes it and one when it is back within. 0: no line.
-  std::chrono::milliseconds max_clock_offset{1000};
-  /// What `open` does when a server's `maxmemory-policy` may evict keys
-  /// that have a TTL (`volatile-*`, `allkeys-*`: every state key but a
-  /// quota's has one, and an evicted state is a fresh one, a fresh burst),
-  /// or when the policy cannot be read (INFO refused by the ACL): false
-  /// refuses to open (field "eviction", naming the policy and the fix,
-  /// `CONFIG SET maxmemory-policy noeviction`); true opens and warns, through
-  /// `on_health_change` (or on stderr without it). A server that does not
-  /// answer at open is checked when it first does (docs/redis.md,
-  /// "Eviction").
-  bool warn_on_eviction_policy = false;
-  /// How often the servers' evictions (`INFO stats` `evicted_keys`) and
-  /// policy are read, on a thread of the store's own; each increase is one
-  /// line (as `warn_on_eviction_policy`'s) and counted in
-  /// `redis_store_stats::evicted_keys`. 0: never.
-  std::chrono::milliseconds eviction_poll{1000};
-};
 
 /// Counts of the Redis store beyond `store_stats`.
 struct redis_store_stats {
@@ -254,21 +148,28 @@ class redis_store final : public store,
                           public store_introspection,
                           public remote::loop_store {
  public:
+  /// Opens the store `options.url` names — `redis://[user:password@]host[:port][/db]`,
+  /// `unix:///path[?db=N]`, over TLS `rediss://...[?ca_file=...&cert_file=...&key_file=...&server_name=...&verify=no]`,
+  /// a Redis Cluster's seeds `redis+cluster://[user:password@]host:port[,host:port...]`
+  /// (docs/redis.md, "Redis Cluster"), behind Sentinel
+  /// `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER[/db]`
+  /// (`rediss+sentinel://` over TLS; docs/redis-client.md) — with the
+  /// options every store shares (store/registry.hpp). What only Redis has
+  /// rides in the URL's query (TLS, `wait_replicas`, `eviction_poll`;
+  /// docs/redis.md, "URLs, passwords"). What `register_redis_stores`
+  /// opens: a program that opens by URL, through a registry or here, gets
+  /// one store.
+  ///
   /// Connects lazily (the first call connects): a server that is down now is
   /// a store failure then, not an error here. With the deny cache, it waits
   /// for the cache's subscription (at most connect_timeout +
   /// command_timeout; not behind Sentinel, whose master is found by the
-  /// first call): until it is confirmed the cache answers nothing. The error names the URL's
-  /// part ("host", "port", "db", ...) or the option ("tick_ns", "prefix").
-  static result<std::unique_ptr<redis_store>> open(redis_store_options options);
-
-  /// Opens the store `options.url` names (redis://, rediss://, unix://,
-  /// redis+cluster://, redis+sentinel://, rediss+sentinel://; its query
-  /// carries the connection's own settings) with the options every store
-  /// shares (store/registry.hpp): what `register_redis_stores` opens, so a
-  /// program that opens by URL, through a registry or here, gets one store.
-  /// The Redis store's own settings beyond them (grace, skew_tolerance,
-  /// deny_cache_capacity, eviction_poll) keep redis_store_options' defaults.
+  /// first call): until it is confirmed the cache answers nothing. A
+  /// server whose `maxmemory-policy` may evict keys is refused ("eviction")
+  /// unless `warn_on_eviction_policy` (docs/redis.md, "Eviction"). The
+  /// error names the URL's part or query parameter ("host", "port", "db",
+  /// "eviction_poll", ...) or the option ("tick_ns", "prefix" (key_prefix) in a
+  /// cluster, "grace", "skew_tolerance", "max_clock_offset").
   static result<std::unique_ptr<redis_store>> open(const store_options& options);
 
   ~redis_store() override;

@@ -50,6 +50,14 @@ struct tls_settings {
   bool verify = true;
 };
 
+/// What a URL's query tells the store rather than its client (docs/redis.md,
+/// "URLs, passwords"): read by the store when it opens, never by a client.
+struct url_store_settings {
+  /// `?eviction_poll=1000ms`: how often the servers' evictions (`INFO stats`
+  /// `evicted_keys`) and policy are read, in ms; 0: never.
+  std::int64_t eviction_poll_ms = 1000;
+};
+
 /// Where a Redis server is and how to log in: the parts of a URL.
 struct url {
   /// Host name or address (TCP); empty for a unix socket.
@@ -73,6 +81,8 @@ struct url {
   /// `?wait_timeout=50ms`: WAIT's timeout, 1..60000 ms (never 0, which
   /// would block for good).
   std::int64_t wait_timeout_ms = 50;
+  /// The query's parameters for the store (`?eviction_poll=`).
+  url_store_settings store{};
 
   /// True for a unix-socket URL.
   [[nodiscard]] bool is_unix() const noexcept { return !socket_path.empty(); }
@@ -83,7 +93,8 @@ struct url {
 /// Parses `redis://[user[:password]@]host[:port][/db]` (also
 /// `redis://:password@host`), `rediss://...` (the same over TLS, with the
 /// query parameters of `tls_settings`), either with `wait_replicas` and
-/// `wait_timeout` in its query, and `unix:///path/to/socket[?db=N]`;
+/// `wait_timeout` in its query, and `unix:///path/to/socket[?db=N]`; every
+/// scheme with `eviction_poll` (url_query.hpp holds the table);
 /// user, password and query values are percent-decoded. An IPv6 host is
 /// written in brackets (`redis://[::1]:6379`). Errors name the part at fault:
 /// "scheme", "user", "password", "host", "port", "db", "path", "query", or

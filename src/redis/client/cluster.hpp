@@ -71,6 +71,8 @@
 #include "sluice/core/result.hpp"
 #include "sluice/redis/store.hpp"
 #include "sluice/remote/circuit_breaker.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis {
 
@@ -102,7 +104,7 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// `breaker_cool_down`); for `redis+sentinel://` a sentinel_client; else
 /// an `async_client` (`redis://`, `rediss://`, `unix://`; the store keeps
 /// its one breaker). Nothing is connected yet. Errors name the URL's part.
-result<std::unique_ptr<sync_client>> open_backend(const redis_store_options& options);
+result<std::unique_ptr<sync_client>> open_backend(const store_options& options);
 
 /// How a `cluster_client` finds the cluster and how long it waits.
 struct cluster_options {

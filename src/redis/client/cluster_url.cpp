@@ -9,6 +9,7 @@
 #include "redis/client/cluster.hpp"
 #include "redis/client/sentinel.hpp"
 #include "redis/client/sync_client.hpp"
+#include "redis/client/url_query.hpp"
 
 namespace sluice::redis {
 namespace {
@@ -29,6 +30,12 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = rest.substr(0, at + 1);
     rest = rest.substr(at + 1);
+  }
+  // The query follows the last seed: read once, for every seed.
+  url query;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    if (auto e = apply_url_query(rest.substr(q + 1), query, url_kind::cluster)) return *e;
+    rest = rest.substr(0, q);
   }
   std::string_view hosts = rest;
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
@@ -56,10 +63,8 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
       e.message = "seed " + std::to_string(n) + " (\"" + std::string(one) + "\"): " + e.message;
       return e;
     }
-    // The nodes' clients are made from the slot map, not from the seeds:
-    // a WAIT setting here would be dropped, so it is refused (docs/redis.md).
-    if (u->wait_replicas != 0) return error{"query", "wait_replicas is not supported on a redis+cluster:// URL yet"};
     seeds.push_back(std::move(u).value());
+    seeds.back().store = query.store;
     if (comma == std::string_view::npos) break;
     hosts = hosts.substr(comma + 1);
   }
@@ -86,11 +91,11 @@ std::optional<error> apply_password(url& u, const std::string& password) {
   return std::nullopt;
 }
 
-result<std::unique_ptr<sync_client>> open_backend(const redis_store_options& options) {
+result<std::unique_ptr<sync_client>> open_backend(const store_options& options) {
   if (is_cluster_url(options.url)) {
     auto seeds = parse_cluster_url(options.url);
     if (!seeds) return seeds.err();
-    if (auto e = cluster_name_error("prefix", options.prefix)) return *e;
+    if (auto e = cluster_name_error("prefix", options.key_prefix)) return *e;
     cluster_options co;
     co.seeds = std::move(seeds).value();
     for (auto& seed : co.seeds)

@@ -433,7 +433,7 @@ sentinel_stats sentinel_client::stats() const noexcept {
                         ld(m.resent)};
 }
 
-result<std::unique_ptr<sync_client>> open_sentinel_backend(const redis_store_options& options) {
+result<std::unique_ptr<sync_client>> open_sentinel_backend(const store_options& options) {
   auto where = parse_sentinel_url(options.url);
   if (!where) return where.err();
   warn_if_unverified(where.value().login);

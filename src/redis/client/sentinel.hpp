@@ -28,6 +28,7 @@
 #include "redis/client/async_client.hpp"
 #include "redis/client/sync_client.hpp"
 #include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/redis/store.hpp"
 
 namespace sluice::redis {
@@ -96,6 +97,6 @@ class sentinel_client final : public async_backend, public std::enable_shared_fr
 };
 
 /// The store's backend for a redis+sentinel:// URL.
-result<std::unique_ptr<sync_client>> open_sentinel_backend(const redis_store_options& options);
+result<std::unique_ptr<sync_client>> open_sentinel_backend(const store_options& options);
 
 }  // namespace sluice::redis

@@ -333,7 +333,7 @@ void warn_if_unverified(const url& where) {
                where.redacted().c_str());
 }
 
-result<std::unique_ptr<sync_client>> open_async_backend(const redis_store_options& options, url where) {
+result<std::unique_ptr<sync_client>> open_async_backend(const store_options& options, url where) {
   warn_if_unverified(where);
   async_client_options o;
   o.where = std::move(where);

@@ -30,6 +30,7 @@
 
 #include "redis/client/async_client.hpp"
 #include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/redis/store.hpp"
 
 namespace sluice::redis {
@@ -112,7 +113,7 @@ class sync_client final : public backend {
 /// The store's backend for one server through the asynchronous client
 /// (redis://, rediss://, unix://): the store's timeouts. A `verify=no`
 /// URL is warned about on stderr.
-result<std::unique_ptr<sync_client>> open_async_backend(const redis_store_options& options, url where);
+result<std::unique_ptr<sync_client>> open_async_backend(const store_options& options, url where);
 
 /// The warning for a rediss:// URL with `verify=no`, printed once per URL
 /// opened ("sluice: warning: ...").

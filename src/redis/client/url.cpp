@@ -66,7 +66,7 @@ bool host_char_ok(char c) {
 
 // "user[:password]" into `u`; the parts are percent-decoded. A user without
 // a password is kept: the password may come from elsewhere
-// (redis_store_options::password); the store refuses the URL if none does.
+// (store_options::password); the store refuses the URL if none does.
 std::optional<error> parse_userinfo(std::string_view userinfo, url& u) {
   const auto colon = userinfo.find(':');
   if (!percent_decode(userinfo.substr(0, colon), u.user)) return fail("user", "has a malformed %-escape");
@@ -100,9 +100,12 @@ result<url> parse_unix(std::string_view rest) {
   if (path.size() > 107) return fail("path", "is longer than a unix socket path may be (107 bytes)");
   if (!percent_decode(path, u.socket_path)) return fail("path", "has a malformed %-escape");
   if (has_query) {
-    // Parameters "name=value" joined by '&'; only db is understood. A value
-    // is never echoed (a password may have been put there).
+    // Parameters "name=value" joined by '&': db, read here, and the table's
+    // parameters of every scheme (url_query.cpp). A value is never echoed
+    // (a password may have been put there).
+    if (query.empty()) return fail("query", "is empty after '?'");
     bool seen_db = false;
+    query_seen seen = 0;
     while (true) {
       const auto amp = query.find('&');
       const std::string_view param = query.substr(0, amp);
@@ -112,16 +115,15 @@ result<url> parse_unix(std::string_view rest) {
         return fail("query", "takes no " + std::string(name) +
                                  " (write unix://user:password@/path, or use store.password_file or "
                                  "SLUICE_REDIS_PASSWORD)");
-      if (name != "db") {
-        std::string shown;
-        for (char c : name) shown += host_char_ok(c) ? c : '?';
-        return fail("query", "unknown parameter \"" + shown + "\" (known: db)");
+      if (name == "db") {
+        if (seen_db) return fail("query", "gives db twice");
+        seen_db = true;
+        auto db = parse_db(eq == std::string_view::npos ? std::string_view{} : param.substr(eq + 1));
+        if (!db) return db.err();
+        u.db = *db;
+      } else if (auto e = apply_url_parameter(param, u, url_kind::unix_socket, seen)) {
+        return *e;
       }
-      if (seen_db) return fail("query", "gives db twice");
-      seen_db = true;
-      auto db = parse_db(eq == std::string_view::npos ? std::string_view{} : param.substr(eq + 1));
-      if (!db) return db.err();
-      u.db = *db;
       if (amp == std::string_view::npos) break;
       query = query.substr(amp + 1);
     }

@@ -46,7 +46,7 @@ bool for_each_invalidated_key(std::string_view message, const std::function<void
   return true;
 }
 
-result<subscription_nodes> subscription_nodes_of(const redis_store_options& options, async_backend& backend) {
+result<subscription_nodes> subscription_nodes_of(const store_options& options, async_backend& backend) {
   if (is_cluster_url(options.url)) {
     auto seeds = parse_cluster_url(options.url);
     if (!seeds) return seeds.err();

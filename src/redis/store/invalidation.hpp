@@ -23,6 +23,8 @@
 #include "sluice/core/result.hpp"
 #include "sluice/redis/store.hpp"
 #include "sluice/remote/deny_cache.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis {
 
@@ -46,7 +48,7 @@ struct subscription_nodes {
   std::function<std::optional<url>(std::size_t attempt)> where;
   bool follow = false;
 };
-result<subscription_nodes> subscription_nodes_of(const redis_store_options& options, async_backend& backend);
+result<subscription_nodes> subscription_nodes_of(const store_options& options, async_backend& backend);
 
 /// What the listener did (relaxed reads).
 struct listener_figures {

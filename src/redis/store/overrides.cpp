@@ -188,7 +188,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
       auto e = override_entry(policy, *stored);
       if (!e) return store_error("the stored override cannot be read: " + e.err().message);
       from = e.value();
-    } else if (auto n = cli->scan(glob_escaped(opt.prefix) + "o:*", max_overrides); !n) {
+    } else if (auto n = cli->scan(glob_escaped(opt.key_prefix) + "o:*", max_overrides); !n) {
       return store_error("Redis did not answer the count of overrides (SCAN)");
     } else if (n->size() >= max_overrides) {
       return error{"overrides", "the store holds at most " + std::to_string(max_overrides) + " overrides",

@@ -251,8 +251,8 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     breaker_open.fetch_add(1, std::memory_order_relaxed);
     return failed(false);
   }
-  const std::string id_key = opt.prefix + "i:" + std::string(id);
-  const std::string mark_key = opt.prefix + "r:" + std::string(id);
+  const std::string id_key = opt.key_prefix + "i:" + std::string(id);
+  const std::string mark_key = opt.key_prefix + "r:" + std::string(id);
   // Every call's outcome feeds the breaker as a decision's does.
   const auto note = [&](bool ok) {
     if (breaker && (ok ? breaker->record_success_now() : breaker->record_failure_now()))

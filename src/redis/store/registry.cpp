@@ -1,33 +1,10 @@
 // register_redis_stores (redis.hpp): the Redis store's schemes in a
-// store_registry, each opening a redis_store from the options every store
-// shares (redis_store::open(const store_options&), mapped here once).
+// store_registry, each opened by redis_store::open(const store_options&).
 #include "sluice/keyed/registry.hpp"
 #include "redis/store/store_impl.hpp"
 #include "sluice/redis/store.hpp"
 
 namespace sluice {
-
-result<std::unique_ptr<redis_store>> redis_store::open(const store_options& o) {
-  redis_store_options r;
-  r.url = o.url;
-  r.password = o.password;
-  r.prefix = o.key_prefix;
-  r.connect_timeout = o.connect_timeout;
-  r.command_timeout = o.command_timeout;
-  r.tick_ns = o.tick_ns;
-  r.unknown_tick_ttl = o.unknown_tick_ttl;
-  r.idempotency_window = o.idempotency_window;
-  r.on_failure = o.on_failure;
-  r.fail_closed_retry_after = o.fail_closed_retry_after;
-  r.breaker_failures = o.breaker_failures;
-  r.breaker_cool_down = o.breaker_cool_down;
-  r.deny_cache = o.deny_cache;
-  r.clock = o.clock;
-  r.max_clock_offset = o.max_clock_offset;
-  r.warn_on_eviction_policy = o.warn_on_eviction_policy;
-  r.on_health_change = o.on_health_change;
-  return open(std::move(r));
-}
 
 namespace {
 

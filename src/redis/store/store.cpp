@@ -22,7 +22,7 @@
 #include "sluice/core/redact.hpp"
 
 namespace sluice {
-redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_client> b)
+redis_store::impl::impl(redis::store_settings o, std::unique_ptr<redis::sync_client> b)
     : opt(std::move(o)),
       cli(std::move(b)),
       cluster(dynamic_cast<redis::cluster_client*>(&cli->async())),
@@ -38,7 +38,7 @@ redis_store::impl::impl(redis_store_options o, std::unique_ptr<redis::sync_clien
   }
   if (opt.deny_cache) denials = std::make_unique<remote::deny_cache>(opt.deny_cache_capacity);
   // Published on by every store, cache or not: another process's may hear.
-  invalidation = redis::invalidation_channel(opt.prefix);
+  invalidation = redis::invalidation_channel(opt.key_prefix);
   if (opt.on_failure == failure_mode::local) {
     memory_store_options mo;
     mo.max_policies = max_chunks * chunk_size;
@@ -96,7 +96,7 @@ void redis_store::impl::identity_of(const store_request& r, const entry* const* 
 }
 
 void redis_store::impl::append_id_key(const store_request& r, const entry* const* es, std::string& out) const {
-  out.append(opt.prefix).append("i:");
+  out.append(opt.key_prefix).append("i:");
   append_id_tag(r, es, out);
   out.append(r.id);
 }
@@ -412,18 +412,12 @@ std::optional<store_decision> redis_store::impl::local_answer(const store_reques
   return std::nullopt;
 }
 
-result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options options) {
-  if (options.tick_ns < 0) return error{"tick_ns", "must be 0 (unknown) or positive"};
-  if (options.tick_ns >= redis::p53) return error{"tick_ns", "must be below 2^53"};
-  if (options.grace.count() < 0) return error{"grace", "must not be negative"};
-  if (options.skew_tolerance < 0) return error{"skew_tolerance", "must not be negative"};
-  if (options.clock == store_clock::store && (options.tick_ns <= 0 || 1000 % options.tick_ns != 0))
-    return error{"tick_ns",
-                 "the store's clock needs ticks that divide a microsecond (1, 2, 4, 5, 8, 10, ..., 1000 ns)"};
-  if (options.max_clock_offset.count() < 0) return error{"max_clock_offset", "must not be negative"};
-  auto b = redis::open_backend(options);
+result<std::unique_ptr<redis_store>> redis_store::open(const store_options& shared) {
+  auto options = redis::settings_of(shared);
+  if (!options) return options.err();
+  auto b = redis::open_backend(options.value());
   if (!b) return b.err();
-  auto p = std::make_unique<impl>(std::move(options), std::move(b).value());
+  auto p = std::make_unique<impl>(std::move(options).value(), std::move(b).value());
   // The one server's name in health lines and breaker figures, whichever
   // client reaches it (a Sentinel deployment: its URL, redacted).
   const auto node_of = [](const redis::url& u) {
@@ -463,7 +457,8 @@ result<std::unique_ptr<redis_store>> redis_store::open(redis_store_options optio
   if (wrong) p->say("store: warning: " + *wrong);
   impl* self = p.get();
   p->evictions = std::make_unique<redis::eviction_watch>(
-      *p->cli, p->opt.eviction_poll, [self](std::string_view line) { self->say(line); }, first);
+      *p->cli, std::chrono::milliseconds(p->opt.from_url.eviction_poll_ms),
+      [self](std::string_view line) { self->say(line); }, first);
   if (p->denials) {
     // The cache answers only once it hears every other process's changes
     // (docs/redis.md, "The deny cache").
@@ -511,8 +506,8 @@ result<policy_id> redis_store::define_at(std::string_view name, const any_policy
   std::lock_guard lock(im.defs_mu);
   auto e = std::make_unique<impl::entry>();
   e->name = std::string(name);
-  e->key_head = im.opt.prefix + "s:" + e->name + ":{";
-  e->override_head = im.opt.prefix + "o:" + e->name + ":{";
+  e->key_head = im.opt.key_prefix + "s:" + e->name + ":{";
+  e->override_head = im.opt.key_prefix + "o:" + e->name + ":{";
   e->version = ++im.versions;
   policy_id id = 0;
   if (const auto it = im.ids.find(e->name); it != im.ids.end()) {

@@ -31,6 +31,7 @@
 #include "redis/store/invalidation.hpp"
 #include "redis/store/migrate.hpp"
 #include "redis/store/protocol.hpp"
+#include "redis/store/settings.hpp"
 #include "redis/store/slow_lane.hpp"
 #include "sluice/keyed/memory.hpp"
 #include "sluice/redis/store.hpp"
@@ -205,7 +206,7 @@ struct redis_store::impl {
   static constexpr std::size_t chunk_size = std::size_t{1} << chunk_bits;
   static constexpr std::size_t max_chunks = 64;  // 65,536 policies
 
-  redis_store_options opt;
+  redis::store_settings opt;
   // The one client: one server, a Sentinel master or a cluster, through
   // the asynchronous client (its synchronous face for the calls that
   // wait); `cluster` is its async backend when it is a cluster.
@@ -283,7 +284,7 @@ struct redis_store::impl {
       mismatches{0}, corrupt{0}, carried{0}, carry_conflicts{0}, unknown_config{0}, cross_slot{0}, id_conflicts{0},
       by_rule{0};
 
-  impl(redis_store_options o, std::unique_ptr<redis::sync_client> b);
+  impl(redis::store_settings o, std::unique_ptr<redis::sync_client> b);
 
   /// The published entry of `id`, or null.
   const entry* entry_of(policy_id id) const noexcept {

@@ -46,7 +46,7 @@ TEST(ClusterAsync, EventLoopsAreNotAttachedTheRouterStaysOne) {
 
 TEST(ClusterAsync, ManyDecisionsInFlightOverEveryPrimaryAdmitExactlyTheLimits) {
   auto& c = shared_cluster();
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 3s;
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
@@ -90,7 +90,7 @@ TEST(ClusterAsync, AStoppedPrimaryHoldsOnlyItsOwnCallsEachUntilItsDeadline) {
   // Its own cluster, without replicas and with a node timeout longer than
   // the test: the stopped primary is not failed over.
   testing::redis_cluster c({.primaries = 3, .replicas = 0, .node_timeout = 60s});
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 500ms;
   o.on_failure = failure_mode::fail_closed;
   o.breaker_failures = 0;  // every call goes to its node: none answered early by a breaker

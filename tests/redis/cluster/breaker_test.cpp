@@ -39,7 +39,7 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
   // the test: the hung primary is never failed over, and the others never
   // answer CLUSTERDOWN.
   testing::redis_cluster c({.primaries = 3, .replicas = 0, .node_timeout = 60s});
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 100ms;
   o.on_failure = failure_mode::fail_closed;
   o.breaker_failures = 5;

@@ -27,10 +27,10 @@ inline testing::redis_cluster& shared_cluster() {
 }
 
 /// A store on `cluster` (the shared one by default) under a fresh prefix.
-inline std::unique_ptr<redis_store> open_cluster_store(redis_store_options o = {},
+inline std::unique_ptr<redis_store> open_cluster_store(store_options o = {},
                                                        testing::redis_cluster* cluster = nullptr) {
   o.url = (cluster != nullptr ? cluster : &shared_cluster())->url();
-  if (o.prefix == "sluice:") o.prefix = fresh_prefix("cluster");
+  if (o.key_prefix == "sluice:") o.key_prefix = fresh_prefix("cluster");
   auto s = redis_store::open(o);
   if (!s) ADD_FAILURE() << s.err().what();
   return s ? std::move(s).value() : nullptr;

@@ -24,7 +24,7 @@ std::string key_prefix(std::size_t j) { return "{c" + std::to_string(j) + "}:"; 
 
 TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
   auto& cluster = shared_cluster();
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
@@ -67,7 +67,7 @@ TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
 }
 
 TEST_P(ClusterConformance, PerCheckDecisionsOneCallAtATime) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // 65,536-bucket states on a loaded machine
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);

@@ -29,7 +29,7 @@ std::int64_t ms_since(steady::time_point t0) {
 
 TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   testing::redis_cluster c;  // its own: this one loses a node
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 200ms;
   o.connect_timeout = 200ms;
   o.on_failure = failure_mode::fail_closed;

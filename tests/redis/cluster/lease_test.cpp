@@ -18,7 +18,7 @@ namespace sluice::redis_test::cluster_lease_test {
 namespace {
 
 TEST(ClusterLeases, TracesAsTheCoreAndTheMemoryStore) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);
   auto rs = open_cluster_store(o);
   ASSERT_TRUE(rs);

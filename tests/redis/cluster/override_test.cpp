@@ -24,7 +24,7 @@ using namespace redefine;
 class ClusterOverride : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(ClusterOverride, DecidesAsTheMemoryStore) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // a loaded machine must not turn into store failures
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
@@ -65,8 +65,8 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterOverride, ::testing::ValuesIn(co
                          algorithm_test_name);
 
 TEST(ClusterOverrides, AFleetSharesThemAndAListScansEveryPrimary) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("clov");
+  store_options o;
+  o.key_prefix = fresh_prefix("clov");
   auto st = open_cluster_store(o);
   auto other = open_cluster_store(o);
   ASSERT_TRUE(st && other);
@@ -105,8 +105,8 @@ TEST(ClusterOverrides, AFleetSharesThemAndAListScansEveryPrimary) {
 }
 
 TEST(ClusterOverrides, AKeyWithAnEmptyHashTagCannotBeOverridden) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("clovkey");
+  store_options o;
+  o.key_prefix = fresh_prefix("clovkey");
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
   const policy_id p = st->define_at("api", policy("quota 2"), 0).value();

@@ -22,7 +22,7 @@ using namespace redefine;
 class ClusterRedefine : public ::testing::TestWithParam<algorithm> {};
 
 TEST_P(ClusterRedefine, CarriesStatesOverAsTheMemoryStore) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(10);  // a loaded machine must not turn into store failures
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);

@@ -13,8 +13,8 @@ namespace sluice::redis_test::cluster_refund_test {
 namespace {
 
 TEST(ClusterRefunds, ARefundIdRefundsOnceFromAnyStoreOfTheFleet) {
-  redis_store_options o;
-  o.prefix = fresh_prefix("refund");
+  store_options o;
+  o.key_prefix = fresh_prefix("refund");
   auto a = open_cluster_store(o);
   ASSERT_TRUE(a);
   auto b = open_cluster_store(o);  // a second process of the same fleet

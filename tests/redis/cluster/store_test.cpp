@@ -98,8 +98,8 @@ TEST(ClusterStore, ACompositeOnAnEmptyKeyCannotShareASlot) {
 
 TEST(ClusterStore, RequestIdsLiveInTheRequestsSlot) {
   auto& cluster = shared_cluster();
-  redis_store_options o;
-  o.prefix = fresh_prefix("ids");
+  store_options o;
+  o.key_prefix = fresh_prefix("ids");
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 10")).value();
@@ -113,17 +113,17 @@ TEST(ClusterStore, RequestIdsLiveInTheRequestsSlot) {
     EXPECT_EQ(remaining(*st, c, 3), 8) << key;  // charged once
   }
   // The id key sits beside the state key, on the node serving its slot.
-  const std::string id_key = o.prefix + "i:{{t}req-1{t}:x";
+  const std::string id_key = o.key_prefix + "i:{{t}req-1{t}:x";
   const std::size_t owner = cluster.owner_of(redis::key_slot("{t"));
-  EXPECT_EQ(redis::key_slot(id_key), redis::key_slot(o.prefix + "s:q:{{t}:x}"));
+  EXPECT_EQ(redis::key_slot(id_key), redis::key_slot(o.key_prefix + "s:q:{{t}:x}"));
   const auto r = cluster.cli(owner, {"EXISTS", id_key});
   EXPECT_EQ(r.out, "1\n") << id_key;
 }
 
 TEST(ClusterStore, BracesInThePrefixOrANameAreRefused) {
-  redis_store_options o;
+  store_options o;
   o.url = shared_cluster().url();
-  o.prefix = "app{1}:";
+  o.key_prefix = "app{1}:";
   auto bad = redis_store::open(o);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.err().field, "prefix");
@@ -132,7 +132,7 @@ TEST(ClusterStore, BracesInThePrefixOrANameAreRefused) {
   const auto named = st->define("a}b", policy("quota 1"));
   ASSERT_FALSE(named);
   EXPECT_EQ(named.err().field, "name");
-  o.prefix = "sluice:";
+  o.key_prefix = "sluice:";
   o.url = shared_cluster().url() + "/2";
   auto db = redis_store::open(o);
   ASSERT_FALSE(db);
@@ -171,7 +171,7 @@ TEST(ClusterStore, TheLibraryIsLoadedOnEveryPrimary) {
 }
 
 TEST(ClusterStore, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::seconds(5);
   auto st = open_cluster_store(o);
   ASSERT_TRUE(st);
@@ -197,7 +197,7 @@ TEST(ClusterStore, ACallThatTimedOutIsNeverSentAgain) {
   // and when the primary wakes it runs the call it had read — once. A
   // router that sent it again would charge it twice.
   auto& cluster = shared_cluster();
-  redis_store_options o;
+  store_options o;
   o.command_timeout = std::chrono::milliseconds(150);
   o.breaker_failures = 0;
   auto st = open_cluster_store(o);
@@ -229,9 +229,9 @@ TEST(ClusterStore, ACallThatTimedOutIsNeverSentAgain) {
 }
 
 TEST(ClusterStore, ASeedThatIsNotAClusterIsAStoreFailure) {
-  redis_store_options o;
+  store_options o;
   o.url = "redis+cluster://" + shared_server().url().substr(8);  // a plain server
-  o.prefix = fresh_prefix("plain");
+  o.key_prefix = fresh_prefix("plain");
   o.on_failure = failure_mode::fail_closed;
   auto st = redis_store::open(o);
   ASSERT_TRUE(st);

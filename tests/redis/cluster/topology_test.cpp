@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 /// deterministic trace of requests over tagged keys decided by both.
 class twin_stores {
  public:
-  explicit twin_stores(redis_store_options o = {}) {
+  explicit twin_stores(store_options o = {}) {
     o.tick_ns = 0;  // virtual ticks
     o.command_timeout = 3s;
     o.breaker_failures = 0;
@@ -128,7 +128,7 @@ void assign_slot(testing::redis_cluster& c, int slot, std::size_t target) {
 
 TEST(ClusterTopology, AskMovedAndTryagainAreFollowed) {
   auto& c = shared_cluster();
-  redis_store_options o;
+  store_options o;
   o.command_timeout = 10s;  // the migration ends in another thread: redis-cli runs, slow on a loaded machine
   o.breaker_failures = 0;
   auto st = open_cluster_store(o);
