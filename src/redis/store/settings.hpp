@@ -5,8 +5,8 @@
 #pragma once
 
 #include "redis/client/client.hpp"
-#include "sluice/result.hpp"
-#include "sluice/store/registry.hpp"
+#include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis {
 
