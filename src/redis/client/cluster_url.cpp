@@ -30,6 +30,12 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
     userinfo = rest.substr(0, at + 1);
     rest = rest.substr(at + 1);
   }
+  // The query (`?module=...`) holds for every node: each seed reads it.
+  std::string query;
+  if (const auto q = rest.find('?'); q != std::string_view::npos) {
+    query = "?" + std::string(rest.substr(q + 1));
+    rest = rest.substr(0, q);
+  }
   std::string_view hosts = rest;
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     hosts = rest.substr(0, slash);
@@ -50,7 +56,7 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
     if (n > max_seeds) return error{"seed", "more than " + std::to_string(max_seeds) + " seeds"};
     // Each seed is read as the host and port of a redis:// URL, so the two
     // schemes agree on every form (brackets for IPv6, the default port).
-    auto u = parse_url("redis://" + std::string(userinfo) + std::string(one));
+    auto u = parse_url("redis://" + std::string(userinfo) + std::string(one) + query);
     if (!u) {
       error e = u.err();
       e.message = "seed " + std::to_string(n) + " (\"" + std::string(one) + "\"): " + e.message;
@@ -84,6 +90,19 @@ std::optional<error> apply_password(url& u, const std::string& password) {
     return error{"password", "is missing for user \"" + escape_bytes(u.user) +
                                  "\" (redis://user:password@host, store.password_file or SLUICE_REDIS_PASSWORD)"};
   return std::nullopt;
+}
+
+module_use module_use_in(std::string_view text) {
+  if (is_cluster_url(text)) {
+    const auto seeds = parse_cluster_url(text);
+    return seeds ? seeds.value().front().module : module_use::automatic;
+  }
+  if (is_sentinel_url(text)) {
+    const auto s = parse_sentinel_url(text);
+    return s ? s.value().login.module : module_use::automatic;
+  }
+  const auto u = parse_url(text);
+  return u ? u.value().module : module_use::automatic;
 }
 
 result<std::unique_ptr<sync_client>> open_backend(const redis_store_options& options) {

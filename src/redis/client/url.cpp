@@ -100,9 +100,9 @@ result<url> parse_unix(std::string_view rest) {
   if (path.size() > 107) return fail("path", "is longer than a unix socket path may be (107 bytes)");
   if (!percent_decode(path, u.socket_path)) return fail("path", "has a malformed %-escape");
   if (has_query) {
-    // Parameters "name=value" joined by '&'; only db is understood. A value
-    // is never echoed (a password may have been put there).
-    bool seen_db = false;
+    // Parameters "name=value" joined by '&'; db and module are understood.
+    // A value is never echoed (a password may have been put there).
+    bool seen_db = false, seen_module = false;
     while (true) {
       const auto amp = query.find('&');
       const std::string_view param = query.substr(0, amp);
@@ -112,10 +112,20 @@ result<url> parse_unix(std::string_view rest) {
         return fail("query", "takes no " + std::string(name) +
                                  " (write unix://user:password@/path, or use store.password_file or "
                                  "SLUICE_REDIS_PASSWORD)");
+      if (name == "module") {
+        if (seen_module) return fail("module", "is given twice");
+        seen_module = true;
+        const auto m = module_use_of(eq == std::string_view::npos ? std::string_view{} : param.substr(eq + 1));
+        if (!m) return fail("module", "must be auto, on or off");
+        u.module = *m;
+        if (amp == std::string_view::npos) break;
+        query = query.substr(amp + 1);
+        continue;
+      }
       if (name != "db") {
         std::string shown;
         for (char c : name) shown += host_char_ok(c) ? c : '?';
-        return fail("query", "unknown parameter \"" + shown + "\" (known: db)");
+        return fail("query", "unknown parameter \"" + shown + "\" (known: db, module)");
       }
       if (seen_db) return fail("query", "gives db twice");
       seen_db = true;

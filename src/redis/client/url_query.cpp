@@ -16,15 +16,15 @@ bool whole_int(std::string_view s, std::int64_t lo, std::int64_t hi, std::int64_
   return ec == std::errc{} && p == s.data() + s.size() && v >= lo && v <= hi;
 }
 
-constexpr std::size_t first_wait = 5;  // names[5..6] are the WAIT settings, the rest TLS
+constexpr std::size_t first_wait = 5;  // names[5..] are for either scheme (WAIT, module), the rest TLS
 
 }  // namespace
 
 std::optional<error> apply_url_query(std::string_view query, url& u) {
   if (query.empty()) return error{"query", "is empty after '?'"};
-  std::array<bool, 7> seen{};
-  constexpr std::array<std::string_view, 7> names{"ca_file", "cert_file",     "key_file",    "server_name",
-                                                  "verify",  "wait_replicas", "wait_timeout"};
+  std::array<bool, 8> seen{};
+  constexpr std::array<std::string_view, 8> names{"ca_file", "cert_file",     "key_file",     "server_name",
+                                                  "verify",  "wait_replicas", "wait_timeout", "module"};
   while (true) {
     const auto amp = query.find('&');
     const std::string_view item = query.substr(0, amp);
@@ -36,7 +36,7 @@ std::optional<error> apply_url_query(std::string_view query, url& u) {
     if (which == names.size())
       return error{"query", "\"" + std::string(name) +
                                 "\" is not understood (ca_file, cert_file, key_file, server_name, verify, "
-                                "wait_replicas, wait_timeout)"};
+                                "wait_replicas, wait_timeout, module)"};
     const std::string n(name);
     if (!u.tls.on && which < first_wait) return error{n, "is a TLS setting: it needs a rediss:// URL"};
     if (seen[which]) return error{n, "is given twice"};
@@ -72,6 +72,12 @@ std::optional<error> apply_url_query(std::string_view query, url& u) {
         u.wait_timeout_ms = v;
         break;
       }
+      case 7:
+        if (auto m = module_use_of(value)) {
+          u.module = *m;
+          break;
+        }
+        return error{n, "must be auto, on or off, not \"" + value + "\""};
       default:
         if (value != "yes" && value != "no") return error{n, "must be yes or no, not \"" + value + "\""};
         u.tls.verify = value == "yes";
