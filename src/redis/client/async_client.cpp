@@ -604,7 +604,8 @@ struct async_client::impl {
       if (names.size() < replies.size()) {
         module_caps caps = read_module_probe(replies.data() + names.size(), replies.size() - names.size());
         if (w.module == module_use::on && !caps.complete()) {
-          m.set_module_unchecked();
+          // This connection fails; the path the others share is left as it
+          // is (their calls meet the same refusal, and fail, on their own).
           m.connect_failed(call_error{
               call_error::refused,
               m.where + ": module=on, but the server runs no sluice module for this user (" + caps.why + ")", false});
@@ -617,9 +618,6 @@ struct async_client::impl {
     sent.push_back(std::move(o));
     write(t, setup.size() + probe.size());
   }
-
-  // A connection that is not (yet) checked: its calls go to the library.
-  void set_module_unchecked() { owner.set_module(module_caps{}); }
 
   void ready() {
     ph = phase::ready;
