@@ -60,6 +60,20 @@ INSTANTIATE_TEST_SUITE_P(
         cluster_bad_case{"redis+cluster://[::1:1", "host"}, cluster_bad_case{"redis+cluster://h:1?x=1", "query"},
         cluster_bad_case{"redis+cluster://h:1?wait_replicas=1", "query"}));
 
+TEST(ClusterUrl, TheModuleSettingHoldsForEverySeed) {
+  for (const std::string_view text :
+       {"redis+cluster://a:1,b:2?module=off", "redis+cluster://u:p@a:1,b:2/0?module=off"}) {
+    const auto seeds = parse_cluster_url(text);
+    ASSERT_TRUE(seeds.ok()) << text << ": " << seeds.err().what();
+    ASSERT_EQ(seeds.value().size(), 2U);
+    for (const auto& s : seeds.value()) EXPECT_EQ(s.module, module_use::off) << text;
+    EXPECT_EQ(seeds.value()[1].host, "b");
+  }
+  EXPECT_EQ(module_use_in("redis+cluster://a:1?module=on"), module_use::on);
+  EXPECT_EQ(module_use_in("redis+sentinel://s:1/m?module=off"), module_use::off);
+  EXPECT_EQ(module_use_in("redis://h"), module_use::automatic);
+}
+
 TEST(ClusterUrl, PasswordHoldingCommaOrSlashIsTheUserinfos) {
   auto r = parse_cluster_url("redis+cluster://app:p,a/s@s@h:1,h:2");
   ASSERT_TRUE(r) << r.err().what();

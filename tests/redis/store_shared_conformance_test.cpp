@@ -6,7 +6,11 @@
 // contract's decisions; and a few hundred per algorithm one decide_at at a
 // time with every check's own decision. Quantities are drawn within the
 // Redis store's exact range (a trace the store refuses at define is drawn
-// again, and counted).
+// again, and counted). Each runs through both paths of the store's calls
+// (docs/redis.md, "The store and the module"): the Lua library
+// (`?module=off`; the test's name is the algorithm's) and the Redis module
+// (`?module=on`, a server that loads it; `_module`), which decides the
+// algorithms it has and sends the rest to the library.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,20 +20,54 @@
 #include <vector>
 
 #include "conformance/traces.hpp"
+#include "redis/client/module.hpp"
 #include "redis/conformance_draw.hpp"
+#include "redis/store/protocol.hpp"
 #include "redis/store_support.hpp"
 
 namespace sluice::redis_test::redis_store_shared_conformance_test {
 namespace {
 
-class RedisSharedConformance : public ::testing::TestWithParam<algorithm> {};
+class RedisSharedConformance : public ::testing::TestWithParam<std::tuple<algorithm, store_path>> {
+ protected:
+  [[nodiscard]] algorithm algo() const { return std::get<0>(GetParam()); }
+  [[nodiscard]] store_path path() const { return std::get<1>(GetParam()); }
+  /// A store on this test's path, with a command timeout of 10 s (a
+  /// loaded machine's slow calls, 65,536-bucket states).
+  [[nodiscard]] std::unique_ptr<redis_store> open() const {
+    store_options o;
+    o.command_timeout = std::chrono::seconds(10);
+    return open_store(o, url_of(path()));
+  }
+};
+
+/// The calls went the test's way: none to the module on the library's
+/// path; on the module's, its server's path is the module's, and the calls
+/// of an algorithm it decides (`policy`'s) went to it.
+void expect_path(const redis_store& st, store_path path, const any_policy& policy) {
+  const auto s = st.redis_stats();
+  ASSERT_EQ(s.module_paths.size(), 1U);
+  if (path == store_path::library) {
+    EXPECT_EQ(s.module_calls, 0U);
+    EXPECT_EQ(s.module_paths[0].path, "library (module=off)");
+    return;
+  }
+  EXPECT_TRUE(s.module_paths[0].path.starts_with("module")) << s.module_paths[0].path;
+  auto plan = redis::plan::make(policy);
+  ASSERT_TRUE(plan.ok());
+  redis::letter_set letters = 0;
+  for (const auto& lp : plan.value().leaves()) letters |= redis::letter_bit(lp.letter);
+  if ((letters & ~redis::module_letters) == 0) {
+    EXPECT_GT(s.module_calls, s.library_calls);
+  }
+}
 
 TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
-  auto st = open_patient_store();
+  auto st = open();
   ASSERT_TRUE(st);
   constexpr std::size_t n = 10'000;
   std::size_t refused = 0;
-  const auto traces = draw_traces(GetParam(), n, 1, refused, true);
+  const auto traces = draw_traces(algo(), n, 1, refused, true);
   ASSERT_EQ(traces.size(), n);
   std::size_t decisions = 0;
   for (const auto& t : traces) decisions += t.steps.size();
@@ -42,25 +80,31 @@ TEST_P(RedisSharedConformance, TenThousandTracesPipelined) {
   std::printf(
       "shared conformance %-16s traces %zu/%zu agree (%zu decisions, %zu of several checks at mixed costs; %zu "
       "redrawn: past the exact range, or more than 64 buckets), %.1f s\n",
-      std::string(name_of(GetParam())).c_str(), agree, n, decisions, mixed, refused, secs);
+      (std::string(name_of(algo())) + (path() == store_path::module ? " (module)" : "")).c_str(), agree, n, decisions,
+      mixed, refused, secs);
   EXPECT_EQ(st->redis_stats().mismatches, 0U);
   EXPECT_EQ(st->stats().store_failures, 0U);
+  expect_path(*st, path(), traces.front().policies.front().policy);
 }
 
 TEST_P(RedisSharedConformance, PerCheckDecisionsOneCallAtATime) {
-  store_options o;
-  o.command_timeout = std::chrono::seconds(10);  // 65,536-bucket states on a loaded machine
-  auto st = open_store(o);
+  auto st = open();
   ASSERT_TRUE(st);
   std::size_t refused = 0;
-  const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused, false);
+  const auto traces = draw_traces(algo(), 150, 1'000'000, refused, false);
   EXPECT_GT(mixed_cost_steps(traces), 15U);
   for (std::size_t j = 0; j < traces.size(); ++j)
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":"), "");
+  expect_path(*st, path(), traces.front().policies.front().policy);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance, ::testing::ValuesIn(conformance::all_algorithms),
-                         algorithm_test_name);
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisSharedConformance,
+                         ::testing::Combine(::testing::ValuesIn(conformance::all_algorithms),
+                                            ::testing::Values(store_path::library, store_path::module)),
+                         [](const auto& i) {
+                           return algorithm_test_name({std::get<0>(i.param), i.index}) +
+                                  (std::get<1>(i.param) == store_path::module ? "_module" : "");
+                         });
 
 }  // namespace
 }  // namespace sluice::redis_test::redis_store_shared_conformance_test

@@ -16,6 +16,7 @@
 
 #include "redis/test_client.hpp"
 #include "sluice/redis/store.hpp"
+#include "support/redis_module_server.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis_test {
@@ -25,6 +26,23 @@ namespace sluice::redis_test {
 inline testing::redis_server& shared_server() {
   static testing::redis_server srv;
   return srv;
+}
+
+/// The binary's shared server with sluice's Redis module loaded, for the
+/// store's module path (started on first use, stopped by PID at exit).
+inline testing::redis_server& module_server() {
+  static testing::redis_server srv(testing::with_module());
+  return srv;
+}
+
+/// The path a store's decisions take (docs/redis.md, "The store and the
+/// module"): the Lua library (`?module=off`, on the shared server) or the
+/// module (`?module=on`, on module_server()).
+enum class store_path { library, module };
+
+/// The URL of a store on `path`.
+inline std::string url_of(store_path path) {
+  return path == store_path::library ? shared_server().url() + "?module=off" : module_server().url() + "?module=on";
 }
 
 /// A client of the shared server, for reading and editing keys behind a

@@ -67,6 +67,18 @@ TEST(ParseUrl, UnixSocket) {
   EXPECT_EQ(d.redacted(), "unix:///tmp/r.sock?db=3");
 }
 
+TEST(ParseUrl, ModuleOnEveryScheme) {
+  EXPECT_EQ(parsed("redis://h").module, module_use::automatic);
+  EXPECT_EQ(parsed("redis://h?module=auto").module, module_use::automatic);
+  EXPECT_EQ(parsed("redis://h:1/2?module=on").module, module_use::on);
+  EXPECT_EQ(parsed("rediss://h?verify=no&module=off").module, module_use::off);
+  EXPECT_EQ(parsed("redis://h?wait_replicas=1&module=on").module, module_use::on);
+  const url d = parsed("unix:///tmp/r.sock?db=3&module=off");
+  EXPECT_EQ(d.db, 3);
+  EXPECT_EQ(d.module, module_use::off);
+  EXPECT_EQ(parsed("unix:///tmp/r.sock?module=on").module, module_use::on);
+}
+
 class ParseUrlRejects : public ::testing::TestWithParam<bad_case> {};
 
 TEST_P(ParseUrlRejects, NamingThePart) {
@@ -96,7 +108,10 @@ INSTANTIATE_TEST_SUITE_P(
         bad_case{"unix://relative.sock", "path"}, bad_case{"unix:///s?db=x", "db"}, bad_case{"unix:///s?db=-2", "db"},
         bad_case{"unix:///s?database=1", "query"}, bad_case{"unix:///s?", "query"}, bad_case{"unix:///s%zz", "path"},
         bad_case{"unix:///s?db=1&db=2", "query"}, bad_case{"unix:///s?password=pw", "query"},
-        bad_case{"unix:///s?db=1&password=pw", "query"}, bad_case{"unix://u:%zz@/s", "password"}));
+        bad_case{"unix:///s?db=1&password=pw", "query"}, bad_case{"unix://u:%zz@/s", "password"},
+        bad_case{"redis://h?module=yes", "module"}, bad_case{"redis://h?module=", "module"},
+        bad_case{"redis://h?module=on&module=off", "module"}, bad_case{"unix:///s?module=ON", "module"},
+        bad_case{"unix:///s?module=on&module=on", "module"}));
 
 TEST(ParseUrl, ErrorsQuoteTheBadText) {
   auto r = parse_url("redis://h:70000");

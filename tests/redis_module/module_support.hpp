@@ -19,6 +19,7 @@
 #include "redis/client_support.hpp"
 #include "redis/store/protocol.hpp"
 #include "redis/test_client.hpp"
+#include "support/redis_module_server.hpp"
 #include "support/redis_server.hpp"
 
 namespace sluice::redis {
@@ -28,16 +29,8 @@ extern const std::string_view lua_library_name;
 
 namespace sluice::module_support {
 
-/// build/sluice_module.so (the build gives its path).
-inline std::string module_path() { return SLUICE_MODULE_PATH; }
-
-/// Options of a server that loads the module, plus `extra` lines.
-inline testing::redis_server_options with_module(std::vector<std::string> extra = {}) {
-  testing::redis_server_options o;
-  o.extra_config = std::move(extra);
-  o.extra_config.push_back("loadmodule " + module_path());
-  return o;
-}
+using testing::module_path;
+using testing::with_module;
 
 /// The test binary's server with the module (tests that need another
 /// configuration start their own): started on first use, stopped by PID at exit.

@@ -149,6 +149,8 @@ std::size_t redis_cluster::start_node() {
                     // Start a replica's first sync at once (the default waits 5 s
                     // for more replicas), and stop without waiting for replicas.
                     "repl-diskless-sync-delay 0", "shutdown-timeout 0"};
+  if (nodes_.size() < options_.node_config.size())
+    for (const auto& line : options_.node_config[nodes_.size()]) o.extra_config.push_back(line);
   nodes_.push_back(std::make_unique<redis_server>(o));
   return nodes_.size() - 1;
 }

@@ -46,6 +46,9 @@ struct redis_cluster_options {
   std::chrono::milliseconds node_timeout{1000};
   /// Bound on creating the cluster and on every wait for it to be ready.
   std::chrono::milliseconds ready_timeout{30'000};
+  /// Extra redis.conf lines per node, by start order (a node past the end:
+  /// none), e.g. a `loadmodule` on some nodes.
+  std::vector<std::vector<std::string>> node_config{};
 };
 
 /// One node as `CLUSTER NODES` shows it.

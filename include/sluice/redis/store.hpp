@@ -137,6 +137,22 @@ struct redis_store_stats {
   /// Every breaker: one on one server, one per node known in a cluster;
   /// none when `breaker_failures` is 0.
   std::vector<breaker_view> breakers;
+  /// Calls sent as the Redis module's commands, and as the Lua library's
+  /// FCALLs (docs/redis.md, "The store and the module"), summed over every
+  /// connection and node.
+  std::uint64_t module_calls = 0;
+  std::uint64_t library_calls = 0;
+  /// Which path one server's decisions take: the node ("host:port", or the
+  /// socket path) and "module (letters g)", "library (no module)",
+  /// "library (the ACL refuses SLUICE.ONE)", "library (module=off)" or
+  /// "unknown" (not connected yet).
+  struct module_path {
+    std::string node;
+    std::string path;
+  };
+  /// One per server: the one server, a Sentinel deployment's primary in
+  /// use, every node known in a cluster.
+  std::vector<module_path> module_paths;
 };
 
 /// The Redis implementation of `store`; it can do its asynchronous calls on

@@ -587,7 +587,8 @@ struct async_client::impl {
     });
   }
 
-  // AUTH and SELECT (and PING over TLS) in one write; user commands wait.
+  // AUTH and SELECT (and PING over TLS), then the module's probe
+  // (module.hpp; not with module=off), in one write; user commands wait.
   void login() {
     const url& u = owner.options_.where;
     std::vector<std::vector<std::string_view>> setup;
@@ -597,20 +598,24 @@ struct async_client::impl {
     else if (!u.password.empty())
       setup.push_back({"AUTH", u.password});
     if (u.db != 0) setup.push_back({"SELECT", db});
-    if (setup.empty() && t->tls) setup.push_back({"PING"});
-    if (setup.empty()) {
+    // Only a connection that carries the library's calls asks (the store's).
+    const bool ask = u.module != module_use::off && owner.current_library() != nullptr;
+    const auto probe = ask ? module_probe() : std::vector<std::vector<std::string_view>>{};
+    if (setup.empty() && probe.empty() && t->tls) setup.push_back({"PING"});
+    if (setup.empty() && probe.empty()) {
       ready();
       return;
     }
     ph = phase::login;
     auto o = std::make_unique<op>();
     o->internal = true;
-    o->expected = setup.size();
+    o->expected = setup.size() + probe.size();
     std::vector<std::string> names;
     for (const auto& cmd : setup) {
       format_command(t->wbuf, cmd);
       names.emplace_back(cmd[0]);
     }
+    for (const auto& cmd : probe) format_command(t->wbuf, cmd);
     o->written = true;
     o->written_at = steady::now();
     o->done = [self = owner.shared_from_this(), tr = t, names](batch_result r) {
@@ -624,17 +629,30 @@ struct async_client::impl {
         return;
       }
       const auto& replies = std::get<std::vector<reply>>(r);
-      for (std::size_t i = 0; i < replies.size(); ++i)
+      for (std::size_t i = 0; i < names.size(); ++i)
         if (replies[i].is_error()) {
           call_error f = server_error(m.where + ": " + names[i] + " failed: " + replies[i].str);
           if (names[i] == "AUTH") f.kind = call_error::auth;
           m.connect_failed(std::move(f));
           return;
         }
+      const url& w = m.owner.options_.where;
+      if (names.size() < replies.size()) {
+        module_caps caps = read_module_probe(replies.data() + names.size(), replies.size() - names.size());
+        if (w.module == module_use::on && !caps.complete()) {
+          // This connection fails; the path the others share is left as it
+          // is (their calls meet the same refusal, and fail, on their own).
+          m.connect_failed(call_error{
+              call_error::refused,
+              m.where + ": module=on, but the server runs no sluice module for this user (" + caps.why + ")", false});
+          return;
+        }
+        m.owner.set_module(std::move(caps));
+      }
       m.ready();
     };
     sent.push_back(std::move(o));
-    write(t, setup.size());
+    write(t, setup.size() + probe.size());
   }
 
   void ready() {
@@ -718,6 +736,7 @@ result<std::shared_ptr<async_client>> async_client::create(asio::any_io_executor
     if (!made) return made.err();
     tls = std::move(made).value();
   }
+  if (!options.module) options.module = std::make_shared<module_state>();
   std::shared_ptr<async_client> c(new async_client(std::move(ex), std::move(options)));
   c->impl_->tls = std::move(tls);
   return c;
@@ -832,5 +851,22 @@ async_stats async_client::stats() const noexcept {
   return async_stats{ld(connects_), ld(connect_failures_), ld(broken_),       ld(writes_),        ld(commands_),
                      ld(replies_),  ld(timeouts_),         ld(late_replies_), ld(library_loads_), ld(script_loads_)};
 }
+
+std::vector<module_path_view> async_client::module_paths() const {
+  const url& u = options_.where;
+  module_path_view v;
+  v.node = u.is_unix()
+               ? u.socket_path
+               : (u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host) + ":" + std::to_string(u.port);
+  v.use = u.module;
+  v.caps = module();
+  v.module_calls = options_.module->module_calls();
+  v.library_calls = options_.module->library_calls();
+  return {std::move(v)};
+}
+
+module_caps async_client::module() const { return options_.module->caps(); }
+
+void async_client::set_module(module_caps caps) { options_.module->set(std::move(caps)); }
 
 }  // namespace sluice::redis

@@ -109,6 +109,9 @@ struct async_client_options {
   /// Plaintext connections only (TLS: as without it); not with
   /// `caller_driven` or `reading`.
   bool one_batch_in_flight = false;
+  /// The server's path to the module (module.hpp), shared by the
+  /// connections made from these options; `create` makes one when empty.
+  std::shared_ptr<module_state> module;
 };
 
 /// Counters of what an async client did (monotone, relaxed reads).
@@ -174,6 +177,9 @@ class async_backend {
   virtual void async_call_every_primary(std::span<const std::string_view> argv, each_handler done);
   /// Fails every pending call (`io`) and refuses new ones; for an orderly end.
   virtual void close() = 0;
+  /// Each server's path to the module (module.hpp): one server, a
+  /// Sentinel deployment's primary, every node of a cluster.
+  [[nodiscard]] virtual std::vector<module_path_view> module_paths() const = 0;
 };
 
 /// One server, one pipelined connection (see the file's comment).
@@ -202,6 +208,8 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// One function; an error reply is `call_error::server`.
   void async_fcall(const function_call& fc, call_handler done);
   void close() override;
+  /// This connection's: its address ("host:port", or the socket's path).
+  [[nodiscard]] std::vector<module_path_view> module_paths() const override;
 
   /// `async_call` with an Asio completion token (asio::use_future,
   /// asio::use_awaitable, a handler); the arguments are copied. The result
@@ -251,6 +259,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
 
   [[nodiscard]] boost::asio::any_io_executor executor() const;
   [[nodiscard]] library_mode mode() const noexcept;
+  /// What this connection's server offers of the module (module.hpp), as
+  /// its latest login's probe found it and call-time refusals left it.
+  [[nodiscard]] module_caps module() const;
   [[nodiscard]] async_stats stats() const noexcept;
   [[nodiscard]] const async_client_options& options() const noexcept { return options_; }
 
@@ -277,6 +288,9 @@ class async_client final : public async_backend, public std::enable_shared_from_
   mutable std::mutex lib_mu_;
   std::shared_ptr<library> lib_;  // requires lib_mu_
   std::atomic<bool> script_mode_{false};
+  /// Set by each login's probe; a call the module refused (NOPERM) clears
+  /// its commands until the next login (module=auto).
+  void set_module(module_caps caps);
 
   // Counters, relaxed (stats()).
   std::atomic<std::uint64_t> connects_{0}, connect_failures_{0}, broken_{0}, writes_{0}, commands_{0}, replies_{0},

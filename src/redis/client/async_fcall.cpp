@@ -77,7 +77,7 @@ void async_client::start_fcalls(std::span<const function_call> calls, each_handl
     j->arena.append(v);
   };
   for (const function_call& fc : calls) {
-    j->calls.push_back({j->pieces.size(), fc.keys_then_args.size(), fc.num_keys});
+    j->calls.push_back({j->pieces.size(), fc.keys_then_args.size(), fc.num_keys, fc.module, fc.letters});
     keep(fc.function);
     for (std::string_view a : fc.keys_then_args) keep(a);
   }
@@ -120,8 +120,12 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
   bytes.reserve(j->arena.size() + 26 * j->pieces.size() + (160 + j->sha.size()) * j->pending.size());
   std::vector<std::string_view> cmd;
   cmd.reserve(most + 3);
+  // Each call the module takes goes as its command (module.hpp), keys and
+  // arguments unchanged; the rest as the library's.
+  const module_caps caps = options_.where.module == module_use::off ? module_caps{} : module();
+  std::uint64_t to_module = 0;
   for (std::size_t i : j->pending) {
-    const auto& c = j->calls[i];
+    auto& c = j->calls[i];
     const std::string num_keys = std::to_string(c.num_keys);
     const std::string_view function = j->piece(c.first);
     auto keys_and_args = [&](std::size_t from, std::size_t to) {
@@ -129,7 +133,12 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
     };
     cmd.clear();
     if (j->asking) format_command(bytes, std::span<const std::string_view>(asking_cmd));
-    if (j->script) {
+    c.via_module = !c.to_library && caps.takes(c.module, c.letters);
+    if (c.via_module) {
+      ++to_module;
+      cmd.insert(cmd.end(), {module_command_names[static_cast<std::size_t>(c.module)], num_keys});
+      keys_and_args(0, c.count);
+    } else if (j->script) {
       cmd.insert(cmd.end(), {"EVALSHA", j->sha, num_keys});
       keys_and_args(0, c.num_keys);
       cmd.push_back(function);
@@ -140,6 +149,7 @@ void async_client::run_round(std::shared_ptr<fcall_job> j) {
     }
     format_command(bytes, cmd);
   }
+  options_.module->count(to_module, j->pending.size() - to_module);
   // One WAIT after the round's calls (not one per call): its answer covers
   // every write before it on this connection.
   const url& where = options_.where;
@@ -177,9 +187,23 @@ void async_client::on_round(std::shared_ptr<fcall_job> j, batch_result r) {
   std::vector<std::size_t> again;
   bool need_load = false;
   bool refused = false;
+  std::string module_refused;  // the first refusal's text
   for (std::size_t k = 0; k < j->pending.size(); ++k) {
     reply& rep = replies[k];
-    if (rep.is_error()) {
+    auto& c = j->calls[j->pending[k]];
+    // The module did not run it (docs/redis.md, "A refusal at call time"):
+    // under auto it goes to the library now, and the connection's later
+    // calls too when the command was refused; under on, only a letter the
+    // module lacks does, a refusal is the call's error.
+    if (c.via_module && rep.is_error() && module_did_not_run(rep.str) &&
+        (options_.where.module == module_use::automatic || module_lacks_letter(rep.str))) {
+      if (module_refused.empty() && !module_lacks_letter(rep.str)) module_refused = rep.str;
+      c.to_library = true;
+      again.push_back(j->pending[k]);
+      j->out[j->pending[k]] = std::move(rep);
+      continue;
+    }
+    if (rep.is_error() && !c.via_module) {  // the module's own errors are the call's answer
       const bool missing = j->script ? is_noscript(rep.str) : is_function_missing(rep.str);
       const bool refused_here = !j->script && is_function_refused(rep.str);
       if (missing || refused_here) {
@@ -189,6 +213,13 @@ void async_client::on_round(std::shared_ptr<fcall_job> j, batch_result r) {
       }
     }
     j->out[j->pending[k]] = std::move(rep);
+  }
+  if (!module_refused.empty()) {
+    module_caps caps = module();
+    caps.commands = 0;
+    caps.letters = 0;
+    caps.why = "a call was refused: " + module_refused;
+    set_module(std::move(caps));
   }
   if (again.empty() || j->round >= 2) return j->done(std::move(j->out));
   ++j->round;

@@ -46,6 +46,10 @@ struct async_client::fcall_job {
     std::size_t first = 0;  ///< its function's index in `pieces`
     std::size_t count = 0;  ///< its keys and arguments, the pieces after it
     std::size_t num_keys = 0;
+    module_command module = module_command::none;  ///< function_call::module
+    letter_set letters = 0;
+    bool via_module = false;  ///< sent as the module's command in the round in flight
+    bool to_library = false;  ///< the module refused it: the library's from now on
   };
   std::string arena;
   std::vector<std::pair<std::size_t, std::size_t>> pieces;  ///< (offset, length) in `arena`

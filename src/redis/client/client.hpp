@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "redis/client/module.hpp"
 #include "sluice/core/result.hpp"
 
 namespace sluice::redis {
@@ -83,6 +84,10 @@ struct url {
   std::int64_t wait_timeout_ms = 50;
   /// The query's parameters for the store (`?eviction_poll=`).
   url_store_settings store{};
+  /// `?module=auto|on|off`: whether calls go to sluice's Redis module where
+  /// the server has it (module.hpp; docs/redis.md, "The store and the
+  /// module").
+  module_use module = module_use::automatic;
 
   /// True for a unix-socket URL.
   [[nodiscard]] bool is_unix() const noexcept { return !socket_path.empty(); }
@@ -94,11 +99,12 @@ struct url {
 /// `redis://:password@host`), `rediss://...` (the same over TLS, with the
 /// query parameters of `tls_settings`), either with `wait_replicas` and
 /// `wait_timeout` in its query, and `unix:///path/to/socket[?db=N]`; every
-/// scheme with `eviction_poll` (url_query.hpp holds the table);
+/// scheme with `eviction_poll` and `module` (auto, on, off; url_query.hpp
+/// holds the table);
 /// user, password and query values are percent-decoded. An IPv6 host is
 /// written in brackets (`redis://[::1]:6379`). Errors name the part at fault:
 /// "scheme", "user", "password", "host", "port", "db", "path", "query", or
-/// the query parameter ("ca_file", "verify", ...).
+/// the query parameter ("ca_file", "verify", "module", ...).
 result<url> parse_url(std::string_view text);
 
 /// An owned, decoded RESP2 value. The accessors are strict: each answers only
@@ -174,6 +180,11 @@ struct function_call {
   std::string_view function;
   std::size_t num_keys = 0;
   std::span<const std::string_view> keys_then_args;
+  /// The module's command that makes the same call (none: only the
+  /// library), and the letters of the call's leaves: a connection whose
+  /// server's module takes both sends that command instead (module.hpp).
+  module_command module = module_command::none;
+  letter_set letters = 0;
 };
 
 /// How the library ran most recently: as a FUNCTION, or through EVALSHA.

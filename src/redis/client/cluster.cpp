@@ -724,6 +724,17 @@ std::vector<std::pair<std::string, remote::circuit_breaker::state>> cluster_clie
   return out;
 }
 
+std::vector<module_path_view> cluster_client::module_paths() const {
+  std::vector<module_path_view> out;
+  std::shared_lock lock(impl_->nodes_mu);
+  for (const auto& n : impl_->nodes) {
+    auto one = n->cli->module_paths();
+    one.front().node = n->address;
+    out.push_back(std::move(one.front()));
+  }
+  return out;
+}
+
 std::string cluster_client::owner_of(std::uint16_t slot) const {
   const node* n = impl_->owner_of(slot < slot_count ? slot : 0);
   return n == nullptr ? std::string() : n->address;

@@ -79,8 +79,8 @@ namespace sluice::redis {
 /// Whether `text` is a cluster URL (`redis+cluster://...`).
 [[nodiscard]] bool is_cluster_url(std::string_view text) noexcept;
 
-/// Parses `redis+cluster://[user[:password]@]host:port[,host:port...][/0]`:
-/// the seed nodes, each with the user and password. Each seed is read as
+/// Parses `redis+cluster://[user[:password]@]host:port[,host:port...][/0][?query]`:
+/// the seed nodes, each with the user and password and the query (`module`). Each seed is read as
 /// `parse_url` reads a host and port (IPv6 in brackets; port 6379 when left
 /// out). Errors name the part: "scheme", "seed" (none, an empty one, more
 /// than 64), "host", "port", "user", "password", and "db" for a database
@@ -105,6 +105,10 @@ result<std::vector<url>> parse_cluster_url(std::string_view text);
 /// an `async_client` (`redis://`, `rediss://`, `unix://`; the store keeps
 /// its one breaker). Nothing is connected yet. Errors name the URL's part.
 result<std::unique_ptr<sync_client>> open_backend(const store_options& options);
+
+/// The `?module=` of a store URL of any kind (module.hpp); `auto` for one
+/// that does not parse (open_backend names its error).
+[[nodiscard]] module_use module_use_in(std::string_view text);
 
 /// How a `cluster_client` finds the cluster and how long it waits.
 struct cluster_options {
@@ -187,6 +191,8 @@ class cluster_client final : public async_backend, public std::enable_shared_fro
   /// Fails every pending call (`io`), closes every node's connection and
   /// refuses new calls.
   void close() override;
+  /// Every known node's (its connection checks its own server).
+  [[nodiscard]] std::vector<module_path_view> module_paths() const override;
 
   /// Reads the slot map now (rate limit aside); `done(false)` when no node
   /// answered.

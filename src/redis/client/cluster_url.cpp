@@ -65,6 +65,7 @@ result<std::vector<url>> parse_cluster_url(std::string_view text) {
     }
     seeds.push_back(std::move(u).value());
     seeds.back().store = query.store;
+    seeds.back().module = query.module;
     if (comma == std::string_view::npos) break;
     hosts = hosts.substr(comma + 1);
   }
@@ -89,6 +90,19 @@ std::optional<error> apply_password(url& u, const std::string& password) {
     return error{"password", "is missing for user \"" + escape_bytes(u.user) +
                                  "\" (redis://user:password@host, store.password_file or SLUICE_REDIS_PASSWORD)"};
   return std::nullopt;
+}
+
+module_use module_use_in(std::string_view text) {
+  if (is_cluster_url(text)) {
+    const auto seeds = parse_cluster_url(text);
+    return seeds ? seeds.value().front().module : module_use::automatic;
+  }
+  if (is_sentinel_url(text)) {
+    const auto s = parse_sentinel_url(text);
+    return s ? s.value().login.module : module_use::automatic;
+  }
+  const auto u = parse_url(text);
+  return u ? u.value().module : module_use::automatic;
 }
 
 result<std::unique_ptr<sync_client>> open_backend(const store_options& options) {

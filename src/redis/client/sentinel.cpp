@@ -77,7 +77,8 @@ struct sentinel_client::impl {
   std::string lib_name, lib_code;
 
   mutable std::mutex addr_mu;
-  std::string shown_address;  // requires addr_mu
+  std::string shown_address;                   // requires addr_mu
+  std::shared_ptr<async_client> shown_master;  // requires addr_mu (module_paths)
 
   std::atomic<std::uint64_t> discoveries{0}, discovery_failures{0}, switches{0}, switch_messages{0}, resent{0};
 
@@ -195,6 +196,7 @@ struct sentinel_client::impl {
       address = addr;
       std::lock_guard lock(addr_mu);
       shown_address = addr;
+      shown_master = master;
     }
     preferred = idx;
     discovering = false;
@@ -419,6 +421,14 @@ void sentinel_client::async_fcall_each(std::span<const function_call> calls, eac
 
 void sentinel_client::close() {
   asio::post(impl_->strand, [self = shared_from_this()] { self->impl_->close(); });
+}
+
+std::vector<module_path_view> sentinel_client::module_paths() const {
+  std::lock_guard lock(impl_->addr_mu);
+  if (!impl_->shown_master) return {};
+  auto out = impl_->shown_master->module_paths();
+  out.front().node = impl_->shown_address;
+  return out;
 }
 
 std::string sentinel_client::master_address() const {

@@ -87,6 +87,8 @@ class sentinel_client final : public async_backend, public std::enable_shared_fr
 
   /// "host:port" of the master in use; empty before the first discovery.
   [[nodiscard]] std::string master_address() const;
+  /// The primary in use's (none before the first discovery).
+  [[nodiscard]] std::vector<module_path_view> module_paths() const override;
   [[nodiscard]] sentinel_stats stats() const noexcept;
 
   struct impl;

@@ -72,7 +72,9 @@ result<sentinel_url> parse_sentinel_url(std::string_view text) {
       if (!login) return login.err();
       out.login = std::move(login).value();
     }
-    out.sentinels.push_back(std::move(u).value());
+    url sentinel = std::move(u).value();
+    sentinel.module = module_use::off;  // a sentinel decides nothing: its connections are not probed
+    out.sentinels.push_back(std::move(sentinel));
     if (comma == std::string_view::npos) break;
     hosts = hosts.substr(comma + 1);
   }

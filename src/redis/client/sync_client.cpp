@@ -75,6 +75,7 @@ result<std::unique_ptr<sync_client>> sync_client::open(async_client_options opti
     if (!made) return made.err();
     options.tls = std::move(made).value();
   }
+  if (!options.module) options.module = std::make_shared<module_state>();  // one path for every connection
   auto c = open([o = options](asio::any_io_executor ex) -> result<std::shared_ptr<async_backend>> {
     auto made = async_client::create(std::move(ex), o);
     if (!made) return made.err();
@@ -204,6 +205,10 @@ std::optional<async_stats> sync_client::stats() const {
   s += retired_;
   for (const async_client* c : made_) s += c->stats();
   return s;
+}
+
+std::vector<module_path_view> sync_client::module_paths() const {
+  return backend_->module_paths();  // one server: its callers' connections share the I/O thread's state
 }
 
 std::optional<library_mode> sync_client::mode() const {

@@ -71,6 +71,9 @@ class sync_client final : public backend {
   /// One server: what every connection of it did, the I/O thread's and the
   /// callers' summed (async_client::stats); nullopt for another backend.
   [[nodiscard]] std::optional<async_stats> stats() const;
+  /// Each server's path to the module (async_backend::module_paths); one
+  /// server: every connection's, the callers' and attached loops' too.
+  [[nodiscard]] std::vector<module_path_view> module_paths() const;
   /// One server: `script` once any of its connections fell back to EVALSHA.
   [[nodiscard]] std::optional<library_mode> mode() const;
 

@@ -75,6 +75,14 @@ constexpr parameter parameters[] = {
          return error{n, "must be milliseconds from 0 to 86400000 (\"1000ms\" or \"1000\"), not \"" + v + "\""};
        return std::nullopt;
      }},
+    // Every scheme: whether calls go to sluice's Redis module (module.hpp).
+    {"module", on::every,
+     [](const std::string& n, std::string v, url& u) -> std::optional<error> {
+       const auto m = module_use_of(v);
+       if (!m) return error{n, "must be auto, on or off, not \"" + v + "\""};
+       u.module = *m;
+       return std::nullopt;
+     }},
 };
 static_assert(std::size(parameters) <= sizeof(query_seen) * 8, "query_seen holds a bit per parameter");
 

@@ -70,7 +70,8 @@ void seal(redis::scratch& s) {
   for (const auto& [off, len] : s.pieces) s.views.emplace_back(s.bytes.data() + off, len);
   s.fcalls.clear();
   for (const auto& c : s.calls)
-    s.fcalls.push_back(redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views)});
+    s.fcalls.push_back(
+        redis::function_call{c.function, c.keys, std::span(s.views.data() + c.first, c.views), c.module, c.letters});
 }
 
 void clear(redis::scratch& s) {
@@ -89,6 +90,13 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
   const bool single = !report && !peek && r.id.empty() && r.checks.size() == 1 && es[0]->p->single();
   const bool has_id = !report && !peek && !r.id.empty();
   c.function = report ? fns.report : single ? fns.one : (peek ? fns.peek : fns.decide);
+  // The same call as the module's command, where a node's module decides
+  // every leaf's algorithm (docs/redis.md, "The store and the module").
+  c.module = report   ? redis::module_command::report
+             : single ? redis::module_command::one
+                      : (peek ? redis::module_command::peek : redis::module_command::decide);
+  for (std::size_t i = 0; i < r.checks.size(); ++i)
+    for (const auto& lp : es[i]->p->leaves()) c.letters |= redis::letter_bit(lp.letter);
   if (has_id) {
     const std::size_t at = begin_piece(s);
     append_id_key(r, es, s.bytes);

@@ -138,6 +138,7 @@ struct invalidation_listener::impl {
     if (!u) return again();
     async_client_options o = base;
     o.where = *u;
+    o.where.module = module_use::off;  // a subscriber decides nothing: not probed
     o.reading = &owner.reading_;
     auto made = async_client::create(ctx.get_executor(), std::move(o));
     if (!made) return again();

@@ -455,6 +455,15 @@ result<std::unique_ptr<redis_store>> redis_store::open(const store_options& shar
   if (wrong && !p->opt.warn_on_eviction_policy)
     return error{"eviction", *wrong + "; or, to run anyway, warn instead (sluice serve: store.eviction = \"warn\")"};
   if (wrong) p->say("store: warning: " + *wrong);
+  // module=on: a server that answers without the module is refused now
+  // (docs/redis.md, "The store and the module"); one that does not answer
+  // is checked when it does.
+  if (redis::module_use_in(p->opt.url) == redis::module_use::on) {
+    const auto r = p->cli->call({"PING"});
+    if (const auto* e = std::get_if<redis::call_error>(&r);
+        e != nullptr && e->message.find("module=on") != std::string::npos)
+      return error{"module", redact_url(e->message)};
+  }
   impl* self = p.get();
   p->evictions = std::make_unique<redis::eviction_watch>(
       *p->cli, std::chrono::milliseconds(p->opt.from_url.eviction_poll_ms),
@@ -656,6 +665,13 @@ redis_store_stats redis_store::redis_stats() const {
   if (p.have_offset.load(std::memory_order_relaxed)) s.clock_offset_ns = p.offset_ns.load(std::memory_order_relaxed);
   s.evicted_keys = p.evictions ? p.evictions->evicted() : 0;
   s.last_failure = p.figures.last_failure();
+  for (const auto& v : p.cli->module_paths()) {
+    s.module_calls += v.module_calls;
+    s.library_calls += v.library_calls;
+    // One server: the store's own name for it (a Sentinel URL's, redacted).
+    s.module_paths.push_back(
+        {p.cluster != nullptr || p.node.empty() ? v.node : p.node, redis::describe_path(v.caps, v.use)});
+  }
   if (p.breaker) s.breakers.push_back({p.node, remote::circuit_breaker::name(p.breaker->current())});
   if (p.cluster != nullptr) {
     for (const auto& [n, st] : p.cluster->breaker_states())

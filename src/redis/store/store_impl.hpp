@@ -128,6 +128,8 @@ struct call_span {
   std::size_t views = 0;  ///< keys then arguments
   std::size_t keys = 0;
   std::string_view function;
+  module_command module = module_command::none;  ///< the module's command for it (module.hpp)
+  letter_set letters = 0;                        ///< its leaves' letters
 };
 
 /// Per-thread buffers of the calls being built (reused, so a warm thread

@@ -26,10 +26,25 @@ inline testing::redis_cluster& shared_cluster() {
   return c;
 }
 
-/// A store on `cluster` (the shared one by default) under a fresh prefix.
+/// A cluster whose every node loads sluice's Redis module but node 0 (a
+/// primary): the store's module path with `?module=auto` (docs/redis.md,
+/// "The store and the module"), started on first use.
+inline testing::redis_cluster& mixed_module_cluster() {
+  static testing::redis_cluster c([] {
+    testing::redis_cluster_options o;
+    o.node_config.assign(o.primaries * (1 + o.replicas), {"loadmodule " + testing::module_path()});
+    o.node_config[0].clear();
+    return o;
+  }());
+  return c;
+}
+
+/// A store on `cluster` (the shared one by default) under a fresh prefix,
+/// `query` after its URL (e.g. "?module=off").
 inline std::unique_ptr<redis_store> open_cluster_store(store_options o = {},
-                                                       testing::redis_cluster* cluster = nullptr) {
-  o.url = (cluster != nullptr ? cluster : &shared_cluster())->url();
+                                                       testing::redis_cluster* cluster = nullptr,
+                                                       const std::string& query = "") {
+  o.url = (cluster != nullptr ? cluster : &shared_cluster())->url() + query;
   if (o.key_prefix == "sluice:") o.key_prefix = fresh_prefix("cluster");
   auto s = redis_store::open(o);
   if (!s) ADD_FAILURE() << s.err().what();

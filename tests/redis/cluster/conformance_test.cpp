@@ -3,7 +3,11 @@
 // (store_shared_conformance_test.cpp), pipelined through decide_many_at,
 // every algorithm and the composites. Each trace's keys share one hash tag
 // ("{c<j>}:k0", ...), so its requests of several checks are atomic; the
-// traces' tags spread over every primary, which the test checks.
+// traces' tags spread over every primary, which the test checks. Each runs
+// on two clusters: the shared one through the Lua library (`?module=off`;
+// the test's name is the algorithm's), and a mixed one whose every node but
+// one loads the Redis module, through `?module=auto` (`_mixed_module`):
+// each node's connection takes its own path, and the decisions are exact.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,22 +22,56 @@
 namespace sluice::redis_test::cluster_conformance_test {
 namespace {
 
-class ClusterConformance : public ::testing::TestWithParam<algorithm> {};
+/// Which cluster and path: the shared cluster through the library, or the
+/// mixed one through the module where a node has it.
+enum class cluster_path { library, mixed_module };
+
+class ClusterConformance : public ::testing::TestWithParam<std::tuple<algorithm, cluster_path>> {
+ protected:
+  [[nodiscard]] algorithm algo() const { return std::get<0>(GetParam()); }
+  [[nodiscard]] bool mixed() const { return std::get<1>(GetParam()) == cluster_path::mixed_module; }
+  [[nodiscard]] testing::redis_cluster& cluster() const { return mixed() ? mixed_module_cluster() : shared_cluster(); }
+  [[nodiscard]] std::unique_ptr<redis_store> open() const {
+    store_options o;
+    o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
+    return open_cluster_store(o, &cluster(), mixed() ? "?module=auto" : "?module=off");
+  }
+  /// The calls went the test's way: none to the module through the
+  /// library; on the mixed cluster, node 0 by the library and the others by
+  /// the module.
+  void expect_paths(const redis_store& st) const {
+    const auto s = st.redis_stats();
+    if (!mixed()) {
+      EXPECT_EQ(s.module_calls, 0U);
+      return;
+    }
+    std::size_t module_nodes = 0, library_nodes = 0;
+    for (const auto& p : s.module_paths) {
+      if (p.node == cluster().address(0)) {
+        EXPECT_EQ(p.path, "library (no module)");
+        ++library_nodes;
+      } else if (p.path.starts_with("module")) {
+        ++module_nodes;
+      }
+    }
+    EXPECT_EQ(library_nodes, 1U);
+    EXPECT_GE(module_nodes, 2U);
+    EXPECT_GT(s.library_calls, 0U);
+  }
+};
 
 std::string key_prefix(std::size_t j) { return "{c" + std::to_string(j) + "}:"; }
 
 TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
-  auto& cluster = shared_cluster();
-  store_options o;
-  o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
-  auto st = open_cluster_store(o);
+  auto& cluster = this->cluster();
+  auto st = open();
   ASSERT_TRUE(st);
   // The first 2,000 of the single-server run's 10,000 traces (the same
   // draws): what the cluster adds is routing, which every trace exercises;
   // 10,000 cost CI's ASan run two minutes.
   constexpr std::size_t n = 2'000;
   std::size_t refused = 0;
-  const auto traces = draw_traces(GetParam(), n, 1, refused, true);
+  const auto traces = draw_traces(algo(), n, 1, refused, true);
   ASSERT_EQ(traces.size(), n);
 
   // Where the traces' tags live: every primary gets some.
@@ -59,26 +97,31 @@ TEST_P(ClusterConformance, TracesPipelinedOverEveryPrimary) {
   std::printf(
       "cluster conformance %-16s traces %zu/%zu agree (%zu decisions; traces per primary:%s), %.1f s, "
       "%llu slot-map reads\n",
-      std::string(name_of(GetParam())).c_str(), agree, n, decisions, spread.c_str(), secs,
-      static_cast<unsigned long long>(s.topology_refreshes));
+      (std::string(name_of(algo())) + (mixed() ? " (mixed module)" : "")).c_str(), agree, n, decisions, spread.c_str(),
+      secs, static_cast<unsigned long long>(s.topology_refreshes));
   EXPECT_EQ(s.mismatches, 0U);
   EXPECT_EQ(s.base.store_failures, 0U);
   EXPECT_EQ(s.cross_slot, 0U);
+  expect_paths(*st);
 }
 
 TEST_P(ClusterConformance, PerCheckDecisionsOneCallAtATime) {
-  store_options o;
-  o.command_timeout = std::chrono::seconds(10);  // 65,536-bucket states on a loaded machine
-  auto st = open_cluster_store(o);
+  auto st = open();  // 65,536-bucket states on a loaded machine: a command timeout of 10 s
   ASSERT_TRUE(st);
   std::size_t refused = 0;
-  const auto traces = draw_traces(GetParam(), 150, 1'000'000, refused, false);
+  const auto traces = draw_traces(algo(), 150, 1'000'000, refused, false);
   for (std::size_t j = 0; j < traces.size(); ++j)
     ASSERT_EQ(conformance::run_conformance(*st, traces[j], "q" + std::to_string(j) + ":", key_prefix(j)), "");
+  expect_paths(*st);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterConformance, ::testing::ValuesIn(conformance::all_algorithms),
-                         algorithm_test_name);
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterConformance,
+                         ::testing::Combine(::testing::ValuesIn(conformance::all_algorithms),
+                                            ::testing::Values(cluster_path::library, cluster_path::mixed_module)),
+                         [](const auto& i) {
+                           return algorithm_test_name({std::get<0>(i.param), i.index}) +
+                                  (std::get<1>(i.param) == cluster_path::mixed_module ? "_mixed_module" : "");
+                         });
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_conformance_test
