@@ -9,8 +9,8 @@
 #include <string>
 
 #include "redis/store_support.hpp"
-#include "sluice/gcra.hpp"
-#include "sluice/sliding_log.hpp"
+#include "sluice/core/gcra.hpp"
+#include "sluice/core/sliding_log.hpp"
 
 namespace sluice::redis_test::store_module_test {
 namespace {
