@@ -44,8 +44,8 @@
 #include "sluice/core/any.hpp"
 #include "sluice/core/result.hpp"
 #include "sluice/core/store.hpp"
-#include "sluice/keyed/registry.hpp"
 #include "sluice/core/time.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/remote/event_loops.hpp"
 
 namespace sluice {

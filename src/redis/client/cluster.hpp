@@ -69,10 +69,9 @@
 #include "redis/client/slots.hpp"
 #include "redis/client/sync_client.hpp"
 #include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/redis/store.hpp"
 #include "sluice/remote/circuit_breaker.hpp"
-#include "sluice/core/result.hpp"
-#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis {
 

@@ -21,10 +21,9 @@
 #include "redis/client/async_client.hpp"
 #include "redis/client/client.hpp"
 #include "sluice/core/result.hpp"
+#include "sluice/keyed/registry.hpp"
 #include "sluice/redis/store.hpp"
 #include "sluice/remote/deny_cache.hpp"
-#include "sluice/core/result.hpp"
-#include "sluice/keyed/registry.hpp"
 
 namespace sluice::redis {
 

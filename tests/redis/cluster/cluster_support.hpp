@@ -41,8 +41,7 @@ inline testing::redis_cluster& mixed_module_cluster() {
 
 /// A store on `cluster` (the shared one by default) under a fresh prefix,
 /// `query` after its URL (e.g. "?module=off").
-inline std::unique_ptr<redis_store> open_cluster_store(store_options o = {},
-                                                       testing::redis_cluster* cluster = nullptr,
+inline std::unique_ptr<redis_store> open_cluster_store(store_options o = {}, testing::redis_cluster* cluster = nullptr,
                                                        const std::string& query = "") {
   o.url = (cluster != nullptr ? cluster : &shared_cluster())->url() + query;
   if (o.key_prefix == "sluice:") o.key_prefix = fresh_prefix("cluster");
