@@ -59,6 +59,13 @@ std::string text(i128 v) {
 }
 
 reply bad(std::string_view why) { return reply::error("sluice: bad request (" + std::string(why) + ")"); }
+/// A leaf the core cannot hold in the form its arguments give, which the Lua
+/// library decides: "not in the module" (nothing read or written), so the
+/// store sends that call to the library (docs/redis.md, "The store and the
+/// module").
+reply not_here(std::string_view why) {
+  return reply::error("sluice: not in the module (" + std::string(why) + "; the Lua library decides it)");
+}
 
 leaf_step fail(reply r) {
   leaf_step s;
@@ -138,8 +145,8 @@ std::optional<reply> read_gcra(std::span<const std::int64_t> x, tick, reading& o
   const i128 burst = decides ? sw / g : 1;
   const i128 units = !decides ? 1 : over ? std::min<i128>((k + g) / g, detail::i64_max) : cw / g;
   if (g > max_quantity || burst > max_quantity || units > (over ? detail::i64_max : max_quantity))
-    return bad("a GCRA leaf's c*W = " + text(cw) + " and S*W = " + text(sw) +
-               " have no common window the core holds (up to 2^62)");
+    return not_here("a GCRA leaf's c*W = " + text(cw) + " and S*W = " + text(sw) +
+                    " have no common window the core holds (up to 2^62)");
   auto made = gcra::make(rate{l, static_cast<tick>(g)}, static_cast<std::int64_t>(burst));
   if (!made) return bad("a GCRA leaf: " + made.err().message);
   out.policy.emplace(made.value());
@@ -178,7 +185,12 @@ std::optional<reply> read_leaky(std::span<const std::int64_t> x, tick, reading& 
     return bad("a leaky queue leaf's (Q-c)*W is negative for a cost its queue holds");
   }
   if (q > max_quantity) return bad("a leaky queue leaf's queue is past 2^62");
-  if (report_debt_bound(l, q * w - 1) != k) return bad("a leaky queue leaf's K is not its queue's report bound");
+  if (report_debt_bound(l, q * w - 1) != k) {
+    // A report whose cost is past its queue no longer carries the queue (X
+    // is sent far below any backlog): the library charges it.
+    if (out.mode == 2 && xx < 0) return not_here("a leaky queue report past its queue");
+    return bad("a leaky queue leaf's K is not its queue's report bound");
+  }
   out.cost = static_cast<std::int64_t>(c);
   return take(leaky_queue::make(rate{l, static_cast<tick>(w)}, static_cast<std::int64_t>(q)), "leaky queue", out);
 }
