@@ -44,13 +44,16 @@ enum class module_command : std::uint8_t { none, one, decide, peek, report };
 inline constexpr std::array<std::string_view, 5> module_command_names{"", "SLUICE.ONE", "SLUICE.DECIDE", "SLUICE.PEEK",
                                                                       "SLUICE.REPORT"};
 
-/// The letters the module decides: every leaf the library decides (its
-/// version 2, SLUICE.INFO's "letters": gqfcusbl). A module that lacks one
-/// answers "sluice: not in the module", so such a call goes to the library
-/// (module=auto). Not yet read from SLUICE.INFO at the login: this set is the
-/// module built from this tree's.
-inline constexpr letter_set module_letters = letter_bit('g') | letter_bit('q') | letter_bit('f') | letter_bit('c') |
-                                             letter_bit('u') | letter_bit('s') | letter_bit('b') | letter_bit('l');
+/// The letters whose leaves the store sends the module: every leaf the
+/// module decides (its version 2, SLUICE.INFO's "letters": gqfcusbl) but the
+/// leaky queue's ('q'), whose reports past its queue the module refuses
+/// where the library charges them (the module rebuilds the queue from the
+/// leaf's arguments, which a saturated report no longer carries: the shared
+/// conformance suite's module path found it; docs/redis.md). A module that
+/// lacks a letter answers "sluice: not in the module", so such a call goes to
+/// the library (module=auto). Not read from SLUICE.INFO at the login yet.
+inline constexpr letter_set module_letters = letter_bit('g') | letter_bit('f') | letter_bit('c') | letter_bit('u') |
+                                             letter_bit('s') | letter_bit('b') | letter_bit('l');
 
 /// What a connection's server offers: found by the probe at its login.
 struct module_caps {
