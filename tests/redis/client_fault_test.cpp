@@ -152,6 +152,40 @@ TEST(ClientFault, PausedServerEveryCallReturnsWithinTheTimeout) {
   EXPECT_LT(until_success(c, 2000ms), 1000ms);
 }
 
+TEST(ClientFault, CloseFailsACallerWaitingOnItsOwnConnectionAtOnce) {
+  // A call on a caller's own connection to a stopped server waits in its
+  // own poll, not on the I/O thread: closing the client from another
+  // thread must end it at once, not at its command timeout (a store being
+  // destroyed waited out a clock measurement's 20 s like this).
+  redis_server srv;
+  auto o = fast_options(srv.url());
+  o.command_timeout = 20s;
+  test_client c(o);
+  ASSERT_TRUE(std::holds_alternative<reply>(c.call({"PING"})));
+  srv.pause();
+  std::atomic<bool> started{false};
+  call_result waited{reply{}};
+  steady::time_point ended{};
+  std::thread caller([&] {
+    started = true;
+    waited = c.call({"TIME"});
+    ended = steady::now();
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(200ms);  // the call is written and waiting
+  const auto t0 = steady::now();
+  c.close();
+  caller.join();
+  srv.resume();
+  ASSERT_TRUE(std::holds_alternative<call_error>(waited));
+  EXPECT_EQ(std::get<call_error>(waited).kind, call_error::io) << std::get<call_error>(waited).what();
+  EXPECT_LT(ended - t0, 2s);
+  // Every later call fails at once too, on any thread.
+  const auto t1 = steady::now();
+  EXPECT_TRUE(std::holds_alternative<call_error>(c.call({"PING"})));
+  EXPECT_LT(since(t1), 1000ms);
+}
+
 TEST(ClientFault, TimedOutCommandIsNotRetried) {
   redis_server srv;
   test_client c(fast_options(srv.url()));

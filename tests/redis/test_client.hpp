@@ -44,6 +44,9 @@ class test_client {
     return f.get();
   }
 
+  /// sync_client::close: every call in flight and every later one fails.
+  void close() { c_->close(); }
+
   result<bool> set_library(std::string name, std::string code) {
     return c_->set_library(std::move(name), std::move(code));
   }

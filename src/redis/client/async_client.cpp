@@ -366,14 +366,15 @@ struct async_client::impl {
     if (until == steady::time_point::max() || now >= until) return false;  // the context runs the due timer
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
     const timespec ts{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
-    pollfd p{t->plain_fd(), POLLIN, 0};
-    const int r = ::ppoll(&p, 1, &ts, nullptr);
+    pollfd p[2] = {{t->plain_fd(), POLLIN, 0}, {owner.options_.wake_fd, POLLIN, 0}};
+    const int r = ::ppoll(p, owner.options_.wake_fd >= 0 ? 2 : 1, &ts, nullptr);
+    if (r > 0 && (p[1].revents & POLLIN) != 0) return false;  // closed from another thread: the context runs the close
     if (r < 0 && errno != EINTR) {
       lost(call_error{call_error::io,
                       where + ": poll: " + error_code(errno, boost::system::system_category()).message(), true});
       return true;
     }
-    if (r > 0) {
+    if (r > 0 && p[0].revents != 0) {
       read_now();
       last_read = steady::now();
     }

@@ -87,6 +87,10 @@ struct async_client_options {
   /// next time a call hands a connection back to the pool (0: never), so a
   /// burst of callers does not keep its connections for good.
   std::chrono::milliseconds caller_idle_close{60'000};
+  /// A caller-driven plaintext connection's wait also wakes when this file
+  /// descriptor is readable (sync_client::close's eventfd): the waiting
+  /// caller then runs its context, where the close was posted. -1: none.
+  int wake_fd = -1;
   /// A subscriber's read gate (the deny cache's listener, invalidation.hpp):
   /// when set, a plaintext connection waits until its socket is readable
   /// without reading it, sets `*reading` (seq_cst), reads every byte there

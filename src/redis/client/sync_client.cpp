@@ -3,12 +3,18 @@
 // answer (sync_client.hpp).
 #include "redis/client/sync_client.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <future>
+#include <string>
 #include <thread>
 
 #include "redis/client/resp.hpp"
@@ -65,6 +71,20 @@ sync_client::~sync_client() {
   io_->work.reset();
   if (io_->thread.joinable()) io_->thread.join();
   backend_.reset();
+  if (wake_ >= 0) ::close(wake_);
+}
+
+void sync_client::close() {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+    // Each caller connection's close is posted to its own context: a lent
+    // one's caller runs it once woken, an idle one's when it is dropped.
+    for (async_client* c : made_) c->close();
+  }
+  if (wake_ >= 0) (void)::eventfd_write(wake_, 1);  // stays readable: every later wait wakes at once too
+  backend_->close();
 }
 
 result<std::unique_ptr<sync_client>> sync_client::open(async_client_options options) {
@@ -84,6 +104,9 @@ result<std::unique_ptr<sync_client>> sync_client::open(async_client_options opti
   if (!c) return c.err();
   auto s = std::move(c).value();
   options.caller_driven = true;
+  s->wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->wake_ < 0) return error{"redis", std::string("eventfd: ") + std::strerror(errno)};
+  options.wake_fd = s->wake_;
   s->direct_ = std::move(options);
   return s;
 }
@@ -116,6 +139,7 @@ result<bool> sync_client::set_library(std::string name, std::string code) {
 
 std::unique_ptr<sync_client::caller_connection> sync_client::take_connection() {
   std::lock_guard lock(mu_);
+  if (closed_) return nullptr;  // the closed backend fails the call at once
   if (!idle_.empty()) {
     auto c = std::move(idle_.back());  // the most recently used: its connection is likeliest open
     idle_.pop_back();
@@ -147,7 +171,12 @@ void sync_client::give_back(std::unique_ptr<caller_connection> c) {
       }
       idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(n));
     }
-    idle_.push_back(std::move(c));
+    if (closed_) {
+      retire(*c);  // a closed client keeps no connection
+      aged.push_back(std::move(c));
+    } else {
+      idle_.push_back(std::move(c));
+    }
   }
   aged.clear();  // closed outside the lock: each runs its own context to close
 }

@@ -65,6 +65,12 @@ class sync_client final : public backend {
     return call(std::span<const std::string_view>(argv.begin(), argv.size()));
   }
 
+  /// Fails every call in flight at once, on every connection (a caller's
+  /// waiting on its own connection too), and every later call: for an
+  /// owner that is going away while its server does not answer, so that
+  /// nothing waits out a command timeout. Thread-safe; idempotent.
+  void close();
+
   /// The backend on the I/O thread, for asynchronous calls.
   [[nodiscard]] async_backend& async() noexcept { return *backend_; }
 
@@ -110,6 +116,10 @@ class sync_client final : public backend {
   std::vector<async_client*> made_;  // every caller connection's client (owned by it); requires mu_
   async_stats retired_;              // the counts of caller connections since closed; requires mu_
   bool retired_script_ = false;      // one of them had fallen back to EVALSHA; requires mu_
+  bool closed_ = false;              // close() was called; requires mu_
+  /// One server: the eventfd close() makes readable, which wakes a caller
+  /// waiting on its connection (async_client_options::wake_fd); -1 otherwise.
+  int wake_ = -1;
   std::optional<std::pair<std::string, std::string>> library_;  // requires mu_
 };
 

@@ -491,11 +491,14 @@ redis_store::redis_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 redis_store::~redis_store() {
   // Asynchronous decisions still waiting are answered first (the closed
   // client fails their calls at once; the failure mode answers), while
-  // every part of the store they use is alive. Attached loops were
-  // detached and run by their owner (remote/event_loops.hpp).
+  // every part of the store they use is alive; so is the slow lane's job
+  // (a clock measurement waiting on its own connection to a server that
+  // does not answer fails at once too, not at its command timeout).
+  // Attached loops were detached and run by their owner
+  // (remote/event_loops.hpp).
   for (auto& l : impl_->loops)
     if (l.b) l.b->close();
-  impl_->cli->async().close();
+  impl_->cli->close();
   std::unique_lock lock(impl_->flight_mu);
   impl_->flight_cv.wait(lock, [this] { return impl_->in_flight == 0; });
 }
