@@ -22,9 +22,10 @@ from serve_support import (BINARY, RedisCluster, RedisSentinels, RedisServer, Se
 from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
-def store_section(redis, prefix, **options):
-    """A [store] table for `redis` (each option a TOML value, written as given)."""
-    text = '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (redis.url, prefix)
+def store_section(redis, prefix, query="", **options):
+    """A [store] table for `redis`, `query` after its URL (each option a TOML
+    value, written as given)."""
+    text = '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (redis.url + query, prefix)
     for k, v in options.items():
         text += "%s = %s\n" % (k, v)
     return text
@@ -36,14 +37,22 @@ def fresh_prefix():
 
 
 class RedisCase(ServeCase):
+    # Through the Lua library; ThroughTheModule's subclasses send the same
+    # decisions through sluice's Redis module.
+    MODULE = False
+
+    def query(self):
+        return ""
+
     def redis(self):
-        r = RedisServer()
+        r = RedisServer(module=self.MODULE)
         self.addCleanup(r.stop)
         return r
 
     def start_on(self, redis, policies, rules="", server="", **store):
         prefix = fresh_prefix()
-        s, _ = self.start_config(base_config(policies, rules, server) + store_section(redis, prefix, **store))
+        s, _ = self.start_config(base_config(policies, rules, server) +
+                                 store_section(redis, prefix, self.query(), **store))
         return s, prefix
 
 
@@ -53,17 +62,10 @@ class FleetOnRedis(RedisCase):
     exactly its burst."""
 
     L = 24
-    # Through the Lua library; ThroughTheModule's subclasses send the same
-    # decisions through sluice's Redis module.
-    MODULE = False
 
     def store_url(self):
-        self.deployment = RedisServer(module=self.MODULE)
-        self.addCleanup(self.deployment.stop)
+        self.deployment = self.redis()
         return self.deployment.url + self.query()
-
-    def query(self):
-        return ""
 
     def check_path(self, before, results):
         """The path the burst's decisions took (ThroughTheModule checks it)."""
@@ -128,12 +130,13 @@ class FleetOnRedis(RedisCase):
 
 
 class ThroughTheModule:
-    """A fleet class's tests through sluice's Redis module instead of the Lua
+    """A class's tests through sluice's Redis module instead of the Lua
     library (docs/redis.md, "The store and the module"): every Redis server
     loads the module, the store URL says `?module=on`, and Redis's own INFO
-    commandstats shows where each burst's decisions ran (`sluice serve` does
-    not show the store's path): each answer from the store is one module
-    command that ran (none an FCALL). Mixed in before the fleet class."""
+    commandstats shows where the decisions ran (`sluice serve` does not show
+    the store's path): in a fleet's burst, each answer from the store is one
+    module command that ran (none an FCALL); after a restart, the service's
+    new connections decide by the module again. Mixed in before the class."""
 
     MODULE = True
 
@@ -145,6 +148,10 @@ class ThroughTheModule:
         from_store = sum(1 for _, src in results if src == "store")
         self.assertGreater(from_store, 0)
         self.assertEqual((decided_by_module(ran), decided_by_library(ran)), (from_store, 0), ran)
+
+    def check_restarted_path(self, redis):
+        ran = redis.command_stats()  # since its restart
+        self.assertGreater(decided_by_module(ran), decided_by_library(ran), ran)
 
 
 class FleetOnRedisModule(ThroughTheModule, FleetOnRedis):
@@ -402,6 +409,16 @@ class ReadinessOnRedis(RedisCase):
             self.assertEqual((st, b["source"]), (200, "store"), fault)
             checked += 1
         self.assertEqual(checked, 2)
+        self.check_restarted_path(redis)
+
+    def check_restarted_path(self, redis):
+        """The path of the decisions since the kill's restart (ReadinessOnRedisModule)."""
+
+
+class ReadinessOnRedisModule(ThroughTheModule, ReadinessOnRedis):
+    """ReadinessOnRedis through the module: the server restarted after its
+    kill -9 loads it again, and the service's new connections find it (their
+    probe at login) and decide by it."""
 
 
 class FailureModesOnRedis(RedisCase):
