@@ -25,6 +25,7 @@
 #include "redis/test_client.hpp"
 #include "sluice/core/policy_expr.hpp"
 #include "sluice/redis/store.hpp"
+#include "support/redis_module_server.hpp"
 #include "support/redis_server.hpp"
 #include "support/stop_and_join.hpp"
 
@@ -65,7 +66,9 @@ TEST(SentinelUrl, EveryPart) {
   }
 }
 
-// One master, one replica, three sentinels watching "mymaster".
+// One master, one replica, three sentinels watching "mymaster"; with
+// `module_on_master`, the master loads sluice's Redis module and the
+// replica does not (docs/redis.md, "The store and the module").
 struct deployment {
   redis_server master;
   redis_server replica;
@@ -73,8 +76,9 @@ struct deployment {
 
   // A full sync starts at once (not after the default 5 s of diskless
   // sync's delay): a demoted master is a replica in sync soon after.
-  deployment()
-      : master({.extra_config = {"repl-diskless-sync-delay 0"}}),
+  explicit deployment(bool module_on_master = false)
+      : master(module_on_master ? testing::with_module({"repl-diskless-sync-delay 0"})
+                                : redis_server_options{.extra_config = {"repl-diskless-sync-delay 0"}}),
         replica(
             {.extra_config = {"replicaof 127.0.0.1 " + std::to_string(master.port()), "repl-diskless-sync-delay 0"}}) {
     for (int i = 0; i < 3; ++i)
@@ -270,9 +274,16 @@ bool master_with_replica_online(const std::string& address) {
 // charged `u` by the last master has over-admitted a - u: had its allowance
 // been u, it would have admitted a. With WAIT that is never above 0 (an
 // admit is answered only once the replica has it); without, it is what the
-// old master took after the promotion (printed, not asserted).
-TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
-  deployment d;
+// old master took after the promotion (printed, not asserted). Run twice:
+// on servers without the module (/library), and with the module on the
+// first master only, `?module=auto` (/module_on_the_master_only): each
+// failover switches the stores' path, module -> library -> module ->
+// library, and the WAIT store still over-admits nothing.
+class SentinelFailover : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SentinelFailover, WaitReplicasBoundsAFailoverToNoOverAdmission) {
+  const bool module = GetParam();
+  deployment d(module);
   constexpr std::int64_t quota = 1'000'000'000;  // the allowance; never reached here
   constexpr std::size_t n_keys = 8, batch = 16;
   store_options o;
@@ -281,7 +292,8 @@ TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
   o.on_failure = failure_mode::fail_closed;
   std::array<std::unique_ptr<redis_store>, 2> st;  // [0] waits, [1] does not
   for (std::size_t w = 0; w < 2; ++w) {
-    o.url = d.url() + (w == 0 ? "?wait_replicas=1&wait_timeout=50ms" : "");
+    o.url = d.url() + (w == 0 ? "?wait_replicas=1&wait_timeout=50ms" : "") +
+            (module ? (w == 0 ? "&module=auto" : "?module=auto") : "");
     o.key_prefix = w == 0 ? "wait:" : "nowait:";
     auto s = redis_store::open(o);
     ASSERT_TRUE(s.ok()) << s.err().what();
@@ -347,10 +359,20 @@ TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
   const auto budget = std::chrono::seconds(10 * failovers);
   int done = 0;
   std::string master = master_named(admin);
+  // With the module on the first master: each store's path on each master
+  // before it is failed over, as the store shows it (its figures are its
+  // master's connections').
+  std::array<std::vector<std::string>, 2> paths_seen;
   while (done < failovers && elapsed() < budget) {
     const std::array<std::uint64_t, 2> before{decided[0].load(), decided[1].load()};
     while ((decided[0] < before[0] + 1000 || decided[1] < before[1] + 1000) && elapsed() < budget)
       std::this_thread::sleep_for(20ms);
+    for (std::size_t w = 0; module && w < 2; ++w) {
+      const auto s = st[w]->redis_stats();
+      paths_seen[w].push_back(s.module_paths.empty() ? "(none)" : s.module_paths[0].path);
+      if (s.module_paths.empty() || !s.module_paths[0].path.starts_with("module")) continue;
+      EXPECT_GT(s.module_calls, s.library_calls) << w << ": on the master with the module";
+    }
     if (!master_with_replica_online(master)) {
       std::this_thread::sleep_for(100ms);
       continue;
@@ -416,7 +438,29 @@ TEST(Sentinel, WaitReplicasBoundsAFailoverToNoOverAdmission) {
       static_cast<long long>(over[1]));
   EXPECT_GT(admitted[0], 0);
   EXPECT_EQ(over[0], 0) << "a failover over-admitted with wait_replicas=1 and fail-closed";
+  if (!module) return;
+  // Both paths carried decisions: each store decided by the module on the
+  // first master and by the library on the replica, whichever was the
+  // master; the last master (the first replica) has no module.
+  for (std::size_t w = 0; w < 2; ++w) {
+    const auto s = st[w]->redis_stats();
+    ASSERT_EQ(s.module_paths.size(), 1U) << w;
+    paths_seen[w].push_back(s.module_paths[0].path);
+    std::string shown;
+    for (const auto& p : paths_seen[w]) shown += " | " + p;
+    std::printf("sentinel failover x%d, %s: the paths before each failover and at the end:%s\n", done,
+                w == 0 ? "wait" : "no wait", shown.c_str());
+    EXPECT_GT(std::count_if(paths_seen[w].begin(), paths_seen[w].end(),
+                            [](const std::string& p) { return p.starts_with("module"); }),
+              0)
+        << w << shown;
+    EXPECT_EQ(s.module_paths[0].path, "library (no module)") << w;
+    EXPECT_GT(s.library_calls, 0U) << w;
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, SentinelFailover, ::testing::Values(false, true),
+                         [](const auto& i) { return i.param ? "module_on_the_master_only" : "library"; });
 
 }  // namespace
 }  // namespace sluice::redis::redis_sentinel_test

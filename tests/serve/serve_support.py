@@ -2,7 +2,9 @@
 nginx, a real redis-server) on free 127.0.0.1 ports, talk to it with
 http.client, stop it by PID.
 
-Environment: SLUICE_BINARY (the sluice command), SLUICE_SOURCE_DIR (the checkout).
+Environment: SLUICE_BINARY (the sluice command), SLUICE_SOURCE_DIR (the checkout),
+SLUICE_MODULE_PATH (the build's sluice_module.so, for servers that load sluice's
+Redis module: docs/redis.md, "The store and the module").
 """
 import http.client
 import json
@@ -18,6 +20,56 @@ import unittest
 
 BINARY = os.environ.get("SLUICE_BINARY", "build/sluice")
 SOURCE = os.environ.get("SLUICE_SOURCE_DIR", ".")
+MODULE = os.environ.get("SLUICE_MODULE_PATH", "")
+
+
+def module_args():
+    """redis-server's arguments that load sluice's Redis module. A build
+    without the module (or a test run without SLUICE_MODULE_PATH) fails the
+    test, naming it; it never skips."""
+    if not MODULE or not os.path.isfile(MODULE):
+        raise AssertionError("sluice's Redis module is missing (SLUICE_MODULE_PATH=%r): build the sluice_module target"
+                             % MODULE)
+    return ["--loadmodule", MODULE]
+
+
+def command_stats(text):
+    """INFO commandstats as {command: (calls, failed_calls)}: "sluice.one",
+    "fcall", "get", ... (a call answered with an error counts in both)."""
+    out = {}
+    for m in re.finditer(r"^cmdstat_([\w|.]+):calls=(\d+)(?:.*?failed_calls=(\d+))?", text, re.M):
+        out[m.group(1)] = (int(m.group(2)), int(m.group(3) or 0))
+    return out
+
+
+def sum_stats(many):
+    """command_stats of several servers, summed."""
+    out = {}
+    for stats in many:
+        for name, (calls, failed) in stats.items():
+            c, f = out.get(name, (0, 0))
+            out[name] = (c + calls, f + failed)
+    return out
+
+
+def stats_since(before, after):
+    """What ran between two command_stats of the same servers."""
+    return {name: (calls - before.get(name, (0, 0))[0], failed - before.get(name, (0, 0))[1])
+            for name, (calls, failed) in after.items()}
+
+
+def decided_by_module(stats):
+    """The module's decision commands that ran and answered (not an error,
+    such as the store's probe at each login: docs/redis.md)."""
+    return sum(calls - failed for name, (calls, failed) in stats.items()
+               if name in ("sluice.one", "sluice.decide", "sluice.peek", "sluice.report"))
+
+
+def decided_by_library(stats):
+    """FCALLs that ran and answered (a first FCALL before the library is
+    loaded fails, then runs again)."""
+    calls, failed = stats.get("fcall", (0, 0))
+    return calls - failed
 
 
 class Server:
@@ -283,9 +335,11 @@ def stop_process(proc, sig):
 class RedisServer:
     """A real redis-server on a free 127.0.0.1 port, stopped by PID. It can be
     killed (-9) and started again on the same port, or paused (SIGSTOP) and
-    resumed, to fault the store under a running service."""
+    resumed, to fault the store under a running service. With `module`, it
+    loads sluice's Redis module (module_args)."""
 
-    def __init__(self):
+    def __init__(self, module=False):
+        self.module_args = module_args() if module else []
         self.exe = shutil.which("redis-server")
         if self.exe is None:
             raise AssertionError("redis-server is not installed (scripts/setup.sh installs it)")
@@ -301,7 +355,7 @@ class RedisServer:
     def start(self):
         self.proc = subprocess.Popen(
             [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir] + list(getattr(self, "extra", [])),
+             "--dir", self.dir] + list(getattr(self, "extra", [])) + self.module_args,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while True:
@@ -342,6 +396,10 @@ class RedisServer:
                     break
                 data += chunk
             raise OSError("no whole reply from redis-server on port %d" % self.port)
+
+    def command_stats(self):
+        """Its INFO commandstats (command_stats)."""
+        return command_stats(self.command("INFO", "commandstats").decode())
 
     def kill9(self):
         """SIGKILL, and wait for it to be gone."""
@@ -390,11 +448,12 @@ class RedisSentinels:
     real redis-server on a free 127.0.0.1 port (the sentinels started with
     --sentinel on a config file of their own), every process stopped by PID.
     Ready once the first sentinel knows the replica and the replica is in
-    sync."""
+    sync. `master_module`, `replica_module`: that server loads sluice's Redis
+    module."""
 
-    def __init__(self):
-        self.master = RedisServer()
-        self.replica = RedisServer()
+    def __init__(self, master_module=False, replica_module=False):
+        self.master = RedisServer(module=master_module)
+        self.replica = RedisServer(module=replica_module)
         self.sentinels = []
         try:
             self.replica.command("REPLICAOF", "127.0.0.1", self.master.port)
@@ -454,6 +513,11 @@ class RedisSentinels:
         data = self.sentinel_command(0, "SENTINEL", "get-master-addr-by-name", "mymaster")
         return int(data.split(b"\r\n")[-2])
 
+    def command_stats(self):
+        """INFO commandstats of the master and the replica, summed (each
+        counts what ran on it while it was the master)."""
+        return sum_stats([self.master.command_stats(), self.replica.command_stats()])
+
     def stop(self):
         for s in self.sentinels:
             if s["proc"].poll() is None:
@@ -472,9 +536,11 @@ class RedisSentinels:
 class RedisCluster:
     """A real Redis Cluster: 3 primaries + 3 replicas on free 127.0.0.1 ports
     (each with its bus port, port + 10000, free too), created with redis-cli
-    --cluster create, every node stopped by PID."""
+    --cluster create, every node stopped by PID. The nodes in `module_nodes`
+    (by start order: the primaries first) load sluice's Redis module."""
 
-    def __init__(self, primaries=3, replicas=1):
+    def __init__(self, primaries=3, replicas=1, module_nodes=()):
+        self.module_nodes = set(module_nodes)
         exe, cli = shutil.which("redis-server"), shutil.which("redis-cli")
         if exe is None or cli is None:
             raise AssertionError("redis-server and redis-cli must be installed (scripts/setup.sh)")
@@ -516,7 +582,8 @@ class RedisCluster:
             proc = subprocess.Popen(
                 [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                  "--dir", node_dir, "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
-                 "--repl-diskless-sync-delay", "0", "--shutdown-timeout", "0"],
+                 "--repl-diskless-sync-delay", "0", "--shutdown-timeout", "0"] +
+                (module_args() if i in self.module_nodes else []),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.procs.append(proc)
             if self.answers(port, proc):
@@ -567,6 +634,13 @@ class RedisCluster:
                 if lo.isdigit() and int(lo) <= slot <= int(hi or lo):
                     return int(f[1].split("@")[0].split(":")[1])
         raise AssertionError("no primary serves slot %d" % slot)
+
+    def command_stats(self, port=None):
+        """INFO commandstats of the node on `port`, or of every running node
+        summed."""
+        if port is not None:
+            return command_stats(self.run_cli("-p", str(port), "info", "commandstats"))
+        return sum_stats([self.command_stats(p) for proc, p in zip(self.procs, self.ports) if proc.poll() is None])
 
     def signal(self, port, sig):
         """Sends `sig` (SIGSTOP, SIGCONT) to the node on `port`, by its PID."""

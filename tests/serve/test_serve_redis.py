@@ -18,13 +18,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_support import (BINARY, RedisCluster, RedisSentinels, RedisServer, ServeCase, base_config,  # noqa: E402
-                           metric, wait_until, write_config)
+                           decided_by_library, decided_by_module, metric, stats_since, wait_until, write_config)
 from test_serve import MixedCosts, ReplayParity, RequestIds, replay_seconds  # noqa: E402
 
 
-def store_section(redis, prefix, **options):
-    """A [store] table for `redis` (each option a TOML value, written as given)."""
-    text = '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (redis.url, prefix)
+def store_section(redis, prefix, query="", **options):
+    """A [store] table for `redis`, `query` after its URL (each option a TOML
+    value, written as given)."""
+    text = '\n[store]\nurl = "%s"\nkey_prefix = "%s"\n' % (redis.url + query, prefix)
     for k, v in options.items():
         text += "%s = %s\n" % (k, v)
     return text
@@ -36,14 +37,22 @@ def fresh_prefix():
 
 
 class RedisCase(ServeCase):
+    # Through the Lua library; ThroughTheModule's subclasses send the same
+    # decisions through sluice's Redis module.
+    MODULE = False
+
+    def query(self):
+        return ""
+
     def redis(self):
-        r = RedisServer()
+        r = RedisServer(module=self.MODULE)
         self.addCleanup(r.stop)
         return r
 
     def start_on(self, redis, policies, rules="", server="", **store):
         prefix = fresh_prefix()
-        s, _ = self.start_config(base_config(policies, rules, server) + store_section(redis, prefix, **store))
+        s, _ = self.start_config(base_config(policies, rules, server) +
+                                 store_section(redis, prefix, self.query(), **store))
         return s, prefix
 
 
@@ -55,7 +64,11 @@ class FleetOnRedis(RedisCase):
     L = 24
 
     def store_url(self):
-        return self.redis().url
+        self.deployment = self.redis()
+        return self.deployment.url + self.query()
+
+    def check_path(self, before, results):
+        """The path the burst's decisions took (ThroughTheModule checks it)."""
 
     def fleet(self):
         text = base_config({"fw": "fixed-window %d/1m" % self.L, "gcra": "gcra 1/1h burst=%d" % self.L},
@@ -89,6 +102,7 @@ class FleetOnRedis(RedisCase):
             with lock:
                 results.extend(mine)
 
+        before = self.deployment.command_stats()
         threads = [threading.Thread(target=client, args=(i,)) for i in range(len(servers))]
         for t in threads:
             t.start()
@@ -97,6 +111,7 @@ class FleetOnRedis(RedisCase):
         self.assertEqual(len(results), 10 * self.L)
         # Every answer came from Redis (or its exact deny cache), none from a failure mode.
         self.assertEqual({src for _, src in results} - {"store", "deny-cache"}, set())
+        self.check_path(before, results)
         return results
 
     def test_fixed_window_admits_exactly_its_limit(self):
@@ -114,19 +129,49 @@ class FleetOnRedis(RedisCase):
         self.assertEqual(sum(1 for st, _ in results if st == 200), self.L)
 
 
+class ThroughTheModule:
+    """A class's tests through sluice's Redis module instead of the Lua
+    library (docs/redis.md, "The store and the module"): every Redis server
+    loads the module, the store URL says `?module=on`, and Redis's own INFO
+    commandstats shows where the decisions ran (`sluice serve` does not show
+    the store's path): in a fleet's burst, each answer from the store is one
+    module command that ran (none an FCALL); after a restart, the service's
+    new connections decide by the module again. Mixed in before the class."""
+
+    MODULE = True
+
+    def query(self):
+        return "?module=on"
+
+    def check_path(self, before, results):
+        ran = stats_since(before, self.deployment.command_stats())
+        from_store = sum(1 for _, src in results if src == "store")
+        self.assertGreater(from_store, 0)
+        self.assertEqual((decided_by_module(ran), decided_by_library(ran)), (from_store, 0), ran)
+
+    def check_restarted_path(self, redis):
+        ran = redis.command_stats()  # since its restart
+        self.assertGreater(decided_by_module(ran), decided_by_library(ran), ran)
+
+
+class FleetOnRedisModule(ThroughTheModule, FleetOnRedis):
+    """FleetOnRedis through the module."""
+
+
 class FleetOnCluster(FleetOnRedis):
     """4 sluice serve processes on one Redis Cluster hold one exact limit."""
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = RedisCluster()
+        cls.cluster = RedisCluster(module_nodes=range(6) if cls.MODULE else ())
+        cls.deployment = cls.cluster
 
     @classmethod
     def tearDownClass(cls):
         cls.cluster.stop()
 
     def store_url(self):
-        return self.cluster.url
+        return self.cluster.url + self.query()
 
     def test_keys_are_spread_over_the_primaries(self):
         servers = self.fleet()
@@ -161,6 +206,9 @@ class FleetOnCluster(FleetOnRedis):
             self.assertEqual(b.decide([("q", key)], rid="again-%d" % i)[0], 200)  # the quota's unit is back
 
 
+class FleetOnClusterModule(ThroughTheModule, FleetOnCluster):
+    """FleetOnCluster through the module on every node."""
+
 
 class FleetOnSentinel(FleetOnRedis):
     """4 sluice serve processes on one Sentinel deployment (a master, a
@@ -170,14 +218,14 @@ class FleetOnSentinel(FleetOnRedis):
 
     @classmethod
     def setUpClass(cls):
-        cls.deployment = RedisSentinels()
+        cls.deployment = RedisSentinels(master_module=cls.MODULE, replica_module=cls.MODULE)
 
     @classmethod
     def tearDownClass(cls):
         cls.deployment.stop()
 
     def store_url(self):
-        return self.deployment.url
+        return self.deployment.url + self.query()
 
     def test_zz_failover_under_load_is_followed(self):  # last: it moves the master
         d = self.deployment
@@ -226,6 +274,22 @@ class FleetOnSentinel(FleetOnRedis):
         # Answered by the store or, while the master moved, the failure mode: never an error.
         self.assertEqual({src for _, src, _ in results} - {"store", "fail-closed"}, set())
         self.assertGreater(int(d.replica.command("DBSIZE")), 0, "the new master holds the state")
+        print("sentinel failover under load: the new master ran %d module decisions, %d FCALLs" % (
+            decided_by_module(d.replica.command_stats()), decided_by_library(d.replica.command_stats())))
+        self.check_new_master_path(d.replica.command_stats())
+
+    def check_new_master_path(self, stats):
+        """The path the new master's decisions took (FleetOnSentinelModule)."""
+
+
+class FleetOnSentinelModule(ThroughTheModule, FleetOnSentinel):
+    """FleetOnSentinel through the module, loaded by the master and the
+    replica: after the switch, the new master decides through it too.
+    (Paths/SentinelFailover.WaitReplicasBoundsAFailoverToNoOverAdmission/module_on_the_master_only
+    fails over to a replica without it.)"""
+
+    def check_new_master_path(self, stats):
+        self.assertGreater(decided_by_module(stats), 0)
 
 
 class ReloadOnRedis(RedisCase):
@@ -345,6 +409,16 @@ class ReadinessOnRedis(RedisCase):
             self.assertEqual((st, b["source"]), (200, "store"), fault)
             checked += 1
         self.assertEqual(checked, 2)
+        self.check_restarted_path(redis)
+
+    def check_restarted_path(self, redis):
+        """The path of the decisions since the kill's restart (ReadinessOnRedisModule)."""
+
+
+class ReadinessOnRedisModule(ThroughTheModule, ReadinessOnRedis):
+    """ReadinessOnRedis through the module: the server restarted after its
+    kill -9 loads it again, and the service's new connections find it (their
+    probe at login) and decide by it."""
 
 
 class FailureModesOnRedis(RedisCase):
@@ -596,8 +670,7 @@ key = "literal:all"
 
     @staticmethod
     def calls(redis):
-        text = redis.command("INFO", "commandstats").decode()
-        return {m.group(1): int(m.group(2)) for m in re.finditer(r"^cmdstat_([\w|]+):calls=(\d+)", text, re.M)}
+        return {name: calls for name, (calls, _) in redis.command_stats().items()}
 
     def test_one_fcall_per_request(self):
         redis = self.redis()

@@ -187,6 +187,37 @@ struct function_call {
   letter_set letters = 0;
 };
 
+/// A function_call that owns its bytes, for a call held while it is routed
+/// (a Cluster's nodes, a Sentinel's master): the caller's need not outlive
+/// it. It keeps the call's module command and letters, so that the node's
+/// connection sends it to the module as it would the caller's own call.
+struct owned_call {
+  explicit owned_call(const function_call& fc)
+      : function(fc.function),
+        num_keys(fc.num_keys),
+        args(fc.keys_then_args.begin(), fc.keys_then_args.end()),
+        views(args.begin(), args.end()),
+        module(fc.module),
+        letters(fc.letters) {}
+  // Moved, its strings stay where they are (the vector's buffer moves), and
+  // with them what `views` points to; a copy would point into the original.
+  owned_call(owned_call&&) noexcept = default;
+  owned_call& operator=(owned_call&&) noexcept = default;
+  owned_call(const owned_call&) = delete;
+  owned_call& operator=(const owned_call&) = delete;
+  ~owned_call() = default;
+
+  /// The call, viewing this one's bytes.
+  [[nodiscard]] function_call call() const { return function_call{function, num_keys, views, module, letters}; }
+
+  std::string function;
+  std::size_t num_keys = 0;
+  std::vector<std::string> args;
+  std::vector<std::string_view> views;
+  module_command module = module_command::none;
+  letter_set letters = 0;
+};
+
 /// How the library ran most recently: as a FUNCTION, or through EVALSHA.
 enum class library_mode : std::uint8_t { function, script };
 

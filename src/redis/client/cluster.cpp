@@ -100,14 +100,6 @@ struct node {
   bool tripped() const noexcept { return breaker && breaker->current() != remote::circuit_breaker::state::closed; }
 };
 
-/// A call of a batch, owned: the caller's views need not outlive the call.
-struct owned_call {
-  std::string function;
-  std::size_t num_keys = 0;
-  std::vector<std::string> args;
-  std::vector<std::string_view> views;
-};
-
 /// One call on its way: where it goes next and why it was sent again.
 struct job {
   std::size_t index = 0;  // in the batch's calls
@@ -421,8 +413,7 @@ struct cluster_client::impl {
       std::vector<function_call> fcs;
       fcs.reserve(g.jobs.size());
       for (std::size_t j : g.jobs) {
-        const owned_call& c = b->calls[b->jobs[j].index];
-        fcs.push_back(function_call{c.function, c.num_keys, std::span<const std::string_view>(c.views)});
+        fcs.push_back(b->calls[b->jobs[j].index].call());
       }
       ++b->outstanding;
       auto sent = std::make_shared<group>(std::move(g));
@@ -574,11 +565,7 @@ void cluster_client::async_fcall_each(std::span<const function_call> calls, each
   b->jobs.resize(calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const function_call& fc = calls[i];
-    b->calls.push_back(owned_call{std::string(fc.function),
-                                  fc.num_keys,
-                                  std::vector<std::string>(fc.keys_then_args.begin(), fc.keys_then_args.end()),
-                                  {}});
-    b->calls.back().views.assign(b->calls.back().args.begin(), b->calls.back().args.end());
+    b->calls.emplace_back(fc);  // its module command and letters too: each node picks its path
     b->jobs[i].index = i;
     if (fc.num_keys > 0 && !fc.keys_then_args.empty()) b->jobs[i].slot = key_slot(fc.keys_then_args.front());
   }

@@ -38,13 +38,6 @@ bool suspicious(const call_result& r) {
   return e != nullptr && (e->kind == call_error::io || e->kind == call_error::refused);
 }
 
-struct owned_call {
-  std::string function;
-  std::size_t num_keys = 0;
-  std::vector<std::string> args;
-  std::vector<std::string_view> views;
-};
-
 }  // namespace
 
 struct sentinel_client::impl {
@@ -374,9 +367,7 @@ void sentinel_client::async_fcall_each(std::span<const function_call> calls, eac
   auto j = std::make_shared<job>();
   j->calls.reserve(calls.size());
   for (const auto& fc : calls) {
-    owned_call c{std::string(fc.function), fc.num_keys, {fc.keys_then_args.begin(), fc.keys_then_args.end()}, {}};
-    c.views.assign(c.args.begin(), c.args.end());
-    j->calls.push_back(std::move(c));
+    j->calls.emplace_back(fc);  // its module command and letters too: the master's connection picks the path
   }
   j->out.resize(calls.size());
   j->done = std::move(done);
@@ -392,8 +383,7 @@ void sentinel_client::async_fcall_each(std::span<const function_call> calls, eac
           std::vector<function_call> fcs;
           fcs.reserve(which.size());
           for (std::size_t i : which) {
-            const auto& c = j->calls[i];
-            fcs.push_back(function_call{c.function, c.num_keys, std::span<const std::string_view>(c.views)});
+            fcs.push_back(j->calls[i].call());
           }
           m->async_fcall_each(fcs, [self, j, attempt, which, last](std::vector<call_result> rs) {
             impl& im = *self->impl_;

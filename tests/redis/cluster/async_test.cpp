@@ -3,7 +3,9 @@
 // exactly the limits; and with one primary stopped (SIGSTOP) and many
 // callers waiting, each of its calls is answered by its own deadline, all
 // at once, not one after another, while the other primaries' calls are
-// answered by the store (semantics.md, "The service's event loops").
+// answered by the store (semantics.md, "The service's event loops"). Each
+// through the Lua library and through the Redis module on every node (names
+// ending /library and /module: docs/redis.md, "The store and the module").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,11 +27,17 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-TEST(ClusterAsync, EventLoopsAreNotAttachedTheRouterStaysOne) {
+/// Each test through a path: the library, or the module on every node.
+class ClusterAsync : public ::testing::TestWithParam<cluster_path> {
+ protected:
+  [[nodiscard]] cluster_path path() const { return GetParam(); }
+};
+
+TEST_P(ClusterAsync, EventLoopsAreNotAttachedTheRouterStaysOne) {
   // One router per store (its topology, a breaker per node): a cluster
   // refuses to do its I/O on the caller's loops, naming why, and decides on
   // its own thread as before.
-  auto st = open_cluster_store();
+  auto st = open_on_path(path());
   ASSERT_TRUE(st);
   boost::asio::io_context ctx;
   boost::asio::io_context* loops[] = {&ctx};
@@ -42,13 +50,14 @@ TEST(ClusterAsync, EventLoopsAreNotAttachedTheRouterStaysOne) {
   st->decide_async(store_request{std::span<const check>(&ch, 1), st->now(), 1, {}}, {}, {},
                    [&](const store_decision& d) { got.set_value(d.from); });
   EXPECT_EQ(got.get_future().get(), source::store);
+  expect_paths(*st, path());
 }
 
-TEST(ClusterAsync, ManyDecisionsInFlightOverEveryPrimaryAdmitExactlyTheLimits) {
-  auto& c = shared_cluster();
+TEST_P(ClusterAsync, ManyDecisionsInFlightOverEveryPrimaryAdmitExactlyTheLimits) {
+  auto& c = cluster_of(path());
   store_options o;
   o.command_timeout = 3s;
-  auto st = open_cluster_store(o);
+  auto st = open_on_path(path(), o);
   ASSERT_TRUE(st);
   constexpr std::int64_t limit = 10;
   const auto q = st->define("q", policy("quota 10")).value();
@@ -84,17 +93,18 @@ TEST(ClusterAsync, ManyDecisionsInFlightOverEveryPrimaryAdmitExactlyTheLimits) {
   ASSERT_TRUE(async_count.has_value());
   EXPECT_GE(*async_count, keys.size());
   EXPECT_EQ(async_count, st->count_keys());
+  expect_paths(*st, path());
 }
 
-TEST(ClusterAsync, AStoppedPrimaryHoldsOnlyItsOwnCallsEachUntilItsDeadline) {
+TEST_P(ClusterAsync, AStoppedPrimaryHoldsOnlyItsOwnCallsEachUntilItsDeadline) {
   // Its own cluster, without replicas and with a node timeout longer than
   // the test: the stopped primary is not failed over.
-  testing::redis_cluster c({.primaries = 3, .replicas = 0, .node_timeout = 60s});
+  testing::redis_cluster c(options_for(path(), {.primaries = 3, .replicas = 0, .node_timeout = 60s}));
   store_options o;
   o.command_timeout = 500ms;
   o.on_failure = failure_mode::fail_closed;
   o.breaker_failures = 0;  // every call goes to its node: none answered early by a breaker
-  auto st = open_cluster_store(o, &c);
+  auto st = open_on_path(path(), o, &c);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 1000000000")).value();
   const auto primaries = c.primaries();
@@ -173,7 +183,11 @@ TEST(ClusterAsync, AStoppedPrimaryHoldsOnlyItsOwnCallsEachUntilItsDeadline) {
     if (!back) std::this_thread::sleep_for(20ms);
   }
   EXPECT_TRUE(back);
+  expect_paths(*st, path());
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterAsync, ::testing::Values(cluster_path::library, cluster_path::module),
+                         path_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_async_test

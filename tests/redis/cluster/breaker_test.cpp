@@ -5,6 +5,8 @@
 // batch, only one probe per cool-down); the hung node's keys go to the
 // failure mode at once; after SIGCONT they come back within about a
 // cool-down. The figures are printed (docs/redis.md, "Failure modes").
+// Through the Lua library and through the Redis module on every node (names
+// ending /library and /module: docs/redis.md, "The store and the module").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,11 +36,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
+/// Through a path: the library, or the module on every node.
+class ClusterBreaker : public ::testing::TestWithParam<cluster_path> {};
+
+TEST_P(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
+  const cluster_path path = GetParam();
   // Its own cluster, without replicas and with a node timeout longer than
   // the test: the hung primary is never failed over, and the others never
   // answer CLUSTERDOWN.
-  testing::redis_cluster c({.primaries = 3, .replicas = 0, .node_timeout = 60s});
+  testing::redis_cluster c(options_for(path, {.primaries = 3, .replicas = 0, .node_timeout = 60s}));
   store_options o;
   o.command_timeout = 100ms;
   o.on_failure = failure_mode::fail_closed;
@@ -50,7 +56,7 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
     const std::lock_guard lock(lines_mu);
     lines.emplace_back(line);
   };
-  auto st = open_cluster_store(o, &c);
+  auto st = open_on_path(path, o, &c);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 1000000000")).value();  // never denies
 
@@ -186,7 +192,11 @@ TEST(ClusterBreaker, OneHungPrimaryLeavesTheOthersToTheStore) {
       static_cast<unsigned long long>(s1.breaker_open - s0.breaker_open),
       static_cast<unsigned long long>(s1.base.store_failures - s0.base.store_failures), back_ms,
       ms_between(t_stop, t_cont) + back_ms);
+  expect_paths(*st, path);
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterBreaker, ::testing::Values(cluster_path::library, cluster_path::module),
+                         path_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_breaker_test

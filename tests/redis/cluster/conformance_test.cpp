@@ -22,42 +22,21 @@
 namespace sluice::redis_test::cluster_conformance_test {
 namespace {
 
-/// Which cluster and path: the shared cluster through the library, or the
-/// mixed one through the module where a node has it.
-enum class cluster_path { library, mixed_module };
-
 class ClusterConformance : public ::testing::TestWithParam<std::tuple<algorithm, cluster_path>> {
  protected:
   [[nodiscard]] algorithm algo() const { return std::get<0>(GetParam()); }
-  [[nodiscard]] bool mixed() const { return std::get<1>(GetParam()) == cluster_path::mixed_module; }
-  [[nodiscard]] testing::redis_cluster& cluster() const { return mixed() ? mixed_module_cluster() : shared_cluster(); }
+  [[nodiscard]] cluster_path path() const { return std::get<1>(GetParam()); }
+  [[nodiscard]] bool mixed() const { return path() == cluster_path::mixed_module; }
+  [[nodiscard]] testing::redis_cluster& cluster() const { return cluster_of(path()); }
   [[nodiscard]] std::unique_ptr<redis_store> open() const {
     store_options o;
     o.command_timeout = std::chrono::seconds(10);  // a loaded CI machine must not turn into store failures
-    return open_cluster_store(o, &cluster(), mixed() ? "?module=auto" : "?module=off");
+    return open_on_path(path(), o);
   }
   /// The calls went the test's way: none to the module through the
   /// library; on the mixed cluster, node 0 by the library and the others by
   /// the module.
-  void expect_paths(const redis_store& st) const {
-    const auto s = st.redis_stats();
-    if (!mixed()) {
-      EXPECT_EQ(s.module_calls, 0U);
-      return;
-    }
-    std::size_t module_nodes = 0, library_nodes = 0;
-    for (const auto& p : s.module_paths) {
-      if (p.node == cluster().address(0)) {
-        EXPECT_EQ(p.path, "library (no module)");
-        ++library_nodes;
-      } else if (p.path.starts_with("module")) {
-        ++module_nodes;
-      }
-    }
-    EXPECT_EQ(library_nodes, 1U);
-    EXPECT_GE(module_nodes, 2U);
-    EXPECT_GT(s.library_calls, 0U);
-  }
+  void expect_paths(const redis_store& st) const { redis_test::expect_paths(st, path(), cluster().address(0)); }
 };
 
 std::string key_prefix(std::size_t j) { return "{c" + std::to_string(j) + "}:"; }
@@ -115,13 +94,13 @@ TEST_P(ClusterConformance, PerCheckDecisionsOneCallAtATime) {
   expect_paths(*st);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterConformance,
-                         ::testing::Combine(::testing::ValuesIn(conformance::all_algorithms),
-                                            ::testing::Values(cluster_path::library, cluster_path::mixed_module)),
-                         [](const auto& i) {
-                           return algorithm_test_name({std::get<0>(i.param), i.index}) +
-                                  (std::get<1>(i.param) == cluster_path::mixed_module ? "_mixed_module" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    EveryAlgorithm, ClusterConformance,
+    ::testing::Combine(::testing::ValuesIn(conformance::all_algorithms),
+                       ::testing::Values(cluster_path::library, cluster_path::mixed_module)),
+    [](const auto& i) {
+      return algorithm_test_name({std::get<0>(i.param), i.index}) + path_suffix(std::get<1>(i.param));
+    });
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_conformance_test

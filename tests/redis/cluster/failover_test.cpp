@@ -3,7 +3,12 @@
 // source); decisions on its slots resume soon after the promotion; and what
 // Redis's asynchronous replication lost is measured — admits the dead
 // primary acknowledged that its replica had not received — and printed
-// (docs/redis.md, "Redis Cluster").
+// (docs/redis.md, "Redis Cluster"). Through the Lua library (/library), and
+// on a cluster whose every node loads the Redis module but the victim's
+// replica, with `?module=auto` (/mixed_module): the victim decides by the
+// module, the replica it gives its slots to by the library, and the other
+// primaries by the module throughout (docs/redis.md, "The store and the
+// module").
 #include <gtest/gtest.h>
 
 #include <array>
@@ -11,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -27,25 +33,38 @@ std::int64_t ms_since(steady::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
 }
 
-TEST(ClusterFailover, APrimaryKilledUnderLoad) {
-  testing::redis_cluster c;  // its own: this one loses a node
+class ClusterFailover : public ::testing::TestWithParam<cluster_path> {};
+
+TEST_P(ClusterFailover, APrimaryKilledUnderLoad) {
+  const cluster_path path = GetParam();
+  const bool mixed = path == cluster_path::mixed_module;
+  // Its own cluster: this one loses a node. The last node started is a
+  // replica (redis-cli makes the first ones primaries); its primary is the
+  // victim, and on the mixed cluster it is the one node without the module.
+  const testing::redis_cluster_options co;
+  const std::size_t last = co.primaries * (1 + co.replicas) - 1;
+  testing::redis_cluster c(mixed ? module_nodes(co, last) : co);
   store_options o;
   o.command_timeout = 200ms;
   o.connect_timeout = 200ms;
   o.on_failure = failure_mode::fail_closed;
-  auto st = open_cluster_store(o, &c);
+  auto st = open_on_path(path, o, &c);
   ASSERT_TRUE(st);
   constexpr std::int64_t quota = 1'000'000'000;  // never denies: every store answer is an admit
   const auto q = st->define("q", policy("quota 1000000000")).value();
 
-  // 300 keys over every primary; the victim is the first one's primary.
+  // 300 keys over every primary; the victim is the last node's primary.
   constexpr std::size_t n_keys = 300;
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < n_keys; ++i) keys.push_back("{f" + std::to_string(i) + "}");
   const auto owners = c.slot_owners();
-  const std::size_t victim = owners[*redis::braced_key_slot(keys[0])];
+  std::optional<std::size_t> victim_of_last;
+  for (const std::size_t p : c.primaries())
+    if (c.replica_of(p) == last) victim_of_last = p;
+  ASSERT_TRUE(victim_of_last) << c.address(last) << " is not a replica";
+  const std::size_t victim = *victim_of_last;
   const auto replica = c.replica_of(victim);
-  ASSERT_TRUE(replica);
+  ASSERT_EQ(replica, last);
   std::vector<bool> on_victim(n_keys);
   for (std::size_t i = 0; i < n_keys; ++i) on_victim[i] = owners[*redis::braced_key_slot(keys[i])] == victim;
 
@@ -186,7 +205,29 @@ TEST(ClusterFailover, APrimaryKilledUnderLoad) {
   EXPECT_EQ(by_source[static_cast<std::size_t>(source::error)].load(), 0U);
   EXPECT_EQ(lost_elsewhere, 0);                                      // the other primaries lost nothing
   EXPECT_LT(first_store_after_kill_ms.load() - promoted_ms, 5'000);  // back soon after the promotion
+  if (!mixed) {
+    expect_paths(*st, path);
+    return;
+  }
+  // Before the kill the victim's keys went to the module (every node had
+  // it); after, the promoted replica's by the library, and the store shows
+  // it so; the other primaries kept the module.
+  std::printf("failover: %llu calls to the module and %llu to the library before the kill; %llu and %llu after\n",
+              static_cast<unsigned long long>(before.module_calls),
+              static_cast<unsigned long long>(before.library_calls),
+              static_cast<unsigned long long>(s.module_calls - before.module_calls),
+              static_cast<unsigned long long>(s.library_calls - before.library_calls));
+  EXPECT_GT(before.module_calls, before.library_calls);
+  EXPECT_GT(s.module_calls, before.module_calls);
+  EXPECT_GT(s.library_calls, before.library_calls);
+  std::string promoted_path = "(not known)";
+  for (const auto& p : s.module_paths)
+    if (p.node == c.address(*replica)) promoted_path = p.path;
+  EXPECT_EQ(promoted_path, "library (no module)");
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterFailover, ::testing::Values(cluster_path::library, cluster_path::mixed_module),
+                         path_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_failover_test

@@ -4,7 +4,9 @@
 // ("{l<seed>}:k0", ...) so its requests of several checks — and its lease
 // ids' releases — are one call in one slot; compared with the core and,
 // field for field, with the memory store. And a lease id whose checks span
-// slots: refused, nothing released.
+// slots: refused, nothing released. The decisions through the Lua library
+// and through the Redis module on every node (/library, /module; releases
+// are the library's either way).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -17,10 +19,15 @@
 namespace sluice::redis_test::cluster_lease_test {
 namespace {
 
-TEST(ClusterLeases, TracesAsTheCoreAndTheMemoryStore) {
+class ClusterLeases : public ::testing::TestWithParam<cluster_path> {
+ protected:
+  [[nodiscard]] cluster_path path() const { return GetParam(); }
+};
+
+TEST_P(ClusterLeases, TracesAsTheCoreAndTheMemoryStore) {
   store_options o;
   o.command_timeout = std::chrono::seconds(10);
-  auto rs = open_cluster_store(o);
+  auto rs = open_on_path(path(), o);
   ASSERT_TRUE(rs);
   memory_store_options mo;
   mo.keyed.auto_purge = false;
@@ -37,10 +44,11 @@ TEST(ClusterLeases, TracesAsTheCoreAndTheMemoryStore) {
   }
   EXPECT_EQ(rs->redis_stats().mismatches, 0U);
   EXPECT_EQ(rs->stats().store_failures, 0U);
+  expect_paths(*rs, path());
 }
 
-TEST(ClusterLeases, AReleaseAcrossSlotsIsRefusedAndReleasesNothing) {
-  auto rs = open_cluster_store();
+TEST_P(ClusterLeases, AReleaseAcrossSlotsIsRefusedAndReleasesNothing) {
+  auto rs = open_on_path(path());
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("x", policy("concurrency 1")).value();
   const check a{p, "{a}k", 0};
@@ -51,7 +59,11 @@ TEST(ClusterLeases, AReleaseAcrossSlotsIsRefusedAndReleasesNothing) {
   EXPECT_FALSE(rs->decide_at(one_check(a, 2)).d.allowed);  // still held
   EXPECT_EQ(rs->release_at(std::span<const check>(&a, 1), lease, 3).units, 1);
   EXPECT_TRUE(rs->decide_at(one_check(a, 4)).d.allowed);
+  expect_paths(*rs, path());
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterLeases, ::testing::Values(cluster_path::library, cluster_path::module),
+                         path_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_lease_test

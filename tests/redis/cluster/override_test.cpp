@@ -5,7 +5,8 @@
 // to a change that carried the conservative fallback, never refused); a
 // list scans every primary; a key whose hash tag is empty (empty, or
 // starting with '}') cannot be overridden (its override key would lie in
-// another slot), refused naming `key`.
+// another slot), refused naming `key`. The scenarios run through the library
+// and through the Redis module on every node (`_module`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,16 +22,19 @@ namespace {
 
 using namespace redefine;
 
-class ClusterOverride : public ::testing::TestWithParam<algorithm> {};
+/// Each algorithm through the library, and through the module on every node
+/// (`_module`; the overrides' writes are the library's either way).
+class ClusterOverride : public ::testing::TestWithParam<std::tuple<algorithm, cluster_path>> {};
 
 TEST_P(ClusterOverride, DecidesAsTheMemoryStore) {
+  const auto [algo, path] = GetParam();
   store_options o;
   o.command_timeout = std::chrono::seconds(10);  // a loaded machine must not turn into store failures
-  auto st = open_cluster_store(o);
+  auto st = open_on_path(path, o);
   ASSERT_TRUE(st);
   auto mem = exact_memory_store();
   constexpr std::size_t n = 60;
-  const auto scenarios = draw_overrides(GetParam(), n, 9'000'000, false);
+  const auto scenarios = draw_overrides(algo, n, 9'000'000, false);
   ASSERT_EQ(scenarios.size(), n);
   std::size_t decisions = 0;
   for (std::size_t j = 0; j < scenarios.size(); ++j) {
@@ -54,15 +58,21 @@ TEST_P(ClusterOverride, DecidesAsTheMemoryStore) {
   }
   const auto s = st->redis_stats();
   std::printf("cluster overrides %-16s %zu traces, %zu decisions agree with the memory store\n",
-              std::string(name_of(GetParam())).c_str(), scenarios.size(), decisions);
+              (std::string(name_of(algo)) + path_suffix(path)).c_str(), scenarios.size(), decisions);
   EXPECT_EQ(s.mismatches, 0U);
   EXPECT_EQ(s.unknown_config, 0U);
   EXPECT_EQ(s.cross_slot, 0U);
   EXPECT_EQ(s.base.store_failures, 0U);
+  expect_paths(*st, path, "", false);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, ClusterOverride, ::testing::ValuesIn(conformance::all_algorithms),
-                         algorithm_test_name);
+INSTANTIATE_TEST_SUITE_P(
+    EveryAlgorithm, ClusterOverride,
+    ::testing::Combine(::testing::ValuesIn(conformance::all_algorithms),
+                       ::testing::Values(cluster_path::library, cluster_path::module)),
+    [](const auto& i) {
+      return algorithm_test_name({std::get<0>(i.param), i.index}) + path_suffix(std::get<1>(i.param));
+    });
 
 TEST(ClusterOverrides, AFleetSharesThemAndAListScansEveryPrimary) {
   store_options o;

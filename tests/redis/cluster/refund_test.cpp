@@ -1,7 +1,9 @@
 // Refunds through a real Redis Cluster (docs/redis.md, "Refunds"): a
 // decision is refunded by its refund id, which names the slot of its id's
 // record, from any store of the fleet, once; the plain id names no slot
-// (error, no call), and a refund id with another tag finds nothing.
+// (error, no call), and a refund id with another tag finds nothing. The
+// decisions through the Lua library and through the Redis module on every
+// node (/library, /module; refunds are the library's either way).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,19 +14,22 @@
 namespace sluice::redis_test::cluster_refund_test {
 namespace {
 
-TEST(ClusterRefunds, ARefundIdRefundsOnceFromAnyStoreOfTheFleet) {
+class ClusterRefunds : public ::testing::TestWithParam<cluster_path> {};
+
+TEST_P(ClusterRefunds, ARefundIdRefundsOnceFromAnyStoreOfTheFleet) {
+  const cluster_path path = GetParam();
   store_options o;
   o.key_prefix = fresh_prefix("refund");
-  auto a = open_cluster_store(o);
+  auto a = open_on_path(path, o);
   ASSERT_TRUE(a);
-  auto b = open_cluster_store(o);  // a second process of the same fleet
+  auto b = open_on_path(path, o);  // a second process of the same fleet
   ASSERT_TRUE(b);
   const policy_id pa = a->define("q", policy("quota 1")).value();
   const policy_id pb = b->define("q", policy("quota 1")).value();
   // Keys on every primary; a key with a tag of its own, and one with none
   // (its record then takes the short tag of its slot).
   std::vector<std::string> keys = {"{team}:alice", ""};
-  for (std::size_t node = 0; node < 3; ++node) keys.push_back("{" + tags_on(shared_cluster(), node, 1).at(0) + "}");
+  for (std::size_t node = 0; node < 3; ++node) keys.push_back("{" + tags_on(cluster_of(path), node, 1).at(0) + "}");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::string id = "r-" + std::to_string(i);
     const check c{pa, keys[i], 1};
@@ -44,7 +49,12 @@ TEST(ClusterRefunds, ARefundIdRefundsOnceFromAnyStoreOfTheFleet) {
     EXPECT_TRUE(b->decide_at(one_check(cb, 5)).d.allowed) << i;  // the unit is back
   }
   EXPECT_EQ(a->redis_stats().mismatches + b->redis_stats().mismatches, 0U);
+  expect_paths(*a, path, "", false);  // refunds and their reads: the library's
+  expect_paths(*b, path, "", false);
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterRefunds, ::testing::Values(cluster_path::library, cluster_path::module),
+                         path_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::cluster_refund_test

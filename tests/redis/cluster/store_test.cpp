@@ -1,7 +1,10 @@
 // The Redis store on a real cluster: the slot rule for requests of several
 // checks (cross-slot: an error that charges nothing; one `{tag}`: atomic),
 // request ids in the request's slot, names and prefixes with braces
-// refused, the library on every primary, and many threads on one key.
+// refused, the library on every primary, and many threads on one key. The
+// decisions' tests run through the Lua library and through the Redis module
+// on every node (`ClusterStoreOnPath`, names ending /library and /module:
+// docs/redis.md, "The store and the module").
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -25,8 +28,17 @@ std::int64_t remaining(redis_store& st, const check& c, tick now) {
   return d.d.allowed ? d.d.remaining + 1 : 0;
 }
 
-TEST(ClusterStore, ACrossSlotRequestIsAnErrorAndChargesNothing) {
-  auto st = open_cluster_store();
+/// The store's decisions on a cluster through each path: the library on
+/// the shared cluster, the module on every node of the module cluster.
+class ClusterStoreOnPath : public ::testing::TestWithParam<cluster_path> {
+ protected:
+  [[nodiscard]] cluster_path path() const { return GetParam(); }
+  [[nodiscard]] testing::redis_cluster& cluster() const { return cluster_of(path()); }
+  [[nodiscard]] std::unique_ptr<redis_store> open(store_options o = {}) const { return open_on_path(path(), o); }
+};
+
+TEST_P(ClusterStoreOnPath, ACrossSlotRequestIsAnErrorAndChargesNothing) {
+  auto st = open();
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 10")).value();
   ASSERT_NE(redis::braced_key_slot("{a}"), redis::braced_key_slot("{b}"));
@@ -48,10 +60,11 @@ TEST(ClusterStore, ACrossSlotRequestIsAnErrorAndChargesNothing) {
   EXPECT_EQ(s.cross_slot, 2U);
   EXPECT_EQ(s.base.errors, 2U);
   EXPECT_EQ(s.base.store_failures, 0U);
+  expect_paths(*st, path());
 }
 
-TEST(ClusterStore, KeysThatShareATagDecideAtomically) {
-  auto st = open_cluster_store();
+TEST_P(ClusterStoreOnPath, KeysThatShareATagDecideAtomically) {
+  auto st = open();
   ASSERT_TRUE(st);
   const auto user = st->define("user", policy("quota 3")).value();
   const auto tenant = st->define("tenant", policy("quota 5")).value();
@@ -80,12 +93,13 @@ TEST(ClusterStore, KeysThatShareATagDecideAtomically) {
     EXPECT_EQ(out[2].d.part, 1);  // now the tenant denies
   }
   EXPECT_EQ(st->redis_stats().cross_slot, 0U);
+  expect_paths(*st, path());
 }
 
-TEST(ClusterStore, ACompositeOnAnEmptyKeyCannotShareASlot) {
+TEST_P(ClusterStoreOnPath, ACompositeOnAnEmptyKeyCannotShareASlot) {
   // "" and keys starting with '}' have no hash tag: Redis hashes each part's
   // whole key, so a composite's parts land in different slots.
-  auto st = open_cluster_store();
+  auto st = open();
   ASSERT_TRUE(st);
   const auto both = st->define("both", policy("all(quota 5, gcra 1/1s)")).value();
   const auto plain = st->define("plain", policy("quota 5")).value();
@@ -94,13 +108,14 @@ TEST(ClusterStore, ACompositeOnAnEmptyKeyCannotShareASlot) {
   EXPECT_EQ(st->redis_stats().cross_slot, 2U);
   EXPECT_EQ(st->decide_at(one_check({both, "x"}, 1)).from, source::store);
   EXPECT_EQ(st->decide_at(one_check({plain, ""}, 1)).from, source::store);
+  expect_paths(*st, path());
 }
 
-TEST(ClusterStore, RequestIdsLiveInTheRequestsSlot) {
-  auto& cluster = shared_cluster();
+TEST_P(ClusterStoreOnPath, RequestIdsLiveInTheRequestsSlot) {
+  auto& cluster = this->cluster();
   store_options o;
   o.key_prefix = fresh_prefix("ids");
-  auto st = open_cluster_store(o);
+  auto st = open(o);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 10")).value();
   for (const std::string key : {"{t}:x", "plain", ""}) {
@@ -118,6 +133,7 @@ TEST(ClusterStore, RequestIdsLiveInTheRequestsSlot) {
   EXPECT_EQ(redis::key_slot(id_key), redis::key_slot(o.key_prefix + "s:q:{{t}:x}"));
   const auto r = cluster.cli(owner, {"EXISTS", id_key});
   EXPECT_EQ(r.out, "1\n") << id_key;
+  expect_paths(*st, path());
 }
 
 TEST(ClusterStore, BracesInThePrefixOrANameAreRefused) {
@@ -170,10 +186,10 @@ TEST(ClusterStore, TheLibraryIsLoadedOnEveryPrimary) {
   }
 }
 
-TEST(ClusterStore, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
+TEST_P(ClusterStoreOnPath, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
   store_options o;
   o.command_timeout = std::chrono::seconds(5);
-  auto st = open_cluster_store(o);
+  auto st = open(o);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 300")).value();
   std::atomic<int> admitted{0}, answered{0};
@@ -190,17 +206,18 @@ TEST(ClusterStore, ManyThreadsOnOneKeyAdmitExactlyTheLimit) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(answered.load(), 400);
   EXPECT_EQ(admitted.load(), 300);
+  expect_paths(*st, path());
 }
 
-TEST(ClusterStore, ACallThatTimedOutIsNeverSentAgain) {
+TEST_P(ClusterStoreOnPath, ACallThatTimedOutIsNeverSentAgain) {
   // A primary that hangs (SIGSTOP) past the command timeout: the call fails,
   // and when the primary wakes it runs the call it had read — once. A
   // router that sent it again would charge it twice.
-  auto& cluster = shared_cluster();
+  auto& cluster = this->cluster();
   store_options o;
   o.command_timeout = std::chrono::milliseconds(150);
   o.breaker_failures = 0;
-  auto st = open_cluster_store(o);
+  auto st = open(o);
   ASSERT_TRUE(st);
   const auto q = st->define("q", policy("quota 10")).value();
   const check c{q, "{hang}"};
@@ -226,7 +243,11 @@ TEST(ClusterStore, ACallThatTimedOutIsNeverSentAgain) {
   }
   EXPECT_EQ(left, 8);  // charged by the first call and by the timed-out one, each once
   EXPECT_EQ(st->stats().store_failures, 1U);
+  expect_paths(*st, path());
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, ClusterStoreOnPath, ::testing::Values(cluster_path::library, cluster_path::module),
+                         path_name);
 
 TEST(ClusterStore, ASeedThatIsNotAClusterIsAStoreFailure) {
   store_options o;
