@@ -410,15 +410,17 @@ TEST(AsyncClient, ADeadServerFailsFastThenComesBack) {
 // is written before the call returns; calls made while that one is out are
 // held, and go out together in one write once its reply is in (docs/serve.md,
 // "The fleet path").
-TEST(AsyncClient, ALoopsConnectionHoldsCallsWhileABatchIsOut) {
-  redis_server srv;
-  auto c = sync_client::open(options_2s(srv.url())).value();
-  asio::io_context io;
+/// An event loop's own connection (sync_client::make_on) to `url`, logged
+/// in by one PING run on `io`: one write so far.
+std::shared_ptr<async_backend> loop_connection(const std::string& url, asio::io_context& io) {
+  auto c = sync_client::open(options_2s(url)).value();
   auto made = c->make_on(io.get_executor());
-  ASSERT_TRUE(made.ok());
+  EXPECT_TRUE(made.ok());
+  if (!made.ok()) return nullptr;
   std::shared_ptr<async_backend> b = std::move(made).value();
   auto* client = dynamic_cast<async_client*>(b.get());
-  ASSERT_NE(client, nullptr);
+  EXPECT_NE(client, nullptr);
+  if (client == nullptr) return nullptr;
   bool pinged = false;
   asio::post(io, [&] {
     client->async_call({"PING"}, [&](call_result r) {
@@ -428,8 +430,18 @@ TEST(AsyncClient, ALoopsConnectionHoldsCallsWhileABatchIsOut) {
   });
   io.run_for(5s);
   io.restart();
-  ASSERT_TRUE(pinged);
-  ASSERT_EQ(client->stats().writes, 1u);
+  EXPECT_TRUE(pinged);
+  EXPECT_EQ(client->stats().writes, 1u);
+  return b;
+}
+
+TEST(AsyncClient, ALoopsConnectionHoldsCallsWhileABatchIsOut) {
+  redis_server srv;
+  asio::io_context io;
+  std::shared_ptr<async_backend> b = loop_connection(srv.url(), io);
+  ASSERT_NE(b, nullptr);
+  auto* client = dynamic_cast<async_client*>(b.get());
+  ASSERT_FALSE(::testing::Test::HasFailure());
 
   constexpr int n = 10;
   std::vector<std::int64_t> counts;
@@ -456,6 +468,62 @@ TEST(AsyncClient, ALoopsConnectionHoldsCallsWhileABatchIsOut) {
   EXPECT_EQ(s.commands, static_cast<std::uint64_t>(n + 2));
   b->close();
   io.run_for(1s);
+}
+
+// `?batches_in_flight=2`: a call made while one batch is out is written at
+// once, as a second batch; the calls made while two are out are held, and
+// go out together when the oldest one's last reply is read. Every call
+// still goes out on the one connection in the order it was made, so the
+// server runs them in that order.
+TEST(AsyncClient, ALoopsConnectionKeepsTheBatchesItsUrlAllows) {
+  redis_server srv;
+  asio::io_context io;
+  std::shared_ptr<async_backend> b = loop_connection(srv.url() + "?batches_in_flight=2", io);
+  ASSERT_NE(b, nullptr);
+  auto* client = dynamic_cast<async_client*>(b.get());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  EXPECT_EQ(client->options().batches_in_flight, 2u);
+
+  constexpr int n = 10;
+  std::vector<std::int64_t> counts;
+  bool blocked_answered = false;
+  std::uint64_t writes_after_two = 0;
+  asio::post(io, [&] {
+    // The server holds the first batch 200 ms, and the second behind it.
+    client->async_call({"BLPOP", "nothing", "0.2"}, [&](call_result r) { blocked_answered = ok(r).is_nil(); });
+    for (int i = 0; i < n; ++i) {
+      client->async_call({"INCR", "held"}, [&](call_result r) {
+        counts.push_back(ok(r).as_integer().value_or(-1));
+        if (counts.size() == n) io.stop();
+      });
+      if (i == 0) writes_after_two = client->stats().writes;
+    }
+  });
+  io.run_for(5s);
+  io.restart();
+  EXPECT_EQ(writes_after_two, 3u) << "the second call was written at once, as a second batch";
+  EXPECT_TRUE(blocked_answered);
+  ASSERT_EQ(counts.size(), static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(counts[static_cast<std::size_t>(i)], i + 1);
+  const auto s = client->stats();
+  EXPECT_EQ(s.writes, 4u) << "the calls made while two batches were out went out together";
+  EXPECT_EQ(s.commands, static_cast<std::uint64_t>(n + 2));
+  b->close();
+  io.run_for(1s);
+}
+
+TEST(AsyncClient, BatchesInFlightIsANumberFromZeroToFour) {
+  EXPECT_EQ(parse_url("redis://h").value().batches_in_flight, 1);
+  EXPECT_EQ(parse_url("rediss://h?batches_in_flight=0").value().batches_in_flight, 0);
+  EXPECT_EQ(parse_url("redis://h?batches_in_flight=2").value().batches_in_flight, 2);
+  EXPECT_EQ(parse_url("unix:///r.sock?db=1&batches_in_flight=4").value().batches_in_flight, 4);
+  for (const char* bad :
+       {"redis://h?batches_in_flight=-1", "redis://h?batches_in_flight=5", "redis://h?batches_in_flight=two",
+        "redis://h?batches_in_flight=", "redis://h?batches_in_flight=1&batches_in_flight=2"}) {
+    auto u = parse_url(bad);
+    ASSERT_FALSE(u.ok()) << bad;
+    EXPECT_EQ(u.err().field, "batches_in_flight") << bad << ": " << u.err().what();
+  }
 }
 
 }  // namespace

@@ -150,25 +150,28 @@ struct async_client::impl {
     arm(o->deadline);
     queued.push_back(std::move(o));
     if (ph != phase::ready) return;
-    if (one_batch()) return write_or_hold(now);
+    if (holding()) return write_or_hold(now);
     schedule_write();
   }
 
-  // ------------------------------------------------------------ one batch in flight
+  // ------------------------------------------------------------ batches in flight
 
   static constexpr std::chrono::microseconds poll_every{20};
   steady::time_point last_poll{};
+  std::size_t batches_out = 0;  // writes whose last reply is not in yet (ops with ends_batch in `sent`)
 
-  [[nodiscard]] bool one_batch() const {
+  [[nodiscard]] bool holding() const {
     const auto& o = owner.options_;
-    return o.one_batch_in_flight && !o.caller_driven && o.reading == nullptr && t && t->plain_fd() >= 0;
+    return o.batches_in_flight > 0 && !o.caller_driven && o.reading == nullptr && t && t->plain_fd() >= 0;
   }
+  [[nodiscard]] bool room_for_a_batch() const { return batches_out < owner.options_.batches_in_flight; }
 
-  // Nothing of ours at the server: written now. Else held; and a look at
-  // the socket (the batch's replies may be in: consume writes what is held).
+  // Fewer batches of ours at the server than allowed: written now. Else
+  // held; and a look at the socket (the oldest batch's replies may be in:
+  // consume writes what is held).
   void write_or_hold(steady::time_point now) {
     if (writing) return;
-    if (sent.empty()) return start_write();
+    if (room_for_a_batch()) return start_write();
     if (in_read || now - last_poll < poll_every) return;
     last_poll = now;
     read_now();
@@ -206,6 +209,8 @@ struct async_client::impl {
       sent.push_back(std::move(o));
     }
     if (t->wbuf.empty()) return;
+    sent.back()->ends_batch = true;
+    ++batches_out;
     write(t, commands);
   }
 
@@ -213,7 +218,7 @@ struct async_client::impl {
     writing = true;
     owner.writes_.fetch_add(1, std::memory_order_relaxed);
     owner.commands_.fetch_add(commands, std::memory_order_relaxed);
-    if ((owner.options_.caller_driven || one_batch()) && !tr->tls && write_now(*tr)) {
+    if ((owner.options_.caller_driven || holding()) && !tr->tls && write_now(*tr)) {
       writing = false;  // all of it went out in this call: no completion to wait for
       return;
     }
@@ -227,7 +232,8 @@ struct async_client::impl {
                             m.lost(call_error{call_error::io, m.where + ": write: " + m.describe(ec), true});
                             return;
                           }
-                          if (m.ph == phase::ready) m.start_write();
+                          // Held calls wait for room (consume writes them when a batch is answered).
+                          if (m.ph == phase::ready && (!m.holding() || m.room_for_a_batch())) m.start_write();
                         });
     });
   }
@@ -253,7 +259,7 @@ struct async_client::impl {
   // ------------------------------------------------------------ reading
 
   void start_read(const std::shared_ptr<transport>& tr) {
-    if ((owner.options_.reading != nullptr || one_batch()) && tr->plain_fd() >= 0) return gated_read(tr);
+    if ((owner.options_.reading != nullptr || holding()) && tr->plain_fd() >= 0) return gated_read(tr);
     tr->with([&](auto& s) {
       s.async_read_some(asio::buffer(tr->rbuf),
                         [self = owner.shared_from_this(), tr](const error_code& ec, std::size_t n) {
@@ -322,8 +328,8 @@ struct async_client::impl {
       }
       deliver(std::move(r));
     }
-    // One batch in flight: its last reply is in, what was held goes now.
-    if (tr == t && ph == phase::ready && sent.empty() && !queued.empty() && !writing && one_batch()) start_write();
+    // Batches in flight: the oldest one's last reply is in, what was held goes now.
+    if (tr == t && ph == phase::ready && room_for_a_batch() && !queued.empty() && !writing && holding()) start_write();
     return tr == t;
   }
 
@@ -421,6 +427,7 @@ struct async_client::impl {
     if (o.got.size() < o.expected) return;
     auto done = std::move(sent.front());
     sent.pop_front();
+    if (done->ends_batch) --batches_out;
     if (!done->done) {
       owner.late_replies_.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -702,6 +709,7 @@ struct async_client::impl {
     std::vector<std::unique_ptr<op>> failed;
     for (auto& o : sent) failed.push_back(std::move(o));
     sent.clear();
+    batches_out = 0;
     if (!established || ph == phase::closed) {
       for (auto& o : queued) failed.push_back(std::move(o));
       queued.clear();
@@ -748,10 +756,10 @@ void async_client::submit(std::unique_ptr<op> o) {
     impl_->exec(std::move(o));  // the caller is the only thread that runs the context
     return;
   }
-  if (options_.one_batch_in_flight && !options_.where.tls.on) {
+  if (options_.batches_in_flight > 0 && !options_.where.tls.on) {
     // On the loop's own thread the call is queued (and maybe written) now,
     // before the loop reads its next request. (TLS keeps one write a pass:
-    // its engine reads ahead of the socket, so it holds nothing.)
+    // holding its calls was measured no faster, docs/serve.md.)
     asio::dispatch(impl_->strand,
                    [self = shared_from_this(), o = std::move(o)]() mutable { self->impl_->exec(std::move(o)); });
     return;

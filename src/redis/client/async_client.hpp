@@ -6,7 +6,8 @@
 // - Pipelining: a command is queued; while no write is in flight, every
 //   queued command is written in one write, and replies are matched to their
 //   callers in order. No window to configure. An event loop's own connection
-//   keeps one batch in flight instead (one_batch_in_flight).
+//   keeps one batch in flight instead, or as many as its URL says
+//   (batches_in_flight).
 // - RESP is parsed by hiredis's reader (redisReaderCreate/Feed/GetReply).
 // - Deadlines: each call has its own (`command_timeout` from when it was
 //   made, plus `connect_timeout` when it had to wait for a connection). At
@@ -35,6 +36,7 @@
 // instead. A synchronous face is `sync_client` (sync_client.hpp).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -100,19 +102,23 @@ struct async_client_options {
   /// context must be run by one thread. TLS: not gated (its engine reads
   /// ahead of what it delivers).
   std::atomic<bool>* reading = nullptr;
-  /// One batch in flight (a caller's event loop: sync_client::make_on). A
-  /// call made while the connection has no call written and unanswered is
-  /// written at once, on the caller's pass (queued on the strand by
-  /// dispatch, sent without blocking); calls made while a batch is out are
-  /// held, and written together the moment its last reply is read. The
-  /// socket is read when it is readable and, at most every 20 µs, by a call
-  /// made while a batch is out, so that replies are seen in the middle of
-  /// the loop's pass. So the loop's work and the server's overlap without
-  /// a write per call (docs/serve.md, "The fleet path"). A held call that
-  /// reaches its deadline was never written: `timeout`, not maybe applied.
-  /// Plaintext connections only (TLS: as without it); not with
-  /// `caller_driven` or `reading`.
-  bool one_batch_in_flight = false;
+  /// Batches in flight, N (a caller's event loop: sync_client::make_on,
+  /// N from the URL's `batches_in_flight`, 1 by default; 0: not held, every
+  /// call queued is written once a pass of the strand, as elsewhere). A
+  /// batch is what one write carries. A call made while fewer than N
+  /// batches are written and unanswered is written at once, on the
+  /// caller's pass (queued on the strand by dispatch, sent without
+  /// blocking); calls made while N are out are held, and written together
+  /// the moment the oldest one's last reply is read. The socket is read
+  /// when it is readable and, at most every 20 µs, by a call that is held,
+  /// so that replies are seen in the middle of the loop's pass. So the
+  /// loop's work and the server's overlap without a write per call
+  /// (docs/serve.md, "The fleet path"). Every call still goes out on the
+  /// one connection in the order it was made. A held call that reaches its
+  /// deadline was never written: `timeout`, not maybe applied. Plaintext
+  /// connections only (TLS: as with 0); not with `caller_driven` or
+  /// `reading`.
+  std::size_t batches_in_flight = 0;
   /// The server's path to the module (module.hpp), shared by the
   /// connections made from these options; `create` makes one when empty.
   std::shared_ptr<module_state> module;
@@ -236,9 +242,12 @@ class async_client final : public async_backend, public std::enable_shared_from_
   /// Replies no caller asked for go to `h` (a subscriber connection) instead
   /// of closing the connection as a protocol error.
   void set_push_handler(push_handler h);
-  /// Before the first call only: one batch in flight from now on
-  /// (async_client_options::one_batch_in_flight; sync_client::make_on).
-  void keep_one_batch_in_flight() noexcept { options_.one_batch_in_flight = true; }
+  /// Before the first call only: from now on as many batches in flight as
+  /// the URL's `batches_in_flight` says
+  /// (async_client_options::batches_in_flight; sync_client::make_on).
+  void hold_batches() noexcept {
+    options_.batches_in_flight = static_cast<std::size_t>(std::max(0, options_.where.batches_in_flight));
+  }
   /// `h` runs (on the strand) each time an established connection breaks
   /// (EOF, a socket error, a stall, a reply it cannot read): what a
   /// subscriber needs to know, since the next call would connect again

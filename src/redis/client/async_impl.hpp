@@ -24,7 +24,8 @@ struct async_client::op {
   std::chrono::steady_clock::time_point deadline{};
   std::chrono::steady_clock::time_point written_at{};
   bool written = false;
-  bool internal = false;  // the login of a new connection
+  bool internal = false;    // the login of a new connection
+  bool ends_batch = false;  // the last op of a write (batches_in_flight counts them)
 };
 
 /// The FUNCTION library: its code, its script form and that form's SHA1.

@@ -88,6 +88,13 @@ struct url {
   /// the server has it (module.hpp; docs/redis.md, "The store and the
   /// module").
   module_use module = module_use::automatic;
+  /// `?batches_in_flight=1`: how many batches an event loop's own plaintext
+  /// connection keeps written and unanswered before it holds its calls
+  /// (async_client_options::batches_in_flight; docs/serve.md, "The fleet
+  /// path"), 0..4 (0: not held, written once a pass). TLS connections,
+  /// a Cluster's and a Sentinel deployment's, and a sync_client's callers'
+  /// write as before whatever it says.
+  std::int32_t batches_in_flight = 1;
 
   /// True for a unix-socket URL.
   [[nodiscard]] bool is_unix() const noexcept { return !socket_path.empty(); }
@@ -99,7 +106,8 @@ struct url {
 /// `redis://:password@host`), `rediss://...` (the same over TLS, with the
 /// query parameters of `tls_settings`), either with `wait_replicas` and
 /// `wait_timeout` in its query, and `unix:///path/to/socket[?db=N]`; every
-/// scheme with `eviction_poll` and `module` (auto, on, off; url_query.hpp
+/// scheme with `eviction_poll`, `module` (auto, on, off) and
+/// `batches_in_flight` (url_query.hpp
 /// holds the table);
 /// user, password and query values are percent-decoded. An IPv6 host is
 /// written in brackets (`redis://[::1]:6379`). Errors name the part at fault:

@@ -252,9 +252,10 @@ std::optional<library_mode> sync_client::mode() const {
 result<std::shared_ptr<async_backend>> sync_client::make_on(asio::any_io_executor ex) const {
   auto b = make_(std::move(ex));
   if (!b) return b.err();
-  // A loop's own connection: one batch in flight, so that the loop's work
-  // and the server's overlap (docs/serve.md, "The fleet path").
-  if (auto* a = dynamic_cast<async_client*>(b.value().get())) a->keep_one_batch_in_flight();
+  // A loop's own connection holds its calls behind the batches in flight
+  // (one unless the URL says more), so that the loop's work and the
+  // server's overlap (docs/serve.md, "The fleet path").
+  if (auto* a = dynamic_cast<async_client*>(b.value().get())) a->hold_batches();
   std::lock_guard lock(mu_);
   if (auto lib = give_library(**b, library_); !lib) return lib.err();
   return std::move(b).value();

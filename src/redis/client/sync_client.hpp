@@ -86,7 +86,7 @@ class sync_client final : public backend {
   /// Another backend of the same deployment, with the same library, on
   /// `ex` (a caller's event loop: remote/event_loops.hpp): its own
   /// connections, nothing shared with this one's; a server's connection
-  /// keeps one batch in flight (async_client_options::one_batch_in_flight).
+  /// holds its calls behind its batches in flight (async_client_options::batches_in_flight).
   result<std::shared_ptr<async_backend>> make_on(boost::asio::any_io_executor ex) const;
 
  private:

@@ -83,6 +83,14 @@ constexpr parameter parameters[] = {
        u.module = *m;
        return std::nullopt;
      }},
+    // Every scheme: the batches an event loop's own connection keeps out.
+    {"batches_in_flight", on::every,
+     [](const std::string& n, std::string v, url& u) -> std::optional<error> {
+       std::int64_t x = 0;
+       if (!whole_int(v, 0, 4, x)) return error{n, "must be a number of batches from 0 to 4, not \"" + v + "\""};
+       u.batches_in_flight = static_cast<std::int32_t>(x);
+       return std::nullopt;
+     }},
 };
 static_assert(std::size(parameters) <= sizeof(query_seen) * 8, "query_seen holds a bit per parameter");
 
