@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -197,11 +198,16 @@ typename state_of<Policy>::type fresh_state_of(const Policy& p) {
 }  // namespace detail
 
 namespace detail {
-/// decide() of the I-th alternative of `p`, which `p` holds.
+/// decide() of the I-th alternative of `p`, which `p` holds. An I past the
+/// last alternative is a case of `decide`'s switch that no index reaches.
 template <std::size_t I>
 inline decision decide_alternative(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  using policy_t = std::variant_alternative_t<I, any_policy>;
-  return decide(*std::get_if<I>(&p), *std::get_if<typename policy_t::state>(&s), now, cost);
+  if constexpr (I < std::variant_size_v<any_policy>) {
+    using policy_t = std::variant_alternative_t<I, any_policy>;
+    return decide(*std::get_if<I>(&p), *std::get_if<typename policy_t::state>(&s), now, cost);
+  } else {
+    __builtin_unreachable();
+  }
 }
 }  // namespace detail
 
@@ -214,9 +220,13 @@ inline decision decide_alternative(const any_policy& p, any_state& s, tick now, 
 /// into the caller, and each alternative's step inlines there or not by its
 /// own size, as a direct call to it would. (A chain of compares,
 /// `if (index != I) return from<I + 1>(...)`, was left out of line by GCC
-/// past its first link: +26 instructions per decision of a GCRA.)
+/// past its first link: +26 instructions per decision of a GCRA.) Every
+/// alternative gets its case without a change here, and one without a
+/// `decide` fails to compile in decide_alternative. A policy left valueless
+/// by an exception (a broken invariant) terminates, as std::visit would
+/// here (it throws, and this function is noexcept).
 [[gnu::always_inline]] inline decision decide(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  static_assert(std::variant_size_v<any_policy> == 13, "a new alternative of any_policy needs its case here");
+  static_assert(std::variant_size_v<any_policy> <= 16, "any_policy outgrew decide's switch: add its cases");
   switch (p.index()) {
     case 0:
       return detail::decide_alternative<0>(p, s, now, cost);
@@ -242,8 +252,16 @@ inline decision decide_alternative(const any_policy& p, any_state& s, tick now, 
       return detail::decide_alternative<10>(p, s, now, cost);
     case 11:
       return detail::decide_alternative<11>(p, s, now, cost);
+    case 12:
+      return detail::decide_alternative<12>(p, s, now, cost);
+    case 13:
+      return detail::decide_alternative<13>(p, s, now, cost);
+    case 14:
+      return detail::decide_alternative<14>(p, s, now, cost);
+    case 15:
+      return detail::decide_alternative<15>(p, s, now, cost);
     default:
-      return detail::decide_alternative<12>(p, s, now, cost);  // the last, any_of
+      std::terminate();  // valueless_by_exception
   }
 }
 
