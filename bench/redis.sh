@@ -9,7 +9,9 @@
 #
 # Env: RUNS (repetitions, default 3), SCALE (every count times this, default 1;
 # e.g. 0.2 on a loaded machine), REDIS_PORT (default: a free port),
-# FILTER (a substring of the sluice scenario names), BUILD_DIR, WAIT_ROWS
+# FILTER (a substring of the sluice scenario names), BUILD_DIR, GCRA_LUA
+# (the research's exact script, as bench/http.sh; from a git worktree, where
+# ../shared is not beside the checkout), WAIT_ROWS
 # (default 1: after the rounds, a replica is attached and the 1-key GCRA
 # store rows run again without and with ?wait_replicas=1, the cost of WAIT;
 # 0: not), MODULE_ROWS (default 1: then the Redis module's rows,
@@ -26,7 +28,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${BUILD_DIR:-$root/build-bench}
-script=$root/../shared/research/redis-lab/gcra.lua
+script=${GCRA_LUA:-$root/../shared/research/redis-lab/gcra.lua}  # env: where ../shared is not beside the checkout
 RUNS=${RUNS:-3}
 FILTER=${FILTER:-}
 SCALE=${SCALE:-1}

@@ -46,8 +46,8 @@ outcome evaluate_leaf(const Policy& p, const typename Policy::state& s, tick now
 
 namespace {
 /// evaluate() of the alternative `p` holds, from the I-th on: a compare
-/// chain, as decide_from in any.hpp, so that every plain limiter's step
-/// inlines here (std::visit would call through a table).
+/// chain, so that every plain limiter's step inlines here (std::visit
+/// would call through a table).
 template <std::size_t I>
 outcome evaluate_from(const any_policy& p, const any_state& s, tick now, std::int64_t cost, std::int32_t* choices,
                       bool want_before) noexcept {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -197,25 +198,71 @@ typename state_of<Policy>::type fresh_state_of(const Policy& p) {
 }  // namespace detail
 
 namespace detail {
-/// decide() of the alternative `p` holds, from the I-th on. Not std::visit:
-/// for a variant of more than 11 alternatives, libstdc++ dispatches through
-/// a table of function pointers (an out-of-line call per decision); this
-/// compare chain lets every decide() inline, each returning its decision
-/// directly.
+/// decide() of the I-th alternative of `p`, which `p` holds. An I past the
+/// last alternative is a case of `decide`'s switch that no index reaches.
 template <std::size_t I>
-inline decision decide_from(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  if constexpr (I + 1 < std::variant_size_v<any_policy>) {
-    if (p.index() != I) return decide_from<I + 1>(p, s, now, cost);
+inline decision decide_alternative(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  if constexpr (I < std::variant_size_v<any_policy>) {
+    using policy_t = std::variant_alternative_t<I, any_policy>;
+    return decide(*std::get_if<I>(&p), *std::get_if<typename policy_t::state>(&s), now, cost);
+  } else {
+    __builtin_unreachable();
   }
-  using policy_t = std::variant_alternative_t<I, any_policy>;
-  return decide(*std::get_if<I>(&p), *std::get_if<typename policy_t::state>(&s), now, cost);
 }
 }  // namespace detail
 
 /// Decides one request with whichever algorithm `p` holds. Requires `s` to
 /// hold the state type of `p` (as `fresh_state(p)` made it).
-inline decision decide(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
-  return detail::decide_from<0>(p, s, now, cost);
+///
+/// Not std::visit: for a variant of more than 11 alternatives, libstdc++
+/// dispatches through a table of function pointers (an out-of-line call
+/// per decision). This switch on the index (a jump table) is always inlined
+/// into the caller, and each alternative's step inlines there or not by its
+/// own size, as a direct call to it would. (A chain of compares,
+/// `if (index != I) return from<I + 1>(...)`, was left out of line by GCC
+/// past its first link: +26 instructions per decision of a GCRA.) Every
+/// alternative gets its case without a change here, and one without a
+/// `decide` fails to compile in decide_alternative. A policy left valueless
+/// by an exception (a broken invariant) terminates, as std::visit would
+/// here (it throws, and this function is noexcept).
+[[gnu::always_inline]] inline decision decide(const any_policy& p, any_state& s, tick now, std::int64_t cost) noexcept {
+  static_assert(std::variant_size_v<any_policy> <= 16, "any_policy outgrew decide's switch: add its cases");
+  switch (p.index()) {
+    case 0:
+      return detail::decide_alternative<0>(p, s, now, cost);
+    case 1:
+      return detail::decide_alternative<1>(p, s, now, cost);
+    case 2:
+      return detail::decide_alternative<2>(p, s, now, cost);
+    case 3:
+      return detail::decide_alternative<3>(p, s, now, cost);
+    case 4:
+      return detail::decide_alternative<4>(p, s, now, cost);
+    case 5:
+      return detail::decide_alternative<5>(p, s, now, cost);
+    case 6:
+      return detail::decide_alternative<6>(p, s, now, cost);
+    case 7:
+      return detail::decide_alternative<7>(p, s, now, cost);
+    case 8:
+      return detail::decide_alternative<8>(p, s, now, cost);
+    case 9:
+      return detail::decide_alternative<9>(p, s, now, cost);
+    case 10:
+      return detail::decide_alternative<10>(p, s, now, cost);
+    case 11:
+      return detail::decide_alternative<11>(p, s, now, cost);
+    case 12:
+      return detail::decide_alternative<12>(p, s, now, cost);
+    case 13:
+      return detail::decide_alternative<13>(p, s, now, cost);
+    case 14:
+      return detail::decide_alternative<14>(p, s, now, cost);
+    case 15:
+      return detail::decide_alternative<15>(p, s, now, cost);
+    default:
+      std::terminate();  // valueless_by_exception
+  }
 }
 
 /// A description of a policy as a person gives it; `make_policy` validates it.
