@@ -108,11 +108,15 @@ TEST(RedisLeasesAlternatingPaths, TracesOneCallAtATimeAsTheCoreAndTheMemoryStore
   o.command_timeout = std::chrono::seconds(10);
   alternating_store st(o);
   ASSERT_TRUE(st.ok());
+  auto raw = raw_client(module_server());
+  const std::uint64_t releases0 = calls_of(raw, "sluice.release");
   run_traces(st, face::one_call, 100, nullptr, 100, 33);
   expect_clean(st.on_module());
   expect_clean(st.on_library());
   EXPECT_GT(st.on_module().redis_stats().module_calls, 300U);
   EXPECT_GT(st.on_library().redis_stats().library_calls, 300U);
+  EXPECT_EQ(st.on_library().redis_stats().module_calls, 0U);
+  EXPECT_GT(calls_of(raw, "sluice.release"), releases0 + 20);  // the module's store's releases, by the module
 }
 
 /// A plain lease-holding store and its memory twin, each with policy `p` as "p".

@@ -135,11 +135,15 @@ TEST_P(RedisRefundAlternatingPaths, TracesWithRefundsDecideAsTheCore) {
   o.command_timeout = std::chrono::seconds(10);
   alternating_store st(o);
   ASSERT_TRUE(st.ok());
+  auto raw = raw_client(module_server());
+  const std::uint64_t refunds0 = calls_of(raw, "sluice.refund");
   run_refund_traces(st, GetParam(), 24);
   expect_no_failure(st.on_module());
   expect_no_failure(st.on_library());
   EXPECT_GT(st.on_module().redis_stats().module_calls, 100U);
   EXPECT_GT(st.on_library().redis_stats().library_calls, 100U);
+  EXPECT_EQ(st.on_library().redis_stats().module_calls, 0U);
+  EXPECT_GT(calls_of(raw, "sluice.refund"), refunds0 + 3);  // the module's store's refunds, by the module
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisRefundAlternatingPaths, ::testing::ValuesIn(conformance::all_algorithms),
