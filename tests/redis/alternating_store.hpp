@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -17,9 +18,11 @@ namespace sluice::redis_test {
 
 class alternating_store final : public store, public store_refunds, public store_leases {
  public:
-  /// Both stores on module_server(), under one fresh key prefix.
+  /// Both stores on module_server(), under one fresh key prefix, with a
+  /// command timeout of 10 s (a loaded machine's slow calls).
   explicit alternating_store(store_options o = {}) {
     o.key_prefix = fresh_prefix("alternating");
+    o.command_timeout = std::chrono::seconds(10);
     const std::string url = module_server().url();
     stores_[0] = open_store(o, url + "?module=on");
     stores_[1] = open_store(o, url + "?module=off");
@@ -28,6 +31,14 @@ class alternating_store final : public store, public store_refunds, public store
   [[nodiscard]] bool ok() const { return stores_[0] && stores_[1]; }
   [[nodiscard]] redis_store& on_module() const { return *stores_[0]; }
   [[nodiscard]] redis_store& on_library() const { return *stores_[1]; }
+
+  /// Each store's calls went its own way, more than `calls` of them: the
+  /// module's store's to the module, none of the library's store's.
+  void expect_paths(std::uint64_t calls) const {
+    EXPECT_GT(on_module().redis_stats().module_calls, calls);
+    EXPECT_GT(on_library().redis_stats().library_calls, calls);
+    EXPECT_EQ(on_library().redis_stats().module_calls, 0U);
+  }
 
   /// Defined on both (the same id on each: both define in the same order).
   result<policy_id> define(std::string_view name, const any_policy& policy) override {
