@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/alternating_store.hpp"
 #include "redis/client/client.hpp"
 #include "redis/lease_run.hpp"
 #include "redis/store_support.hpp"
@@ -25,10 +26,11 @@
 namespace sluice::redis_test::redis_store_lease_test {
 namespace {
 
-void run_face(face f, std::uint64_t seeds) {
-  store_options o;
-  auto rs = open_patient_store(o);
-  ASSERT_TRUE(rs);
+/// Lease traces of seeds 1..`seeds` through `rs` (`f`: how it decides
+/// acquires), as the core and the memory store, with more than `min_admits`
+/// leases taken and `min_freed` releases that freed units.
+void run_traces(store& rs, face f, std::uint64_t seeds, redis_store* faced, std::size_t min_admits,
+                std::size_t min_freed) {
   memory_store_options mo;
   mo.keyed.auto_purge = false;
   mo.max_policies = 1200;
@@ -39,19 +41,15 @@ void run_face(face f, std::uint64_t seeds) {
     const std::string prefix = "t" + std::to_string(seed) + ":";
     const auto core = conformance::reference_answers(t);
     const auto m = run_trace(mem, t, prefix, face::one_call);
-    const auto got = run_trace(*rs, t, prefix, f, rs.get());
+    const auto got = run_trace(rs, t, prefix, f, faced);
     ASSERT_EQ(judge(t, got, m, core), "") << "seed " << seed;
     for (std::size_t i = 0; i < core.size(); ++i) {
       admits += !t.steps[i].release && core[i].leased;
       for (auto u : core[i].freed) freed += u > 0;
     }
   }
-  EXPECT_GT(admits, 300U);
-  EXPECT_GT(freed, 100U);
-  const auto s = rs->redis_stats();
-  EXPECT_EQ(s.mismatches, 0U);
-  EXPECT_EQ(s.carried, 0U);  // every decision and release by the library itself
-  EXPECT_EQ(rs->stats().store_failures, 0U);
+  EXPECT_GT(admits, min_admits);
+  EXPECT_GT(freed, min_freed);
   std::printf("lease traces (%s): %llu seeds, %zu leases taken, %zu releases that freed units, all agree\n",
               f == face::one_call ? "one call at a time"
               : f == face::async  ? "asynchronous face"
@@ -59,23 +57,77 @@ void run_face(face f, std::uint64_t seeds) {
               static_cast<unsigned long long>(seeds), admits, freed);
 }
 
-TEST(RedisLeases, TracesOneCallAtATimeAsTheCoreAndTheMemoryStore) { run_face(face::one_call, 300); }
-TEST(RedisLeases, TracesThroughTheAsynchronousFace) { run_face(face::async, 150); }
-TEST(RedisLeases, TracesPipelined) { run_face(face::pipelined, 150); }
+/// The store met no failure and no mismatch, and decided every lease
+/// itself (nothing carried over).
+void expect_clean(const redis_store& rs) {
+  const auto s = rs.redis_stats();
+  EXPECT_EQ(s.mismatches, 0U);
+  EXPECT_EQ(s.carried, 0U);  // every decision and release by the library (or the module) itself
+  EXPECT_EQ(rs.stats().store_failures, 0U);
+}
+
+/// The lease tests, on each path (`_module`: every release, decision and
+/// compare-and-set through the module's commands).
+class RedisLeases : public ::testing::TestWithParam<store_path> {
+ protected:
+  /// `seeds` traces through a store of this test's path: the module's path
+  /// runs a third of them (what differs is the calls' command, not the
+  /// arithmetic); on it, the releases ran as SLUICE.RELEASE.
+  void run_face(face f, std::uint64_t seeds) const {
+    const store_path path = GetParam();
+    auto rs = open_patient_store({}, url_of(path));
+    ASSERT_TRUE(rs);
+    auto raw = raw_client(server_of(path));
+    const std::uint64_t releases0 = calls_of(raw, "sluice.release");
+    // (The library's path: more than 300 leases and 100 releases; the
+    // module's, its third.)
+    const std::uint64_t n = path == store_path::library ? seeds : seeds / 3;
+    run_traces(*rs, f, n, rs.get(), 300 * n / seeds, 100 * n / seeds);
+    expect_clean(*rs);
+    if (path == store_path::module) {
+      EXPECT_GT(calls_of(raw, "sluice.release"), releases0 + seeds / 6);
+    } else {
+      EXPECT_EQ(rs->redis_stats().module_calls, 0U);
+    }
+  }
+  [[nodiscard]] std::unique_ptr<redis_store> open(store_options o = {}) const {
+    return open_store(std::move(o), url_of(GetParam()));
+  }
+};
+
+TEST_P(RedisLeases, TracesOneCallAtATimeAsTheCoreAndTheMemoryStore) { run_face(face::one_call, 300); }
+TEST_P(RedisLeases, TracesThroughTheAsynchronousFace) { run_face(face::async, 150); }
+TEST_P(RedisLeases, TracesPipelined) { run_face(face::pipelined, 150); }
+
+/// Two stores of a fleet on one server, one on the module's path and one on
+/// the library's, taking a trace's acquires and releases in turn (one key's
+/// leases taken by one path and released by the other): as the core and
+/// the memory store.
+TEST(RedisLeasesAlternatingPaths, TracesOneCallAtATimeAsTheCoreAndTheMemoryStore) {
+  alternating_store st;
+  ASSERT_TRUE(st.ok());
+  auto raw = raw_client(module_server());
+  const std::uint64_t releases0 = calls_of(raw, "sluice.release");
+  run_traces(st, face::one_call, 100, nullptr, 100, 33);
+  expect_clean(st.on_module());
+  expect_clean(st.on_library());
+  st.expect_paths(300);
+  EXPECT_GT(calls_of(raw, "sluice.release"), releases0 + 20);  // the module's store's releases, by the module
+}
 
 /// A plain lease-holding store and its memory twin, each with policy `p` as "p".
 struct pair_of_stores {
-  std::unique_ptr<redis_store> rs = open_store();
+  std::unique_ptr<redis_store> rs;
   memory_store mem;
   policy_id rid = 0, mid = 0;
-  explicit pair_of_stores(const std::string& p) {
+  pair_of_stores(const std::string& p, store_path path) : rs(open_store({}, url_of(path))) {
     rid = rs->define("p", parse_policy(p).value()).value();
     mid = mem.define("p", parse_policy(p).value()).value();
   }
 };
 
-TEST(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
-  pair_of_stores s("all(gcra 10/1s burst=50, concurrency 2 lease=100ns)");
+TEST_P(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
+  pair_of_stores s("all(gcra 10/1s burst=50, concurrency 2 lease=100ns)", GetParam());
   const check rc{s.rid, "k", 0};
   const check mc{s.mid, "k", 0};
   ASSERT_TRUE(s.rs->decide_at(one_check(rc, 0)).d.allowed);
@@ -102,9 +154,9 @@ TEST(RedisLeases, ReportsChargeAConcurrencyPartNothing) {
   EXPECT_EQ(show(s.rs->peek_at(one_check(rc, 21)).d), show(s.mem.peek_at(one_check(mc, 21)).d));  // full now
 }
 
-TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
+TEST_P(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
   store_options o;
-  auto rs = open_store(o);
+  auto rs = open(o);
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 1 lease=1000ns").value()).value();
   const check c{p, "k", 0};
@@ -144,8 +196,8 @@ TEST(RedisLeases, ARepeatedIdAnswersTheSameLeaseAndARefundReleasesIt) {
   EXPECT_EQ(rs->redis_stats().mismatches, 0U);
 }
 
-TEST(RedisLeases, ARedefinitionCarriesTheLeasesOverAndAReleaseCarriesThem) {
-  auto rs = open_store();
+TEST_P(RedisLeases, ARedefinitionCarriesTheLeasesOverAndAReleaseCarriesThem) {
+  auto rs = open();
   ASSERT_TRUE(rs);
   memory_store mem;
   const any_policy three = parse_policy("concurrency 3 lease=1000ns").value();
@@ -184,8 +236,8 @@ TEST(RedisLeases, ARedefinitionCarriesTheLeasesOverAndAReleaseCarriesThem) {
   EXPECT_EQ(rs->redis_stats().mismatches, 0U);
 }
 
-TEST(RedisLeases, NPastTheBoundIsRefusedNamingConcurrency) {
-  auto rs = open_store();
+TEST_P(RedisLeases, NPastTheBoundIsRefusedNamingConcurrency) {
+  auto rs = open();
   ASSERT_TRUE(rs);
   EXPECT_TRUE(rs->define("ok", parse_policy("concurrency 65536").value()).ok());
   const auto r = rs->define("big", parse_policy("concurrency 65537").value());
@@ -196,8 +248,8 @@ TEST(RedisLeases, NPastTheBoundIsRefusedNamingConcurrency) {
   EXPECT_EQ(in.err().field, "concurrency");
 }
 
-TEST(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
-  auto rs = open_store();
+TEST_P(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
+  auto rs = open();
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("all(gcra 100/1s, concurrency 2)").value()).value();
   const check c{p, "k", 0};
@@ -210,9 +262,12 @@ TEST(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
       for (const std::uint64_t b : f->latency_buckets) n += b;
     return n;
   };
-  const std::uint64_t before = calls();
+  auto raw = raw_client(server_of(GetParam()));
+  const std::string command = GetParam() == store_path::module ? "sluice.release" : "fcall";
+  const std::uint64_t before = calls(), ran = calls_of(raw, command);
   const release_result r = rs->release_at(std::span<const check>(&c, 1), lease, 1);
-  EXPECT_EQ(calls() - before, 1U);  // one FCALL
+  EXPECT_EQ(calls() - before, 1U);  // one call: an FCALL, or SLUICE.RELEASE on the module's path
+  EXPECT_EQ(calls_of(raw, command) - ran, 1U);
   EXPECT_EQ(r.from, source::store);
   EXPECT_EQ(r.units, 1);
   EXPECT_EQ(r.per_check[0], 1);
@@ -227,17 +282,17 @@ TEST(RedisLeases, AReleaseIsOneCallAndNamesNothingItDoesNotHold) {
   EXPECT_EQ(rs->release_at(std::span<const check>(&unknown, 1), lease, 2).from, source::error);
 }
 
-TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
+TEST_P(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
   store_options o;
   o.key_prefix = fresh_prefix("corrupt");
-  auto rs = open_store(o);
+  auto rs = open(o);
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 2").value()).value();
   const check c{p, "k", 0};
   const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
   ASSERT_NE(lease, 0U);
   redis::async_client_options co;
-  co.where = redis::parse_url(shared_server().url()).value();
+  co.where = redis::parse_url(server_of(GetParam()).url()).value();
   co.command_timeout = std::chrono::seconds(2);
   redis::test_client cli(co);
   const auto get = [&](const std::string& key) {
@@ -255,14 +310,14 @@ TEST(RedisLeases, ACorruptValueIsAnErrorAndNothingIsReleased) {
   EXPECT_EQ(get(key), bad);  // untouched
 }
 
-TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
+TEST_P(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
   // Two processes of a fleet, each with its deny cache: a release through
   // one must let the other admit at once, not after the cached retry_after.
   store_options o;
   o.key_prefix = fresh_prefix("fleet");
   o.deny_cache = true;
-  auto a = open_store(o);
-  auto b = open_store(o);
+  auto a = open(o);
+  auto b = open(o);
   ASSERT_TRUE(a && b);
   const any_policy p = parse_policy("concurrency 1 lease=1000000ns").value();
   const check ca{a->define("p", p).value(), "k", 0};
@@ -282,17 +337,17 @@ TEST(RedisLeases, AConcurrencyDenialIsNeverCachedSoAReleaseElsewhereEndsIt) {
   EXPECT_EQ(a->stats().deny_cache_hits, 0U);
 }
 
-TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeepsItsTtl) {
+TEST_P(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeepsItsTtl) {
   store_options o;
   o.key_prefix = fresh_prefix("ttl");
-  auto rs = open_store(o);  // ticks of 1 ns
+  auto rs = open(o);  // ticks of 1 ns
   ASSERT_TRUE(rs);
   const policy_id p = rs->define("p", parse_policy("concurrency 3 lease=5s").value()).value();
   const check c{p, "k", 0};
   const std::uint64_t lease = rs->decide_at(one_check(c, 0)).lease;
   ASSERT_NE(lease, 0U);
   redis::async_client_options co;
-  co.where = redis::parse_url(shared_server().url()).value();
+  co.where = redis::parse_url(server_of(GetParam()).url()).value();
   co.command_timeout = std::chrono::seconds(2);
   redis::test_client cli(co);
   const auto pttl = [&] {
@@ -317,6 +372,9 @@ TEST(RedisLeases, AKeyLivesUntilItsLatestLeaseExpiresPlusTheGraceAndAReleaseKeep
   EXPECT_GT(after, second - 2000);
   EXPECT_LE(after, second);
 }
+
+INSTANTIATE_TEST_SUITE_P(EachPath, RedisLeases, ::testing::Values(store_path::library, store_path::module),
+                         path_test_name);
 
 }  // namespace
 }  // namespace sluice::redis_test::redis_store_lease_test

@@ -253,11 +253,17 @@ INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, RedisOverride, ::testing::ValuesIn(conf
 
 // ---- the admin members ----
 
-TEST(RedisOverrides, SetGetListDeleteAndTheStateCarries) {
+/// On each path (`module`: the overrides' reads and compare-and-sets
+/// through SLUICE.REFUND_READ and SLUICE.CAS).
+class RedisOverridesOnEachPath : public ::testing::TestWithParam<store_path> {};
+
+TEST_P(RedisOverridesOnEachPath, SetGetListDeleteAndTheStateCarries) {
   store_options o;
   o.key_prefix = fresh_prefix("ovapi");
-  auto st = open_store(o);
-  auto other = open_store(o);  // another process on the same server
+  auto raw = raw_client(server_of(GetParam()));
+  const std::uint64_t cas0 = calls_of(raw, "sluice.cas"), reads0 = calls_of(raw, "sluice.refund_read");
+  auto st = open_store(o, url_of(GetParam()));
+  auto other = open_store(o, url_of(GetParam()));  // another process on the same server
   ASSERT_TRUE(st && other);
   const policy_id p = st->define_at("api", expr("quota 3"), 0).value();
   const policy_id q = other->define_at("api", expr("quota 3"), 0).value();
@@ -302,7 +308,16 @@ TEST(RedisOverrides, SetGetListDeleteAndTheStateCarries) {
   const auto s = other->redis_stats();
   EXPECT_GE(s.override_moves, 1U);  // it learned of alice's override from a status 6
   EXPECT_EQ(s.mismatches + s.corrupt + s.unknown_config + s.override_races, 0U);
+  if (GetParam() == store_path::module) {
+    EXPECT_GE(calls_of(raw, "sluice.cas") - cas0, 7U);  // every set and delete that wrote
+    EXPECT_GE(calls_of(raw, "sluice.refund_read") - reads0, 7U);
+  } else {
+    EXPECT_EQ(st->redis_stats().module_calls + s.module_calls, 0U);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(EachPath, RedisOverridesOnEachPath, ::testing::Values(store_path::library, store_path::module),
+                         path_test_name);
 
 TEST(RedisOverrides, BadOverridesAreRefusedNamingTheFieldAndChangeNothing) {
   store_options o;

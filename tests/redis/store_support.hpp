@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <variant>
 
 #include "redis/test_client.hpp"
@@ -40,18 +42,59 @@ inline testing::redis_server& module_server() {
 /// module (`?module=on`, on module_server()).
 enum class store_path { library, module };
 
-/// The URL of a store on `path`.
-inline std::string url_of(store_path path) {
-  return path == store_path::library ? shared_server().url() + "?module=off" : module_server().url() + "?module=on";
+/// The URL query of a store on `path`.
+inline std::string query_of(store_path path) { return path == store_path::library ? "?module=off" : "?module=on"; }
+
+/// The shared server of `path`: module_server() for the module's.
+inline testing::redis_server& server_of(store_path path) {
+  return path == store_path::library ? shared_server() : module_server();
 }
 
-/// A client of the shared server, for reading and editing keys behind a
-/// store's back.
-inline redis::test_client raw_client() {
+/// The options of a server of a test's own on `path` (the module loaded on
+/// the module's).
+inline testing::redis_server_options server_options_of(store_path path) {
+  return path == store_path::library ? testing::redis_server_options{} : testing::with_module();
+}
+
+/// The URL of a store on `path`.
+inline std::string url_of(store_path path) { return server_of(path).url() + query_of(path); }
+
+/// A client of `srv` (the shared server by default), for reading and
+/// editing keys behind a store's back.
+inline redis::test_client raw_client(const testing::redis_server& srv = shared_server()) {
   redis::async_client_options co;
-  co.where = redis::parse_url(shared_server().url()).value();
+  co.where = redis::parse_url(srv.url()).value();
+  co.where.module = redis::module_use::off;
   co.command_timeout = std::chrono::seconds(10);
   return redis::test_client(co);
+}
+
+/// A field of `command`'s line in INFO commandstats of the server of `c`
+/// ("calls", "failed_calls"); 0 when it has not run.
+inline std::uint64_t command_stat(redis::test_client& c, const std::string& command, const std::string& field) {
+  const auto r = c.call({"INFO", "commandstats"});
+  const auto* rep = std::get_if<redis::reply>(&r);
+  if (rep == nullptr || !rep->as_string()) return 0;
+  const std::string_view text = *rep->as_string();
+  const auto line = text.find("cmdstat_" + command + ":");
+  if (line == std::string_view::npos) return 0;
+  const auto at = text.find(field + "=", line);
+  if (at == std::string_view::npos || at > text.find('\n', line)) return 0;
+  std::uint64_t n = 0;
+  std::from_chars(text.data() + at + field.size() + 1, text.data() + text.size(), n);
+  return n;
+}
+
+/// How many times `command` (lower case: "sluice.refund", "fcall") ran on
+/// the server of `c` and answered no error (a connection's probe of the
+/// module at its login is an error reply: not counted).
+inline std::uint64_t calls_of(redis::test_client& c, const std::string& command) {
+  return command_stat(c, command, "calls") - command_stat(c, command, "failed_calls");
+}
+
+/// How many times `command` ran there and answered an error.
+inline std::uint64_t failed_calls_of(redis::test_client& c, const std::string& command) {
+  return command_stat(c, command, "failed_calls");
 }
 
 /// The string at `key`, read behind the store's back: "(nil)" when there is
@@ -89,9 +132,9 @@ inline std::unique_ptr<redis_store> open_store(store_options o = {}, const std::
 
 /// A store for the long conformance runs: a command timeout of 10 s, so a
 /// loaded machine's slow calls are not store failures.
-inline std::unique_ptr<redis_store> open_patient_store(store_options o = {}) {
+inline std::unique_ptr<redis_store> open_patient_store(store_options o = {}, const std::string& url = "") {
   o.command_timeout = std::chrono::seconds(10);
-  return open_store(std::move(o));
+  return open_store(std::move(o), url);
 }
 
 /// Whether every sliding-buckets part of `p` has at most `most` sub-windows
@@ -114,6 +157,18 @@ inline std::string algorithm_test_name(const ::testing::TestParamInfo<algorithm>
   for (char& ch : n)
     if (ch == '-') ch = '_';
   return n;
+}
+
+/// A test's name for its path: "library" or "module".
+inline std::string path_test_name(const ::testing::TestParamInfo<store_path>& i) {
+  return i.param == store_path::library ? "library" : "module";
+}
+
+/// A test's name for its algorithm and path: the algorithm's, with
+/// "_module" on the module's path.
+inline std::string algorithm_path_test_name(const ::testing::TestParamInfo<std::tuple<algorithm, store_path>>& i) {
+  return algorithm_test_name({std::get<0>(i.param), i.index}) +
+         (std::get<1>(i.param) == store_path::module ? "_module" : "");
 }
 
 inline std::string show_tick(tick t) { return t == never ? std::string("never") : std::to_string(t); }

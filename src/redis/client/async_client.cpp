@@ -646,7 +646,9 @@ struct async_client::impl {
         }
       const url& w = m.owner.options_.where;
       if (names.size() < replies.size()) {
-        module_caps caps = read_module_probe(replies.data() + names.size(), replies.size() - names.size());
+        const auto lib = m.owner.current_library();
+        module_caps caps = read_module_probe(replies.data() + names.size(), replies.size() - names.size(),
+                                             lib ? std::string_view(lib->name) : std::string_view());
         if (w.module == module_use::on && !caps.complete()) {
           // This connection fails; the path the others share is left as it
           // is (their calls meet the same refusal, and fail, on their own).

@@ -40,26 +40,27 @@ constexpr letter_set letter_bit(char c) noexcept {
 
 /// A library function the module has a command for: the command a call of
 /// it becomes (same keys, same arguments).
-enum class module_command : std::uint8_t { none, one, decide, peek, report };
-inline constexpr std::array<std::string_view, 5> module_command_names{"", "SLUICE.ONE", "SLUICE.DECIDE", "SLUICE.PEEK",
-                                                                      "SLUICE.REPORT"};
+enum class module_command : std::uint8_t { none, one, decide, peek, report, release, refund, refund_read, cas };
+inline constexpr std::array<std::string_view, 9> module_command_names{"",
+                                                                      "SLUICE.ONE",
+                                                                      "SLUICE.DECIDE",
+                                                                      "SLUICE.PEEK",
+                                                                      "SLUICE.REPORT",
+                                                                      "SLUICE.RELEASE",
+                                                                      "SLUICE.REFUND",
+                                                                      "SLUICE.REFUND_READ",
+                                                                      "SLUICE.CAS"};
 
-/// The letters whose leaves the store sends the module: every leaf the
-/// module decides (its version 2, SLUICE.INFO's "letters": gqfcusbl) but the
-/// leaky queue's ('q'), whose reports past its queue the module refuses
-/// where the library charges them (the module rebuilds the queue from the
-/// leaf's arguments, which a saturated report no longer carries: the shared
-/// conformance suite's module path found it; docs/redis.md). A module that
-/// lacks a letter answers "sluice: not in the module", so such a call goes to
-/// the library (module=auto). Not read from SLUICE.INFO at the login yet.
-inline constexpr letter_set module_letters = letter_bit('g') | letter_bit('f') | letter_bit('c') | letter_bit('u') |
-                                             letter_bit('s') | letter_bit('b') | letter_bit('l');
+/// The oldest module version whose commands take this client's arguments
+/// (SLUICE.INFO's `version`; docs/redis.md, "What the loaded module
+/// decides: SLUICE.INFO").
+inline constexpr std::int64_t module_min_version = 2;
 
 /// What a connection's server offers: found by the probe at its login.
 struct module_caps {
-  bool checked = false;       ///< the probe answered (false: not connected yet, or module=off)
-  std::uint8_t commands = 0;  ///< bit (1 << module_command) per command the server runs for this user
-  letter_set letters = 0;     ///< the algorithms its module decides (0: none)
+  bool checked = false;        ///< the probe answered (false: not connected yet, or module=off)
+  std::uint16_t commands = 0;  ///< bit (1 << module_command) per command the server runs for this user
+  letter_set letters = 0;      ///< the algorithms its module decides, as its SLUICE.INFO says (0: none)
   /// Why calls go to the library when they do: "no module", "the ACL
   /// refuses SLUICE.ONE", ...; empty when every command is there.
   std::string why;
@@ -69,19 +70,24 @@ struct module_caps {
   }
   /// Every command there, for every letter it decides.
   [[nodiscard]] bool complete() const noexcept { return commands == all_commands; }
-  static constexpr std::uint8_t all_commands = 0b11110;
+  static constexpr std::uint16_t all_commands = 0b1'1111'1110;
 };
 
 /// The probe a connection sends after its login, in the same write: each
-/// command once, with no key and an empty argument, which the module
-/// refuses with its own error ("sluice: bad request ..."), having read and
-/// written nothing; Redis answers "ERR unknown command" where there is no
-/// module and NOPERM where the ACL refuses the command.
+/// command once, with no key and arguments it refuses with its own error
+/// ("sluice: bad request ..."), having read and written nothing; Redis
+/// answers "ERR unknown command" where there is no module and NOPERM where
+/// the ACL refuses the command. Then SLUICE.INFO, whose answer (version,
+/// protocol, letters) says what the module decides.
 std::vector<std::vector<std::string_view>> module_probe();
 
 /// The capabilities the probe's replies show (`n` replies, in the probe's
-/// order).
-module_caps read_module_probe(const reply* replies, std::size_t n);
+/// order), for a client whose library is named `library` (its protocol is
+/// the name up to its last '_': "sluice_v2"). The letters are those
+/// SLUICE.INFO answered; a module whose INFO is missing, unreadable, older
+/// than module_min_version or of another protocol is not used (the reason
+/// in `why`).
+module_caps read_module_probe(const reply* replies, std::size_t n, std::string_view library);
 
 /// Whether an error reply to a module command says it did not run, so the
 /// same call may go to the library instead without deciding twice: NOPERM

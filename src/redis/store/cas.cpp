@@ -46,7 +46,10 @@ redis::cas_answer redis_store::impl::compare_and_set(std::string_view function, 
   }
   if (!invalidated.empty()) append_invalidation(strings, invalidated);
   const std::vector<std::string_view> views(strings.begin(), strings.end());
-  redis::cas_answer a{std::nullopt, call_one(redis::function_call{function, head_keys.size() + keys.size(), views})};
+  // The module's command of the same arguments (SLUICE.CAS, SLUICE.REFUND).
+  const auto command = function == fns.refund ? redis::module_command::refund : redis::module_command::cas;
+  redis::cas_answer a{std::nullopt,
+                      call_one(redis::function_call{function, head_keys.size() + keys.size(), views, command})};
   if (const auto* arr = a.array()) a.status = (*arr)[0].as_integer();
   if (a.status == 0) carry_conflicts.fetch_add(1, std::memory_order_relaxed);  // a key moved: the caller reads again
   return a;
