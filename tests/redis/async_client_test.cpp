@@ -197,7 +197,11 @@ TEST(AsyncClient, SynchronousCallersEachDriveAConnectionOfTheirOwn) {
 TEST(AsyncClient, CallerConnectionsLeftIdleAreClosed) {
   redis_server srv;
   auto o = options_2s(srv.url());
-  o.caller_idle_close = 100ms;
+  // 500 ms: the four BLPOPs below end at Redis's timeout check, which may
+  // come up to a server tick (100 ms) apart, and a connection handed back
+  // idle for the limit would be closed by the next one handed back (a
+  // CI run saw 100 ms close three of them before the count below).
+  o.caller_idle_close = 500ms;
   auto c = sync_client::open(o).value();
   // Four callers at once, each held 200 ms by the server: four connections.
   EXPECT_EQ(failures_from_threads(4, 1, [&] { return c->call({"BLPOP", "nothing", "0.2"}); }), 0);
@@ -209,8 +213,8 @@ TEST(AsyncClient, CallerConnectionsLeftIdleAreClosed) {
     const auto at = info.find("connected_clients:");
     return at == std::string::npos ? -1 : std::atoi(info.c_str() + at + 18);
   };
-  EXPECT_EQ(connected(), 4);  // none idle for 100 ms yet
-  std::this_thread::sleep_for(150ms);
+  EXPECT_EQ(connected(), 4);  // none idle for 500 ms yet
+  std::this_thread::sleep_for(600ms);
   // This call takes the most recent connection; handing it back closes the
   // three others. The server sees them go a moment later.
   const auto until = std::chrono::steady_clock::now() + 2s;
