@@ -31,7 +31,8 @@ redis::leaf_write redis_store::impl::write_leaf(const redis::plan& p, std::size_
   return redis::leaf_write::written;
 }
 
-redis::cas_answer redis_store::impl::compare_and_set(std::string_view function, std::span<const std::string> head_keys,
+redis::cas_answer redis_store::impl::compare_and_set(const redis::library_function& function,
+                                                     std::span<const std::string> head_keys,
                                                      std::span<const std::string> head_args,
                                                      std::span<const redis::cas_key> keys,
                                                      std::span<const std::string_view> invalidated) {
@@ -46,10 +47,7 @@ redis::cas_answer redis_store::impl::compare_and_set(std::string_view function, 
   }
   if (!invalidated.empty()) append_invalidation(strings, invalidated);
   const std::vector<std::string_view> views(strings.begin(), strings.end());
-  // The module's command of the same arguments (SLUICE.CAS, SLUICE.REFUND).
-  const auto command = function == fns.refund ? redis::module_command::refund : redis::module_command::cas;
-  redis::cas_answer a{std::nullopt,
-                      call_one(redis::function_call{function, head_keys.size() + keys.size(), views, command})};
+  redis::cas_answer a{std::nullopt, call_one(function.call(head_keys.size() + keys.size(), views))};
   if (const auto* arr = a.array()) a.status = (*arr)[0].as_integer();
   if (a.status == 0) carry_conflicts.fetch_add(1, std::memory_order_relaxed);  // a key moved: the caller reads again
   return a;

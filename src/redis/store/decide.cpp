@@ -89,12 +89,11 @@ void redis_store::impl::build(const store_request& r, const entry* const* es, bo
   c.first = s.pieces.size();
   const bool single = !report && !peek && r.id.empty() && r.checks.size() == 1 && es[0]->p->single();
   const bool has_id = !report && !peek && !r.id.empty();
-  c.function = report ? fns.report : single ? fns.one : (peek ? fns.peek : fns.decide);
+  const redis::library_function& f = report ? fns.report : single ? fns.one : (peek ? fns.peek : fns.decide);
+  c.function = f.name;
   // The same call as the module's command, where a node's module decides
   // every leaf's algorithm (docs/redis.md, "The store and the module").
-  c.module = report   ? redis::module_command::report
-             : single ? redis::module_command::one
-                      : (peek ? redis::module_command::peek : redis::module_command::decide);
+  c.module = f.module;
   for (std::size_t i = 0; i < r.checks.size(); ++i)
     for (const auto& lp : es[i]->p->leaves()) c.letters |= redis::letter_bit(lp.letter);
   if (has_id) {

@@ -163,8 +163,7 @@ result<int> redis_store::impl::change_override(policy_id policy, std::string_vie
     keys.push_back(override_key(*conf, key));
     for (const auto& lp : to->p->leaves()) keys.push_back(conf->key_head + std::string(key) + "}" + lp.suffix);
     std::vector<std::string_view> views(keys.begin(), keys.end());
-    const auto res =
-        call_one(redis::function_call{fns.refund_read, keys.size(), views, redis::module_command::refund_read});
+    const auto res = call_one(fns.refund_read.call(keys.size(), views));
     const auto* rep = std::get_if<redis::reply>(&res);
     const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
     if (arr == nullptr || arr->size() != keys.size()) return store_error("Redis did not answer the read of the key");
@@ -324,7 +323,7 @@ result<std::optional<any_policy>> redis_store::override_of(policy_id policy, std
   if (!im.overridable(key)) return std::optional<any_policy>();
   const std::string k = impl::override_key(*conf, key);
   const std::string_view views[] = {k};
-  const auto res = im.call_one(redis::function_call{im.fns.refund_read, 1, views, redis::module_command::refund_read});
+  const auto res = im.call_one(im.fns.refund_read.call(1, views));
   const auto* rep = std::get_if<redis::reply>(&res);
   const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
   bool ok = true;
@@ -365,8 +364,7 @@ result<override_page> redis_store::list_overrides(policy_id policy, std::string_
   const std::vector<std::string_view> views(names.begin(), names.end());
   std::vector<redis::function_call> calls;
   for (std::size_t i = 0; i < n; ++i)
-    calls.push_back(redis::function_call{im.fns.refund_read, 1, std::span<const std::string_view>(views.data() + i, 1),
-                                         redis::module_command::refund_read});
+    calls.push_back(im.fns.refund_read.call(1, std::span<const std::string_view>(views.data() + i, 1)));
   const auto results = n == 0 ? std::vector<redis::call_result>() : im.call_each(calls);
   if (results.size() != n) return store_error("Redis did not answer the read of the overrides");
   for (std::size_t i = 0; i < n; ++i) {

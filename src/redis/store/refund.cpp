@@ -265,7 +265,7 @@ refund_answer redis_store::impl::refund_by_id(std::string_view id, tick now, std
     const std::string tns = std::to_string(opt.tick_ns);
     if (at_store_clock()) args.push_back(tns);
     const std::int64_t sent = remote::circuit_breaker::steady_ns();
-    auto res = call_one(redis::function_call{fns.refund_read, keys.size(), args, redis::module_command::refund_read});
+    auto res = call_one(fns.refund_read.call(keys.size(), args));
     auto* rep = std::get_if<redis::reply>(&res);
     if (rep != nullptr && !rep->is_error() && !take_instant(*rep, sent, now)) rep = nullptr;
     a.at = now;

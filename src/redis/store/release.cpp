@@ -98,7 +98,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
       if (es[i]->p->leaves().empty() || !overridable(r.checks[i].key)) continue;
       const std::string k = override_key(*es[i], r.checks[i].key);
       const std::string_view kv[] = {k};
-      const auto res = call_one(redis::function_call{fns.refund_read, 1, kv, redis::module_command::refund_read});
+      const auto res = call_one(fns.refund_read.call(1, kv));
       const auto* rep = std::get_if<redis::reply>(&res);
       const auto* arr = rep != nullptr ? rep->as_array() : nullptr;
       bool ok = true;
@@ -123,7 +123,7 @@ release_result redis_store::impl::release_lease(std::span<const check> given, st
 
   for (int attempt = 0; attempt < release_attempts; ++attempt) {
     const std::int64_t sent = remote::circuit_breaker::steady_ns();
-    auto res = call_one(redis::function_call{fns.release, keys.size(), views, redis::module_command::release});
+    auto res = call_one(fns.release.call(keys.size(), views));
     auto* rep = std::get_if<redis::reply>(&res);
     if (rep != nullptr && !take_instant(*rep, sent, now)) return failed();
     r.now = now;

@@ -346,7 +346,7 @@ void redis_store::impl::append_invalidation(std::vector<std::string>& args,
 
 void redis_store::impl::settle(std::string_view key) {
   const std::string_view keys[] = {key};
-  (void)call_one(redis::function_call{fns.sync, 1, keys});
+  (void)call_one(fns.sync.call(1, keys));
 }
 
 std::optional<store_decision> redis_store::impl::local_answer(const store_request& r, const entry* const* es, bool peek,

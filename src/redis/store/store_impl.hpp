@@ -45,17 +45,32 @@ namespace redis {
 extern const std::string_view lua_library;
 extern const std::string_view lua_library_name;  // sluice_v2_<hash of the code> (embed_lua.cmake)
 
-/// The library's functions (main.lua).
+/// A function of the library (main.lua) and the module's command that
+/// takes the same keys and arguments (module.hpp; none: the library's only).
+struct library_function {
+  std::string name;
+  module_command module = module_command::none;
+  /// A call of it: `num_keys` keys first in `keys_then_args`.
+  [[nodiscard]] function_call call(std::size_t num_keys, std::span<const std::string_view> keys_then_args) const {
+    return function_call{name, num_keys, keys_then_args, module};
+  }
+};
+
+/// The library's functions (main.lua), each with its module command: the
+/// one place that pairs them.
 struct functions {
-  std::string one = std::string(lua_library_name) + "_one";
-  std::string decide = std::string(lua_library_name) + "_decide";
-  std::string peek = std::string(lua_library_name) + "_peek";
-  std::string cas = std::string(lua_library_name) + "_cas";
-  std::string report = std::string(lua_library_name) + "_report";
-  std::string refund_read = std::string(lua_library_name) + "_refund_read";  // refund.lua
-  std::string refund = std::string(lua_library_name) + "_refund";
-  std::string release = std::string(lua_library_name) + "_release";  // release.lua
-  std::string sync = std::string(lua_library_name) + "_sync";        // after a call that published
+  static library_function of(std::string_view suffix, module_command m = module_command::none) {
+    return library_function{std::string(lua_library_name) + std::string(suffix), m};
+  }
+  library_function one = of("_one", module_command::one);
+  library_function decide = of("_decide", module_command::decide);
+  library_function peek = of("_peek", module_command::peek);
+  library_function cas = of("_cas", module_command::cas);
+  library_function report = of("_report", module_command::report);
+  library_function refund_read = of("_refund_read", module_command::refund_read);  // refund.lua
+  library_function refund = of("_refund", module_command::refund);
+  library_function release = of("_release", module_command::release);  // release.lua
+  library_function sync = of("_sync");                                 // after a call that published
 };
 
 /// One configuration of a defined policy, as decisions read it. Immutable
@@ -430,12 +445,12 @@ struct redis_store::impl {
   redis::leaf_write write_leaf(const redis::plan& p, std::size_t j, const any_state& was, const any_state& next,
                                bool always, tick at, redis::cas_key& k) const;
   /// One compare-and-set (`function`: fns.cas or fns.refund, main.lua and
-  /// refund.lua): its keys `head_keys` then every key of `keys`; its
+  /// refund.lua, or the module's command of each): its keys `head_keys` then every key of `keys`; its
   /// arguments `head_args`, then per key of `keys` its expected value, its
   /// write and its expiry, then (when `invalidated` is not empty) the
   /// invalidation of those keys for every deny cache. Written only if every
   /// key still holds its expected value.
-  redis::cas_answer compare_and_set(std::string_view function, std::span<const std::string> head_keys,
+  redis::cas_answer compare_and_set(const redis::library_function& function, std::span<const std::string> head_keys,
                                     std::span<const std::string> head_args, std::span<const redis::cas_key> keys,
                                     std::span<const std::string_view> invalidated = {});
 
