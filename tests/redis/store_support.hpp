@@ -122,6 +122,19 @@ inline bool eventually(const std::function<bool()>& done) {
   return true;
 }
 
+/// Whether the deny cache answers a repeat of the denial `r` soon: the cache
+/// may pass a request to the store at any time (its subscription not yet
+/// confirmed, or its listener reading: docs/redis.md, "The deny cache"), so
+/// not necessarily the first repeat; a denial charges nothing. Every repeat
+/// must be denied.
+inline bool cache_answers_denial(redis_store& st, const store_request& r) {
+  return eventually([&] {
+    const store_decision again = st.decide_at(r);
+    EXPECT_FALSE(again.d.allowed);
+    return again.from == source::deny_cache;
+  });
+}
+
 inline std::unique_ptr<redis_store> open_store(store_options o = {}, const std::string& url = "") {
   o.url = url.empty() ? shared_server().url() : url;
   if (o.key_prefix == "sluice:") o.key_prefix = fresh_prefix("store");
