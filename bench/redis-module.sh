@@ -9,7 +9,7 @@
 # interleaved rounds) and the ratios the issue asks for (module / FCALL ≤ 0.3).
 #
 #   bench/redis-module.sh              build sluice_module (Release, build-bench/) and run
-#   bench/redis-module.sh --no-build   use build-bench/sluice_module.so as it is
+#   bench/redis-module.sh --no-build   use build-bench/sluice_module.so and its Lua library as they are
 #
 # Env: LEAF (gcra, log or fixed: the leaf the FCALL and the module decide,
 # default gcra; the exact script's rows are GCRA's, so only with gcra),
@@ -42,7 +42,7 @@ if [ "$do_build" = 1 ]; then
   mkdir -p "$build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_BENCH=ON -DSLUICE_BUILD_TESTS=OFF \
     >"$build/sluice_module-configure.log" 2>&1 || { cat "$build/sluice_module-configure.log" >&2; exit 1; }
-  cmake --build "$build" -j2 --target sluice_module >"$build/sluice_module-build.log" 2>&1 ||
+  cmake --build "$build" -j2 --target sluice_module sluice_lua_library >"$build/sluice_module-build.log" 2>&1 ||
     { tail -30 "$build/sluice_module-build.log" >&2; exit 1; }
 fi
 module=$build/sluice_module.so
@@ -50,20 +50,13 @@ module=$build/sluice_module.so
 
 redis_args=(--loadmodule "$module")
 start_redis taskset -c 1
-# The Lua library as the store loads it (embed_lua.cmake: the parts in
-# src/redis/CMakeLists.txt's order, @LIB@ its name, @LEAVES@ the dispatch
-# tables from each leaf file's `--! leaf <letter> <function> <bytes>` line).
-lib=sluice_v2_bench
-parts=$(sed -n 's/^set(SLUICE_LUA_PARTS \(.*\))$/\1/p' "$root/src/redis/CMakeLists.txt")
-body=$(for p in $parts; do cat "$root/src/redis/lua/$p.lua"; done)
-leaves=$(printf '%s\n' "$body" | awk '
-  /^--! leaf [a-z] [a-z_]+ [0-9]+$/ {
-    n++; b = index("abcdefghijklmnopqrstuvwxyz", $3) + 96
-    l = l sprintf("  [%d] = %s, -- \x27%s\x27\n", b, $4, $3); a = a sprintf("  [%d] = %s, -- \x27%s\x27\n", b, $5, $3)
-  }
-  END { printf "local leaves = {\n%s}\nlocal arg_bytes = {\n%s}", l, a }')
-code=$(printf '#!lua name=%s\n%s\n' "$lib" "$body" | awk -v leaves="$leaves" '$0 == "@LEAVES@" { print leaves; next } { print }' |
-  sed "s/@LIB@/$lib/g")
+# The Lua library as the store loads it: the build's own copy
+# (embed_lua.cmake writes it beside the C++ it embeds), named as the store
+# names it.
+library=$build/src/redis/sluice_library.lua
+[ -f "$library" ] || { say "ERROR: $library missing (cmake --build $build --target sluice_lua_library)"; exit 1; }
+code=$(cat "$library")
+lib=$(sed -n '1s/^#!lua name=//p' "$library")
 cli function load replace "$code" >/dev/null || { say "ERROR: the Lua library did not load"; exit 1; }
 [ "$LEAF" != gcra ] || SHA=$(cli script load "$(cat "$script")")
 say "redis $(redis-server --version | awk '{print $3}') on 127.0.0.1:$port (pid $pid, CPU 1) with $(basename "$module"); clients on CPU 0; leaf=$LEAF runs=$RUNS calls=$CALLS conns=$CONNS keys=$KEYS"
