@@ -256,7 +256,7 @@ class TlsCheck(unittest.TestCase):
 
     def test_missing_unreadable_empty_or_wrong_files(self):
         c = self.certs
-        cert, key, ca = c.path("server.crt"), c.path("server.key"), c.path("ca.crt")
+        cert, key = c.path("server.crt"), c.path("server.key")
         missing = c.path("missing.crt")
         cases = [
             ((missing, key, None), "sluice.toml:5:17: grpc.tls_cert_file: cannot read '%s' (No such file or "
