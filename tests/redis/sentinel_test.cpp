@@ -523,11 +523,7 @@ TEST_P(SentinelFailover, WaitReplicasBoundsAFailoverToNoOverAdmission) {
   }
 }
 
-// The module variant (true) is left out until its failure is understood:
-// in a fresh-clone CI run (2026-12-07) a peek after the third failover (to
-// the replica without the module) got no store answer for 10 s; it passed
-// in the two runs before. Issue 32's note lists it as open.
-INSTANTIATE_TEST_SUITE_P(Paths, SentinelFailover, ::testing::Values(false),
+INSTANTIATE_TEST_SUITE_P(Paths, SentinelFailover, ::testing::Values(false, true),
                          [](const auto& i) { return i.param ? "module_on_the_master_only" : "library"; });
 
 }  // namespace
