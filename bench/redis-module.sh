@@ -15,7 +15,10 @@
 # default gcra; the exact script's rows are GCRA's, so only with gcra),
 # RUNS (rounds, default 3), CALLS (per row and round, default 200000),
 # CONNS (connections, default 10), BUILD_DIR, EXACT_SCRIPT (gcra.lua elsewhere, e.g.
-# from a git worktree, where ../shared is not beside the checkout). The server is pinned to CPU 1,
+# from a git worktree, where ../shared is not beside the checkout), BASE_MODULE (another
+# build's sluice_module.so, e.g. the last commit's copied aside: a second server on CPU 1
+# loads it, and each round also runs its SLUICE.ONE rows, "redis-module-base-…", between
+# the FCALL's and the module's; before/after in one run). The server is pinned to CPU 1,
 # the clients to CPU 0, and stopped by its PID on exit. INCR and EVALSHA run
 # through redis-benchmark; the FCALL and the module's command carry a binary
 # argument (doubles with zero bytes) that redis-benchmark cannot send, so
@@ -48,6 +51,19 @@ fi
 module=$build/sluice_module.so
 [ -f "$module" ] || { say "ERROR: $module missing"; exit 1; }
 
+if [ -n "${BASE_MODULE:-}" ]; then
+  [ -f "$BASE_MODULE" ] || { say "ERROR: BASE_MODULE $BASE_MODULE missing"; exit 1; }
+  redis_args=(--loadmodule "$BASE_MODULE")
+  start_redis taskset -c 1
+  base_port=$port base_pid=$pid base_dir=$dir
+  on_exit() {  # after the main server stops (redis_common.sh): the base's, by its PID
+    kill "$base_pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$base_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$base_pid" 2>/dev/null || true
+    rm -rf "$base_dir"
+  }
+  say "base: redis on 127.0.0.1:$base_port (pid $base_pid, CPU 1) with $BASE_MODULE"
+fi
 redis_args=(--loadmodule "$module")
 start_redis taskset -c 1
 # The Lua library as the store loads it: the build's own copy
@@ -77,9 +93,10 @@ benchmark() {
   cli info commandstats | tr -d '\r' | awk -F'[:,=]' -v s="cmdstat_$stat" -v name="$name" -v dc=$((c1 - c0)) -v hz="$hz" -v p="$p" -v conns="$CONNS" -v keys="$KEYS" '
     $1 == s { printf "RESULT\t%s\tusec_per_call=%s\tcpu_us_per_call=%.2f\tcalls=%d\tops_per_s=-\tP=%d\tconns=%d\tkeys=%d\n", name, $7, dc * 1e6 / hz / $3, $3, p, conns, keys }' >>"$raw"
 }
-load() {  # load NAME FN P
-  cli flushall >/dev/null
-  taskset -c 0 python3 "$here/redis_module_load.py" --port "$port" --pid "$pid" --fn "$2" --pipeline "$3" --leaf "$LEAF" \
+load() {  # load NAME FN P [PORT PID]: on the main server unless PORT and PID are given
+  local on_port=${4:-$port} on_pid=${5:-$pid}
+  redis-cli -h 127.0.0.1 -p "$on_port" flushall >/dev/null
+  taskset -c 0 python3 "$here/redis_module_load.py" --port "$on_port" --pid "$on_pid" --fn "$2" --pipeline "$3" --leaf "$LEAF" \
     --calls "$CALLS" --conns "$CONNS" --keys "$KEYS" --name "$1" >>"$raw"
 }
 # gcra.lua's ARGV (bench/redis.sh): allowed, its TTL set (PX 60000).
@@ -91,6 +108,7 @@ for round in $(seq 1 "$RUNS"); do
     [ "$LEAF" != gcra ] ||
       benchmark "redis-gcra-exact-px-10kkeys-P$p" evalsha "$p" -- evalsha "$SHA" 1 rb:__rand_int__ "${ALLOW_PX[@]}"
     load "redis-lua-one$sfx-10kkeys-P$p" "${lib}_one" "$p"
+    [ -z "${BASE_MODULE:-}" ] || load "redis-module-base-one$sfx-10kkeys-P$p" SLUICE.ONE "$p" "$base_port" "$base_pid"
     load "redis-module-one$sfx-10kkeys-P$p" SLUICE.ONE "$p"
   done
 done
@@ -115,7 +133,10 @@ awk -F'\t' -v sfx="$sfx" '$1 == "RESULT" {
     split("1 16", ps, " ")
     for (i = 1; i <= 2; i++) {
       m = "redis-module-one" sfx "-10kkeys-P" ps[i]; f = "redis-lua-one" sfx "-10kkeys-P" ps[i]; e = "redis-gcra-exact-px-10kkeys-P" ps[i]; c = "redis-incr-10kkeys-P" ps[i]
+      b = "redis-module-base-one" sfx "-10kkeys-P" ps[i]
       if (mu[f] > 0) printf "  -P %-2s module / FCALL: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[f], mc[m] / mc[f]
+      if (mu[f] > 0 && mu[b] > 0) printf "  -P %-2s base module / FCALL: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[b] / mu[f], mc[b] / mc[f]
+      if (mu[b] > 0) printf "  -P %-2s module / base module: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[b], mc[m] / mc[b]
       if (mu[e] > 0) printf "  -P %-2s module / exact script: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[e], mc[m] / mc[e]
       if (mu[c] > 0) printf "  -P %-2s module / INCR: usec_per_call %.2f, CPU/call %.2f\n", ps[i], mu[m] / mu[c], mc[m] / mc[c]
     }

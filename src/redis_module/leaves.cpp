@@ -257,23 +257,71 @@ std::optional<reply> read_concurrency(std::span<const std::int64_t> x, tick, rea
 }
 
 /// Every leaf of the library: its letter, how many numbers its arguments
-/// are (main.lua, `arg_bytes`, in doubles) and their reader.
+/// are (main.lua, `arg_bytes`, in doubles), their reader, and whether its
+/// reading is kept (`memo` below): not for the windowed leaves, whose
+/// reading depends on the instant sent, nor for a concurrency leaf, whose
+/// arguments carry a new nonce in every call.
 struct leaf_kind {
   char letter;
   std::size_t numbers;
   reader read;
+  bool kept;
 };
 constexpr std::array<leaf_kind, 8> kinds{{
-    {portable::of<gcra>::letter, 8, read_gcra},
-    {portable::of<leaky_queue>::letter, 10, read_leaky},
-    {portable::of<fixed_window>::letter, 7, read_fixed},
-    {portable::of<sliding_counter>::letter, 7, read_counter},
-    {portable::of<quota>::letter, 3, read_quota},
-    {portable::of<sliding_log>::letter, 4, read_log},
-    {portable::of<sliding_buckets>::letter, 8, read_buckets},
-    {portable::of<concurrency>::letter, 7, read_concurrency},
+    {portable::of<gcra>::letter, 8, read_gcra, true},
+    {portable::of<leaky_queue>::letter, 10, read_leaky, true},
+    {portable::of<fixed_window>::letter, 7, read_fixed, false},
+    {portable::of<sliding_counter>::letter, 7, read_counter, false},
+    {portable::of<quota>::letter, 3, read_quota, true},
+    {portable::of<sliding_log>::letter, 4, read_log, true},
+    {portable::of<sliding_buckets>::letter, 8, read_buckets, false},
+    {portable::of<concurrency>::letter, 7, read_concurrency, false},
 }};
 constexpr std::size_t most_numbers = 10;
+
+/// The readings of the leaves met last, by their letter and arguments'
+/// bytes: a kept leaf's reading is a function of these alone, and building
+/// it again (GCRA's gcd and divisor in 128 bits, the core's checks) was a
+/// tenth of SLUICE.ONE's own code (docs/redis.md, "What it costs Redis").
+/// Direct-mapped; a reading that is an error is not kept. Redis runs a
+/// module's commands on its main thread only.
+class reading_memo {
+ public:
+  /// The reading of `kind`'s arguments `args` (8 bytes per number, their
+  /// numbers `x`), kept or read now; an error reply when they are not ones
+  /// the store sends.
+  const reading* find(const leaf_kind& kind, std::string_view args, std::span<const std::int64_t> x, tick sent,
+                      reading& fresh, std::optional<reply>& error) {
+    if (!kind.kept) return read(kind, x, sent, fresh, error);
+    std::uint64_t h = static_cast<unsigned char>(kind.letter);
+    for (const std::int64_t v : x) h = (h ^ static_cast<std::uint64_t>(v)) * 0x9E3779B97F4A7C15ULL;
+    entry& e = slots_[(h >> 58) % slots_.size()];
+    if (e.letter == kind.letter && std::string_view(e.bytes.data(), e.size) == args) return &e.r;
+    const reading* r = read(kind, x, sent, fresh, error);
+    if (r == nullptr) return nullptr;
+    e.letter = 0;  // an entry half written is never found
+    e.r = fresh;
+    std::copy(args.begin(), args.end(), e.bytes.begin());
+    e.size = args.size();
+    e.letter = kind.letter;
+    return &e.r;
+  }
+
+ private:
+  static const reading* read(const leaf_kind& kind, std::span<const std::int64_t> x, tick sent, reading& out,
+                             std::optional<reply>& error) {
+    error = kind.read(x, sent, out);
+    return error ? nullptr : &out;
+  }
+  struct entry {
+    char letter = 0;  ///< 0: empty
+    std::array<char, 8 * most_numbers> bytes{};
+    std::size_t size = 0;
+    reading r;
+  };
+  std::array<entry, 64> slots_{};
+};
+reading_memo memo;
 
 constexpr const leaf_kind* kind_of(char letter) noexcept {
   for (const leaf_kind& k : kinds)
@@ -321,11 +369,14 @@ leaf_step step_leaf(std::string_view tag, std::string_view args, const std::opti
   for (std::size_t i = 0; i < kind->numbers; ++i)
     if (!redis::get_number(args.data() + 8 * i, x[i]))
       return fail(bad(std::string("a '") + kind->letter + "' leaf's arguments are not integers below 2^53"));
-  reading r;
   const i128 sent = static_cast<i128>(now) - shift;
   if (sent < detail::i64_min || sent > detail::i64_max) return fail(bad("the instant sent"));
-  if (auto e = kind->read(std::span<const std::int64_t>(x.data(), kind->numbers), static_cast<tick>(sent), r))
-    return fail(std::move(*e));
+  reading fresh;
+  std::optional<reply> error;
+  const reading* found = memo.find(*kind, args, std::span<const std::int64_t>(x.data(), kind->numbers),
+                                   static_cast<tick>(sent), fresh, error);
+  if (found == nullptr) return fail(std::move(*error));
+  const reading& r = *found;
   if (!r.policy) return {};  // mode 0 with parameters no policy has: nothing to read the value with
   redis::leaf_plan lp;
   lp.policy = &*r.policy;
@@ -340,7 +391,10 @@ leaf_step step_leaf(std::string_view tag, std::string_view args, const std::opti
   if (r.mode != 1 && r.mode != 2) return {};
   leaf_step out;
   {
-    lease_scope scope(r.nonce);  // a concurrency leaf's lease takes the client's nonce
+    // A concurrency leaf's lease takes the client's nonce (no other leaf
+    // reads it: its thread-local costs a call in a shared object).
+    std::optional<lease_scope> scope;
+    if (kind->letter == portable::of<concurrency>::letter) scope.emplace(r.nonce);
     if (r.mode == 2) {
       any_state probe = st.value();  // whether it fits: what a decision would answer
       out.ok = decide(*r.policy, probe, now, r.cost).allowed;
