@@ -100,18 +100,35 @@ def headers_of(res):
     return {h.key: h.value for h in res.response_headers_to_add}
 
 
-def start_with_grpc(case, *args):
-    """A sluice serve with `args` and its gRPC listener, both stopped at the
-    end of `case`'s test: (server, the ShouldRateLimit call)."""
+def serve_grpc(args):
+    """A sluice serve with `args` and a channel to its gRPC listener:
+    (server, its gRPC port, the channel, the ShouldRateLimit call). A server
+    that names no listener is stopped and raises."""
     s = Server(list(args))
-    case.addCleanup(s.stop)
     m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", s.log())
-    case.assertIsNotNone(m, s.log())
+    if m is None:
+        s.stop()
+        raise RuntimeError("no grpc listener in the log:\n" + s.log())
     ch = grpc.insecure_channel("127.0.0.1:" + m.group(1))
-    case.addCleanup(ch.close)
     call = ch.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
                           response_deserializer=rls.RateLimitResponse.FromString)
+    return s, int(m.group(1)), ch, call
+
+
+def start_with_grpc(case, *args):
+    """serve_grpc, both stopped at the end of `case`'s test: (server, the
+    ShouldRateLimit call)."""
+    s, _, ch, call = serve_grpc(args)
+    case.addCleanup(s.stop)
+    case.addCleanup(ch.close)
     return s, call
+
+
+def stop_grpc(cls):
+    """Ends what serve_grpc started for a TestCase class; the server must exit 0."""
+    cls.channel.close()
+    status = cls.server.stop()
+    assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
 
 
 class EnvoyCase(unittest.TestCase):
@@ -125,22 +142,14 @@ class EnvoyCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.config_path = write_config(cls.config_text())
-        cls.server = Server(["--config", cls.config_path])
-        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
-        if m is None:
-            cls.server.stop()
-            raise RuntimeError("no grpc listener in the log:\n" + cls.server.log())
-        cls.grpc_port = int(m.group(1))
-        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.grpc_port)
-        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
-                                           response_deserializer=rls.RateLimitResponse.FromString)
+        cls.server, cls.grpc_port, cls.channel, cls.call = serve_grpc(["--config", cls.config_path])
 
     @classmethod
     def tearDownClass(cls):
-        cls.channel.close()
-        status = cls.server.stop()
-        os.unlink(cls.config_path)
-        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+        try:
+            stop_grpc(cls)
+        finally:
+            os.unlink(cls.config_path)
 
     def ask(self, *descriptors, domain="edge", hits=0):
         return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),

@@ -7,7 +7,6 @@ server binds 127.0.0.1 on ports the system picks and is stopped by PID.
 Environment: SLUICE_BINARY, SLUICE_SOURCE_DIR, PROTOC.
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +17,8 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # Importing test_envoy generates the message classes (its stubs) first.
-from test_envoy import (BINARY, METHOD, OK, OVER, EnvoyCase, RedisServer, Server, Unit, desc, grpc,  # noqa: E402
-                        headers_of, metric, rls, start_with_grpc, write_config)
+from test_envoy import (BINARY, OK, OVER, EnvoyCase, RedisServer, Unit, desc, headers_of, metric, rls,  # noqa: E402
+                        serve_grpc, start_with_grpc, stop_grpc, write_config)
 
 README = os.path.join(HERE, "fixtures", "readme.toml")
 UINT32_MAX = 2 ** 32 - 1
@@ -40,20 +39,11 @@ class EnvoyYaml(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(["--config", README, "--threads", "1"])
-        m = re.search(r"listening on grpc://127\.0\.0\.1:(\d+) \(envoy\)", cls.server.log())
-        if m is None:
-            cls.server.stop()
-            raise RuntimeError("no grpc listener in the log:\n" + cls.server.log())
-        cls.channel = grpc.insecure_channel("127.0.0.1:" + m.group(1))
-        cls.call = cls.channel.unary_unary(METHOD, request_serializer=rls.RateLimitRequest.SerializeToString,
-                                           response_deserializer=rls.RateLimitResponse.FromString)
+        cls.server, _, cls.channel, cls.call = serve_grpc(["--config", README, "--threads", "1"])
 
     @classmethod
     def tearDownClass(cls):
-        cls.channel.close()
-        status = cls.server.stop()
-        assert status == 0, "sluice serve exited %s:\n%s" % (status, cls.server.log())
+        stop_grpc(cls)
 
     def ask(self, domain, *descriptors, hits=0):
         return self.call(rls.RateLimitRequest(domain=domain, descriptors=list(descriptors), hits_addend=hits),
