@@ -70,17 +70,23 @@ TEST(SentinelUrl, EveryPart) {
 // `module_on_master`, the master loads sluice's Redis module and the
 // replica does not (docs/redis.md, "The store and the module").
 struct deployment {
+  static redis_server_options in_memory(redis_server_options o) {
+    o.in_memory_dir = true;
+    return o;
+  }
   redis_server master;
   redis_server replica;
   std::vector<std::unique_ptr<redis_server>> sentinels;
 
   // A full sync starts at once (not after the default 5 s of diskless
-  // sync's delay): a demoted master is a replica in sync soon after.
+  // sync's delay): a demoted master is a replica in sync soon after. Every
+  // server's directory is in memory, as the sentinels' are: a failover
+  // fsyncs their configurations (redis_server_options::in_memory_dir).
   explicit deployment(bool module_on_master = false)
-      : master(module_on_master ? testing::with_module({"repl-diskless-sync-delay 0"})
-                                : redis_server_options{.extra_config = {"repl-diskless-sync-delay 0"}}),
-        replica(
-            {.extra_config = {"replicaof 127.0.0.1 " + std::to_string(master.port()), "repl-diskless-sync-delay 0"}}) {
+      : master(in_memory(module_on_master ? testing::with_module({"repl-diskless-sync-delay 0"})
+                                          : redis_server_options{.extra_config = {"repl-diskless-sync-delay 0"}})),
+        replica(in_memory(
+            {.extra_config = {"replicaof 127.0.0.1 " + std::to_string(master.port()), "repl-diskless-sync-delay 0"}})) {
     for (int i = 0; i < 3; ++i)
       sentinels.push_back(std::make_unique<redis_server>(redis_server_options{
           .extra_config = {"sentinel monitor mymaster 127.0.0.1 " + std::to_string(master.port()) + " 2",

@@ -95,9 +95,10 @@ redis_server::redis_server(redis_server_options options) : options_(std::move(op
     throw std::runtime_error(
         "redis_server: redis-server is not in PATH; the Redis tests need a real server "
         "(install it with scripts/setup.sh, Debian package redis-server)");
-  char tmpl[] = "/tmp/sluice-redis-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr)
-    throw std::runtime_error(std::string("redis_server: mkdtemp: ") + std::strerror(errno));
+  const bool in_memory = (options_.in_memory_dir || options_.sentinel) && ::access("/dev/shm", W_OK | X_OK) == 0;
+  std::string tmpl = std::string(in_memory ? "/dev/shm" : "/tmp") + "/sluice-redis-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw std::runtime_error("redis_server: mkdtemp " + tmpl + ": " + std::strerror(errno));
   dir_ = tmpl;
   if (options_.unix_socket) socket_path_ = dir_ + "/redis.sock";
   try {

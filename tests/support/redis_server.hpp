@@ -52,8 +52,16 @@ struct redis_server_options {
   std::optional<tls_files> tls{};
   /// A redis-sentinel process instead (`redis-server --sentinel`): only
   /// port, bind, dir, logfile and `extra_config` (the `sentinel monitor`
-  /// lines) are written.
+  /// lines) are written. Its directory is in memory (`in_memory_dir`).
   bool sentinel = false;
+  /// The server's directory on /dev/shm (when it is a writable directory;
+  /// else /tmp, as every other server's). A sentinel fsyncs its
+  /// configuration at each step of a failover, and a server its own at
+  /// `REPLICAOF` / `SLAVEOF NO ONE` (`CONFIG REWRITE`): on a disk that a
+  /// parallel build keeps busy one fsync took 6 s in a CI run, the
+  /// sentinel entered TILT mode (no failover for 30 s) and a failover test
+  /// ran out of time. Tests that fail servers over put them there.
+  bool in_memory_dir = false;
 };
 
 /// One redis-server process. Not copyable; the destructor stops it (SIGCONT,
