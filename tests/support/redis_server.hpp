@@ -57,10 +57,11 @@ struct redis_server_options {
   /// The server's directory on /dev/shm (when it is a writable directory;
   /// else /tmp, as every other server's). A sentinel fsyncs its
   /// configuration at each step of a failover, and a server its own at
-  /// `REPLICAOF` / `SLAVEOF NO ONE` (`CONFIG REWRITE`): on a disk that a
-  /// parallel build keeps busy one fsync took 6 s in a CI run, the
-  /// sentinel entered TILT mode (no failover for 30 s) and a failover test
-  /// ran out of time. Tests that fail servers over put them there.
+  /// `REPLICAOF` / `SLAVEOF NO ONE` (`CONFIG REWRITE`). In a CI run whose
+  /// build kept the disk busy, a sentinel's log showed one such save take
+  /// about 6 s, then TILT mode (no failover for 30 s), and a failover test
+  /// ran out of time (read from the log; not reproduced here). Tests that
+  /// fail servers over put them in memory.
   bool in_memory_dir = false;
 };
 
