@@ -471,9 +471,11 @@ TEST(RedisStore, TheDenyCacheKeysEachCheckByItsOwnCost) {
   EXPECT_EQ(d.from, source::store);
   EXPECT_EQ(per[0].remaining, 0);
   // A request of 5 again is the cache's (5 >= 5), and charges q nothing.
-  d = decide({{q, "k", 1}, {p, "k", 5}}, 3, per);
-  EXPECT_FALSE(d.d.allowed);
-  EXPECT_EQ(d.from, source::deny_cache);
+  // (Soon, not necessarily the first repeat: the cache may pass a request
+  // to the store while its listener reads; each repeat is denied, and the
+  // first the cache answers is its first hit.)
+  const std::vector<check> again{{q, "k", 1}, {p, "k", 5}};
+  EXPECT_TRUE(cache_answers_denial(*st, {.checks = again, .now = 3, .cost = 1, .id = {}}));
   EXPECT_EQ(st->stats().deny_cache_hits, 1U);
   d = decide({{q, "k", 1}}, 4, per);
   EXPECT_TRUE(d.d.allowed);

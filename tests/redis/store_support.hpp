@@ -127,7 +127,8 @@ inline bool eventually(const std::function<bool()>& done) {
 /// confirmed, or its listener reading: docs/redis.md, "The deny cache"), so
 /// not necessarily the first repeat; a denial charges nothing. Every repeat
 /// must be denied.
-inline bool cache_answers_denial(redis_store& st, const store_request& r) {
+template <class Store>
+bool cache_answers_denial(Store& st, const store_request& r) {
   return eventually([&] {
     const store_decision again = st.decide_at(r);
     EXPECT_FALSE(again.d.allowed);
