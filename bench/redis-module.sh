@@ -56,12 +56,7 @@ if [ -n "${BASE_MODULE:-}" ]; then
   redis_args=(--loadmodule "$BASE_MODULE")
   start_redis taskset -c 1
   base_port=$port base_pid=$pid base_dir=$dir
-  on_exit() {  # after the main server stops (redis_common.sh): the base's, by its PID
-    kill "$base_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$base_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$base_pid" 2>/dev/null || true
-    rm -rf "$base_dir"
-  }
+  on_exit() { stop_server "$base_pid" "$base_dir"; }  # after the main server stops (redis_common.sh)
   say "base: redis on 127.0.0.1:$base_port (pid $base_pid, CPU 1) with $BASE_MODULE"
 fi
 redis_args=(--loadmodule "$module")

@@ -59,11 +59,16 @@ start_redis() {
   cli ping >/dev/null || { echo "# ERROR: redis-server did not start" >&2; cat "$dir/redis.log" >&2; exit 1; }
 }
 
+# stop_server PID DIR: SIGTERM, up to 10 s, then SIGKILL, by its PID; its folder removed.
+stop_server() {
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$1" 2>/dev/null || true
+  rm -rf "$2"
+}
+
 stop_redis() {
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -rf "$dir"
+  stop_server "$pid" "$dir"
   if declare -F on_exit >/dev/null; then on_exit; fi
 }
 
